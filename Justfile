@@ -1,0 +1,27 @@
+# kbisect developer tasks. The README's commands never need just.
+
+# Fast tests, as CI runs them.
+test:
+    go test ./...
+
+# Tests with the race detector.
+race:
+    go test -race ./...
+
+# Vet and formatting.
+lint:
+    go vet ./...
+    test -z "$(gofmt -l $(git ls-files '*.go'))"
+
+# Bisection engine benchmarks on a generated kernel-scale history
+# (1,000,000 commits; made once into $KBISECT_BENCH_REPO, default /tmp/kbisect-bench).
+bench:
+    KBISECT_BENCH=1 go test ./bisect -run '^$' -bench . -benchmem -benchtime 5x -timeout 60m
+
+# Heavy end-to-end tests (real kernel builds, QEMU boots).
+e2e:
+    KBISECT_E2E=1 go test ./... -timeout 120m
+
+# Build the binary.
+build:
+    go build -o kbisect ./cmd/kbisect

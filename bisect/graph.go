@@ -1,0 +1,258 @@
+package bisect
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	cgv2 "github.com/go-git/go-git/v5/plumbing/format/commitgraph/v2"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+)
+
+// Graph is the part of a repository's commit graph that has been read so
+// far. Commits are read lazily, from the commit-graph file when the
+// repository has one and from the commit objects otherwise, and are named
+// by dense node numbers so the walks can keep their flags in slices.
+type Graph struct {
+	repo  *git.Repository
+	cg    cgv2.Index // nil when the repository has no usable commit-graph
+	unmap func() error
+	ids   map[plumbing.Hash]int32
+	nodes []node
+
+	// FromGraphFile and FromObjects count where parsed commits came from.
+	FromGraphFile, FromObjects int
+}
+
+type node struct {
+	hash    plumbing.Hash
+	date    int64 // committer time, as git's commit->date
+	parents []int32
+	parsed  bool
+}
+
+// OpenGraph opens the repository that contains dir.
+func OpenGraph(dir string) (*Graph, error) {
+	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	if err != nil {
+		return nil, fmt.Errorf("open git repository %s: %w", dir, err)
+	}
+	g := &Graph{repo: repo, ids: make(map[plumbing.Hash]int32)}
+	if st, ok := repo.Storer.(*filesystem.Storage); ok {
+		g.openCommitGraph(st)
+	}
+	return g, nil
+}
+
+// Repository is the go-git repository the graph reads.
+func (g *Graph) Repository() *git.Repository { return g.repo }
+
+// HasCommitGraph reports whether commits are read from a commit-graph file.
+func (g *Graph) HasCommitGraph() bool { return g.cg != nil }
+
+// Close releases the commit-graph mapping.
+func (g *Graph) Close() error {
+	var err error
+	if g.cg != nil {
+		err = g.cg.Close()
+	}
+	if g.unmap != nil {
+		if uerr := g.unmap(); err == nil {
+			err = uerr
+		}
+	}
+	g.cg, g.unmap = nil, nil
+	return err
+}
+
+// openCommitGraph maps objects/info/commit-graph into memory (go-git reads
+// it with many small ReadAt calls, which become copies instead of system
+// calls) or falls back to a split commit-graph chain. A repository without
+// one, or with one git would not trust, is read from its objects.
+func (g *Graph) openCommitGraph(st *filesystem.Storage) {
+	fs := st.Filesystem()
+	root := fs.Root()
+	if _, err := os.Stat(filepath.Join(root, "shallow")); err == nil {
+		return // git ignores the commit-graph in shallow repositories
+	}
+	if _, err := os.Stat(filepath.Join(root, "info", "grafts")); err == nil {
+		return
+	}
+	path := filepath.Join(root, "objects", "info", "commit-graph")
+	if f, err := os.Open(path); err == nil {
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil || fi.Size() == 0 {
+			return
+		}
+		data, err := syscall.Mmap(int(f.Fd()), 0, int(fi.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
+		if err != nil {
+			return
+		}
+		idx, err := cgv2.OpenFileIndex(nopCloser{bytes.NewReader(data)})
+		if err != nil {
+			_ = syscall.Munmap(data)
+			return
+		}
+		g.cg = idx
+		g.unmap = func() error { return syscall.Munmap(data) }
+		return
+	}
+	if idx, err := cgv2.OpenChainIndex(fs); err == nil {
+		g.cg = idx
+	}
+}
+
+type nopCloser struct{ *bytes.Reader }
+
+func (nopCloser) Close() error { return nil }
+
+// id returns the node number of h, creating an unparsed node if needed.
+func (g *Graph) id(h plumbing.Hash) int32 {
+	if id, ok := g.ids[h]; ok {
+		return id
+	}
+	id := int32(len(g.nodes))
+	g.nodes = append(g.nodes, node{hash: h})
+	g.ids[h] = id
+	return id
+}
+
+// Hash returns the object name of node id.
+func (g *Graph) Hash(id int32) plumbing.Hash { return g.nodes[id].hash }
+
+// parse reads the parents and date of node id once.
+func (g *Graph) parse(id int32) error {
+	n := &g.nodes[id]
+	if n.parsed {
+		return nil
+	}
+	h := n.hash
+	var parents []plumbing.Hash
+	var date int64
+	var fromGraph bool
+	if g.cg != nil {
+		if i, err := g.cg.GetIndexByHash(h); err == nil {
+			cd, err := g.cg.GetCommitDataByIndex(i)
+			if err != nil {
+				return fmt.Errorf("read commit-graph entry of %s: %w", h, err)
+			}
+			parents, date, fromGraph = cd.ParentHashes, cd.When.Unix(), true
+		}
+	}
+	if !fromGraph {
+		var err error
+		parents, date, err = g.readCommitObject(h)
+		if err != nil {
+			return err
+		}
+		g.FromObjects++
+	} else {
+		g.FromGraphFile++
+	}
+	ids := make([]int32, len(parents))
+	for i, p := range parents {
+		ids[i] = g.id(p)
+	}
+	n = &g.nodes[id] // g.id may have grown the slice
+	n.parents, n.date, n.parsed = ids, date, true
+	return nil
+}
+
+// readCommitObject reads only what the walks need from a commit object:
+// its parent lines and the committer time.
+func (g *Graph) readCommitObject(h plumbing.Hash) ([]plumbing.Hash, int64, error) {
+	obj, err := g.repo.Storer.EncodedObject(plumbing.CommitObject, h)
+	if err != nil {
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			return nil, 0, fmt.Errorf("commit %s is not in the repository", h)
+		}
+		return nil, 0, fmt.Errorf("read commit %s: %w", h, err)
+	}
+	r, err := obj.Reader()
+	if err != nil {
+		return nil, 0, fmt.Errorf("read commit %s: %w", h, err)
+	}
+	defer r.Close()
+	parents, date, err := parseCommitHeader(bufio.NewReader(r))
+	if err != nil {
+		return nil, 0, fmt.Errorf("commit %s: %w", h, err)
+	}
+	return parents, date, nil
+}
+
+func parseCommitHeader(r *bufio.Reader) ([]plumbing.Hash, int64, error) {
+	var parents []plumbing.Hash
+	var date int64
+	for {
+		line, err := r.ReadSlice('\n')
+		if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+			return nil, 0, err
+		}
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		if len(line) == 0 {
+			break // end of the header
+		}
+		switch {
+		case bytes.HasPrefix(line, []byte("parent ")):
+			p, ok := parseHex(string(line[len("parent "):]))
+			if !ok {
+				return nil, 0, fmt.Errorf("malformed parent line %q", line)
+			}
+			parents = append(parents, p)
+		case bytes.HasPrefix(line, []byte("committer ")):
+			date = parseIdentTime(line)
+		}
+		if err == io.EOF {
+			break
+		}
+		if err == bufio.ErrBufferFull { // an overlong header line: skip its rest
+			for err == bufio.ErrBufferFull {
+				_, err = r.ReadSlice('\n')
+			}
+		}
+	}
+	return parents, date, nil
+}
+
+// parseIdentTime takes the time from "committer Name <mail> 1700000000 +0100"
+// as git's parse_commit_date does; an unreadable time is 0, as in git.
+func parseIdentTime(line []byte) int64 {
+	gt := bytes.LastIndexByte(line, '>')
+	if gt < 0 {
+		return 0
+	}
+	fields := bytes.Fields(line[gt+1:])
+	if len(fields) == 0 {
+		return 0
+	}
+	t, err := strconv.ParseInt(string(fields[0]), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return t
+}
+
+func parseHex(s string) (plumbing.Hash, bool) {
+	if len(s) != 40 {
+		return plumbing.ZeroHash, false
+	}
+	for _, c := range s {
+		if !isHex(c) {
+			return plumbing.ZeroHash, false
+		}
+	}
+	return plumbing.NewHash(s), true
+}
+
+func isHex(c rune) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}

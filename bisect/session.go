@@ -1,0 +1,300 @@
+package bisect
+
+import (
+	"fmt"
+	"math/bits"
+	"sort"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// Verdict is the outcome of testing one commit. Its zero value is invalid,
+// so a tester that forgets to set it cannot pass for "good".
+type Verdict uint8
+
+// The verdicts, with git's names.
+const (
+	_ Verdict = iota
+	Good
+	Bad
+	Skip
+)
+
+func (v Verdict) String() string {
+	switch v {
+	case Good:
+		return "good"
+	case Bad:
+		return "bad"
+	case Skip:
+		return "skip"
+	}
+	return fmt.Sprintf("verdict(%d)", uint8(v))
+}
+
+// ParseVerdict accepts good, bad and skip, and git's alternative terms old
+// and new.
+func ParseVerdict(s string) (Verdict, error) {
+	switch s {
+	case "good", "old":
+		return Good, nil
+	case "bad", "new":
+		return Bad, nil
+	case "skip":
+		return Skip, nil
+	}
+	return 0, fmt.Errorf("unknown verdict %q (want good, bad or skip)", s)
+}
+
+// StepKind says what the session wants next.
+type StepKind uint8
+
+// The kinds of step.
+const (
+	_ StepKind = iota
+	// StepTest asks for a verdict on Step.Commit.
+	StepTest
+	// StepFound: Step.Commit is the first bad commit.
+	StepFound
+	// StepInconclusive: only skipped commits are left; the first bad
+	// commit is one of Step.Candidates.
+	StepInconclusive
+	// StepNotReproduced: the good and bad revisions do not bound a
+	// regression; Step.Reason says why.
+	StepNotReproduced
+)
+
+// Step is the session's answer to "what next?".
+type Step struct {
+	Kind   StepKind
+	Commit plumbing.Hash
+	// MergeBase is set when Commit is a merge base of a good revision that
+	// is not an ancestor of the bad one, and must be tested first.
+	MergeBase bool
+	// Left is the number of candidates left after this test, and
+	// Estimate the number of steps still expected, as git prints them.
+	Left, Estimate int
+	// Candidates lists every possible first bad commit (inconclusive).
+	Candidates []plumbing.Hash
+	Reason     string
+	Warnings   []string
+}
+
+// Session is one bisection: the bad revision, the good ones, the skipped
+// commits, and the choice of the next commit to test exactly as git bisect
+// makes it.
+type Session struct {
+	g           *Graph
+	bad         plumbing.Hash
+	goods       []plumbing.Hash // sorted by name, as git's refs/bisect/good-*
+	skips       map[plumbing.Hash]bool
+	firstParent bool
+	ancestorsOK bool
+	expected    plumbing.Hash // git's BISECT_EXPECTED_REV
+	// OnAncestorsChecked, when set, is called the first time the good
+	// revisions are known to bound the range, so the state can be saved.
+	OnAncestorsChecked func()
+}
+
+// NewSession starts a bisection between bad and goods.
+func NewSession(g *Graph, bad plumbing.Hash, goods []plumbing.Hash, firstParent bool) *Session {
+	s := &Session{g: g, bad: bad, skips: map[plumbing.Hash]bool{}, firstParent: firstParent}
+	for _, h := range goods {
+		s.addGood(h)
+	}
+	return s
+}
+
+// Bad is the current bad commit.
+func (s *Session) Bad() plumbing.Hash { return s.bad }
+
+// Goods are the commits known good.
+func (s *Session) Goods() []plumbing.Hash { return append([]plumbing.Hash(nil), s.goods...) }
+
+// FirstParent reports whether only first parents are followed.
+func (s *Session) FirstParent() bool { return s.firstParent }
+
+// SetAncestorsChecked records that the good revisions were already checked
+// against the bad one (git's BISECT_ANCESTORS_OK), when resuming.
+func (s *Session) SetAncestorsChecked() { s.ancestorsOK = true }
+
+func (s *Session) addGood(h plumbing.Hash) {
+	i := sort.Search(len(s.goods), func(i int) bool { return s.goods[i].String() >= h.String() })
+	if i < len(s.goods) && s.goods[i] == h {
+		return
+	}
+	s.goods = append(s.goods, plumbing.ZeroHash)
+	copy(s.goods[i+1:], s.goods[i:])
+	s.goods[i] = h
+}
+
+// Mark records a verdict on commit h.
+func (s *Session) Mark(h plumbing.Hash, v Verdict) error {
+	switch v {
+	case Good:
+		s.addGood(h)
+	case Bad:
+		s.bad = h
+	case Skip:
+		s.skips[h] = true
+	default:
+		return fmt.Errorf("mark %s: invalid verdict %v", h, v)
+	}
+	return nil
+}
+
+// Next computes what to do next: test a commit, or stop with an answer.
+func (s *Session) Next() (Step, error) {
+	g := s.g
+	bad := g.id(s.bad)
+	if err := g.parse(bad); err != nil {
+		return Step{}, err
+	}
+	goods := make([]int32, len(s.goods))
+	for i, h := range s.goods {
+		goods[i] = g.id(h)
+	}
+
+	var warnings []string
+	if !s.ancestorsOK && len(goods) > 0 {
+		step, warn, err := s.checkAncestors(bad, goods)
+		if err != nil || step.Kind != 0 {
+			if step.Kind == StepTest {
+				s.expected = step.Commit
+			}
+			return step, err
+		}
+		warnings = warn
+		s.ancestorsOK = true
+		if s.OnAncestorsChecked != nil {
+			s.OnAncestorsChecked()
+		}
+	}
+
+	w := newWalk(g)
+	tips := []tip{{id: bad}}
+	for _, id := range goods {
+		tips = append(tips, tip{id: id, uninteresting: true})
+	}
+	limited, err := w.limitList(tips, s.firstParent)
+	if err != nil {
+		return Step{}, err
+	}
+	bis := w.findBisection(limited, len(s.skips) > 0, s.firstParent)
+	choice, tried, ok := managedSkipped(bis.order, func(id int32) bool { return s.skips[g.nodes[id].hash] }, bad)
+	if !ok {
+		if len(tried) > 0 {
+			return Step{Kind: StepInconclusive, Candidates: s.hashes(tried), Warnings: warnings}, nil
+		}
+		return Step{Kind: StepNotReproduced, Warnings: warnings,
+			Reason: fmt.Sprintf("%s was both good and bad: no commit is reachable from the bad revision that is not reachable from a good one", s.bad)}, nil
+	}
+	if choice == bad {
+		if len(tried) > 0 {
+			return Step{Kind: StepInconclusive, Candidates: append(s.hashes(tried), s.bad), Warnings: warnings}, nil
+		}
+		return Step{Kind: StepFound, Commit: s.bad, Warnings: warnings}, nil
+	}
+	s.expected = g.nodes[choice].hash
+	return Step{
+		Kind:     StepTest,
+		Commit:   s.expected,
+		Left:     bis.all - bis.reaches - 1,
+		Estimate: estimateSteps(bis.all),
+		Warnings: warnings,
+	}, nil
+}
+
+// checkAncestors is git's check_good_are_ancestors_of_bad: when a good
+// revision is not an ancestor of the bad one, their merge bases must be
+// tested first; a bad merge base means the range holds no regression.
+func (s *Session) checkAncestors(bad int32, goods []int32) (Step, []string, error) {
+	g := s.g
+	w := newWalk(g)
+	tips := []tip{{id: bad, uninteresting: true}}
+	for _, id := range goods {
+		tips = append(tips, tip{id: id})
+	}
+	limited, err := w.limitList(tips, false)
+	if err != nil {
+		return Step{}, nil, err
+	}
+	outside := false
+	for _, id := range limited {
+		if w.flag(id)&flagUninteresting == 0 {
+			outside = true
+			break
+		}
+	}
+	if !outside {
+		return Step{}, nil, nil
+	}
+	bases, err := g.mergeBases(bad, goods)
+	if err != nil {
+		return Step{}, nil, err
+	}
+	var warnings []string
+	for _, mb := range bases {
+		h := g.nodes[mb].hash
+		switch {
+		case mb == bad:
+			if s.bad == s.expected {
+				return Step{Kind: StepNotReproduced, Reason: fmt.Sprintf(
+					"the merge base %s is bad: the regression was fixed between %s and [%s], it was not introduced there",
+					h, h, s.goodList())}, nil, nil
+			}
+			return Step{Kind: StepNotReproduced, Reason: fmt.Sprintf(
+				"some good revisions are not ancestors of the bad revision %s, and %s is reachable from them: were good and bad swapped?",
+				s.bad, s.bad)}, nil, nil
+		case containsHash(s.goods, h):
+			continue
+		case s.skips[h]:
+			warnings = append(warnings, fmt.Sprintf(
+				"the merge base between %s and [%s] was skipped: the first bad commit may lie between %s and %s; going on anyway",
+				s.bad, s.goodList(), h, s.bad))
+		default:
+			return Step{Kind: StepTest, Commit: h, MergeBase: true}, nil, nil
+		}
+	}
+	return Step{}, warnings, nil
+}
+
+func (s *Session) goodList() string {
+	names := make([]string, len(s.goods))
+	for i, h := range s.goods {
+		names[i] = h.String()
+	}
+	return strings.Join(names, " ")
+}
+
+func (s *Session) hashes(ids []int32) []plumbing.Hash {
+	out := make([]plumbing.Hash, len(ids))
+	for i, id := range ids {
+		out[i] = s.g.nodes[id].hash
+	}
+	return out
+}
+
+func containsHash(hs []plumbing.Hash, h plumbing.Hash) bool {
+	for _, x := range hs {
+		if x == h {
+			return true
+		}
+	}
+	return false
+}
+
+// estimateSteps is git's estimate_bisect_steps.
+func estimateSteps(all int) int {
+	if all < 3 {
+		return 0
+	}
+	n := bits.Len(uint(all)) - 1
+	e := 1 << n
+	x := all - e
+	if e < 3*x {
+		return n
+	}
+	return n - 1
+}

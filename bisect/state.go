@@ -1,0 +1,240 @@
+package bisect
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// LogVersion is the version of the session log format.
+const LogVersion = 1
+
+// Session log events.
+const (
+	EventStart       = "start"
+	EventVerdict     = "verdict"
+	EventAncestorsOK = "ancestors-ok"
+)
+
+// Record is one line of a session log.
+type Record struct {
+	V     int       `json:"v"`
+	Event string    `json:"event"`
+	Time  time.Time `json:"time"`
+
+	// start: the range as resolved, the revisions as the user wrote them,
+	// and what the driver needs to resume (e.g. the HEAD to restore).
+	Bad         string            `json:"bad,omitempty"`
+	Good        []string          `json:"good,omitempty"`
+	BadRev      string            `json:"bad_rev,omitempty"`
+	GoodRevs    []string          `json:"good_revs,omitempty"`
+	FirstParent bool              `json:"first_parent,omitempty"`
+	Meta        map[string]string `json:"meta,omitempty"`
+
+	// verdict
+	Commit   string  `json:"commit,omitempty"`
+	Verdict  string  `json:"verdict,omitempty"`
+	Seconds  float64 `json:"seconds,omitempty"`
+	ExitCode *int    `json:"exit_code,omitempty"`
+	Source   string  `json:"source,omitempty"` // "exec", "replay", …
+	Note     string  `json:"note,omitempty"`
+}
+
+// StateLog is the append-only session log in a state directory. Every
+// record is written and synced to disk before Append returns, so a run
+// killed at any moment resumes without losing a verdict.
+type StateLog struct {
+	dir     string
+	f       *os.File
+	records []Record
+}
+
+// LogName is the session log's file name in the state directory.
+const LogName = "session.jsonl"
+
+// OpenState opens (creating it if needed) the state directory dir and
+// returns its log and the records already in it. A torn last line, left by
+// a crash in the middle of a write, is cut off.
+func OpenState(dir string) (*StateLog, []Record, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, nil, fmt.Errorf("state directory: %w", err)
+	}
+	path := filepath.Join(dir, LogName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, nil, fmt.Errorf("state directory: %w", err)
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	good := bytes.LastIndexByte(data, '\n') + 1
+	records, err := decodeRecords(path, data[:good])
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if good < len(data) {
+		if err := f.Truncate(int64(good)); err != nil {
+			f.Close()
+			return nil, nil, fmt.Errorf("cut the torn last line of %s: %w", path, err)
+		}
+	}
+	if _, err := f.Seek(int64(good), io.SeekStart); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if err := syncDir(dir); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return &StateLog{dir: dir, f: f, records: records}, records, nil
+}
+
+func decodeRecords(path string, data []byte) ([]Record, error) {
+	var out []Record
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64*1024), 16<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var r Record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			return nil, fmt.Errorf("%s:%d: not a session record: %v", path, line, err)
+		}
+		if r.V != LogVersion {
+			return nil, fmt.Errorf("%s:%d: session log version %d, this kbisect reads version %d", path, line, r.V, LogVersion)
+		}
+		out = append(out, r)
+	}
+	return out, sc.Err()
+}
+
+// Dir is the state directory.
+func (l *StateLog) Dir() string { return l.dir }
+
+// Append writes one record and syncs it to disk.
+func (l *StateLog) Append(r Record) error {
+	r.V = LogVersion
+	if r.Time.IsZero() {
+		r.Time = time.Now().UTC()
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	if _, err := l.f.Write(b); err != nil {
+		return fmt.Errorf("append to session log: %w", err)
+	}
+	if err := l.f.Sync(); err != nil {
+		return fmt.Errorf("sync session log: %w", err)
+	}
+	l.records = append(l.records, r)
+	return nil
+}
+
+// Records returns every record of the log, those read and those appended.
+func (l *StateLog) Records() []Record { return l.records }
+
+// Close closes the log.
+func (l *StateLog) Close() error { return l.f.Close() }
+
+// WriteFileAtomic replaces path with data: written to a temporary file,
+// synced, then renamed, so readers see the old or the new file, whole.
+func WriteFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Restore rebuilds a session from its log: the start record, then every
+// verdict in order.
+func Restore(g *Graph, records []Record) (*Session, *Record, error) {
+	if len(records) == 0 || records[0].Event != EventStart {
+		return nil, nil, errors.New("session log does not begin with a start record")
+	}
+	start := records[0]
+	bad, ok := parseHex(start.Bad)
+	if !ok {
+		return nil, nil, fmt.Errorf("session log: bad commit %q is not a commit name", start.Bad)
+	}
+	goods, err := parseHashes(start.Good)
+	if err != nil {
+		return nil, nil, err
+	}
+	s := NewSession(g, bad, goods, start.FirstParent)
+	for i, r := range records[1:] {
+		switch r.Event {
+		case EventAncestorsOK:
+			s.SetAncestorsChecked()
+		case EventVerdict:
+			h, ok := parseHex(r.Commit)
+			if !ok {
+				return nil, nil, fmt.Errorf("session log record %d: commit %q is not a commit name", i+2, r.Commit)
+			}
+			v, err := ParseVerdict(r.Verdict)
+			if err != nil {
+				return nil, nil, fmt.Errorf("session log record %d: %w", i+2, err)
+			}
+			if err := s.Mark(h, v); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	return s, &start, nil
+}
+
+func parseHashes(names []string) ([]plumbing.Hash, error) {
+	out := make([]plumbing.Hash, 0, len(names))
+	for _, n := range names {
+		h, ok := parseHex(n)
+		if !ok {
+			return nil, fmt.Errorf("session log: %q is not a commit name", n)
+		}
+		out = append(out, h)
+	}
+	return out, nil
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"io"
+
+	"github.com/urfave/cli/v2"
+)
+
+// run is main without the process: tests call it in-process.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	app := newApp(stdout, stderr)
+	err := app.RunContext(ctx, args)
+	return exitCode(ctx, err, stderr)
+}
+
+func newApp(stdout, stderr io.Writer) *cli.App {
+	return &cli.App{
+		Name:  "kbisect",
+		Usage: "find the kernel commit that made isolated real-time CPUs noisy",
+		UsageText: `kbisect run --good REV --bad REV --exec CMD [--repo DIR] [--first-parent] [--state DIR] [--json]
+   kbisect demo`,
+		Description: `kbisect bisects a kernel history unattended: for each candidate commit it
+builds a PREEMPT_RT kernel, boots it on the lab machine with the machine's
+isolation boot parameters (nohz_full, isolcpus, rcu_nocbs, irqaffinity),
+proves the right kernel runs, measures the noise on the isolated CPUs and
+decides good or bad with statistics, until one commit is left.
+
+Commit choice is exactly git bisect's (the same midpoints, skips and
+--first-parent), computed on the commit graph directly so it stays fast on
+a kernel's million commits. Every verdict is synced to a state directory
+before the next step; running the same command again resumes.
+
+Today "kbisect run --exec CMD" works as "git bisect run CMD" does. Job
+files, kernel builds, remote hosts and noise measurement arrive next.
+
+EXIT STATUS
+   0 found (or the command did its job), 1 failure, 2 usage or job file
+   error, 3 inconclusive, 4 not reproduced, 130 interrupted.
+
+EXAMPLES
+   kbisect run --repo ~/linux --good v6.12.57 --bad v6.12.78 \
+       --exec 'make -j8 olddefconfig bzImage >/dev/null || exit 125; ./check-noise.sh'
+   kbisect run --repo . --good v1 --bad HEAD --exec 'go test ./...' --json`,
+		Writer:                    stdout,
+		ErrWriter:                 stderr,
+		ExitErrHandler:            func(*cli.Context, error) {},
+		OnUsageError:              onUsageError,
+		HideHelpCommand:           true,
+		DisableSliceFlagSeparator: true,
+		Commands: []*cli.Command{
+			runCommand(),
+			demoCommand(),
+		},
+	}
+}
+
+func onUsageError(_ *cli.Context, err error, _ bool) error {
+	return &usageError{err}
+}
