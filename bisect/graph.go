@@ -13,6 +13,7 @@ import (
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	cgv2 "github.com/go-git/go-git/v5/plumbing/format/commitgraph/v2"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 )
@@ -22,11 +23,12 @@ import (
 // repository has one and from the commit objects otherwise, and are named
 // by dense node numbers so the walks can keep their flags in slices.
 type Graph struct {
-	repo  *git.Repository
-	cg    cgv2.Index // nil when the repository has no usable commit-graph
-	unmap func() error
-	ids   map[plumbing.Hash]int32
-	nodes []node
+	repo    *git.Repository
+	storage *filesystem.Storage // closed with the graph when set
+	cg      cgv2.Index          // nil when the repository has no usable commit-graph
+	unmap   func() error
+	ids     map[plumbing.Hash]int32
+	nodes   []node
 
 	// FromGraphFile and FromObjects count where parsed commits came from.
 	FromGraphFile, FromObjects int
@@ -47,6 +49,12 @@ func OpenGraph(dir string) (*Graph, error) {
 	}
 	g := &Graph{repo: repo, ids: make(map[plumbing.Hash]int32)}
 	if st, ok := repo.Storer.(*filesystem.Storage); ok {
+		// Keep pack files open: by default go-git opens and closes the pack
+		// for every object it reads, a fifth of the time of a walk.
+		kept := filesystem.NewStorageWithOptions(st.Filesystem(), cache.NewObjectLRUDefault(), filesystem.Options{KeepDescriptors: true})
+		if r, err := git.Open(kept, nil); err == nil {
+			g.repo, g.storage = r, kept
+		}
 		g.openCommitGraph(st)
 	}
 	return g, nil
@@ -69,7 +77,12 @@ func (g *Graph) Close() error {
 			err = uerr
 		}
 	}
-	g.cg, g.unmap = nil, nil
+	if g.storage != nil {
+		if serr := g.storage.Close(); err == nil {
+			err = serr
+		}
+	}
+	g.cg, g.unmap, g.storage = nil, nil, nil
 	return err
 }
 

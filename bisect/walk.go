@@ -27,7 +27,9 @@ type walk struct {
 	flags []uint8
 }
 
-func newWalk(g *Graph) *walk { return &walk{g: g, flags: make([]uint8, len(g.nodes), len(g.nodes)+1024)} }
+func newWalk(g *Graph) *walk {
+	return &walk{g: g, flags: make([]uint8, len(g.nodes), len(g.nodes)+1024)}
+}
 
 func (w *walk) flag(id int32) uint8 {
 	if int(id) >= len(w.flags) {

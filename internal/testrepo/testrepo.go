@@ -182,14 +182,25 @@ func (s Set) Union(o Set) {
 type Files func(i int) map[string]string
 
 // Write creates a repository in dir holding the history, with branch
-// "master" at the mainline and tags c<N> for every commit, and returns the
-// commit names by number.
+// "master" at the mainline and, for histories of up to 5,000 commits, tags
+// c<N> for every commit; it returns the commit names by number.
 func (h *History) Write(dir string, files Files) ([]string, error) {
 	if err := run(dir, "git", "init", "-q", "-b", "master"); err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	w := bufio.NewWriter(&buf)
+	marks := filepath.Join(dir, ".git", "marks")
+	cmd := exec.Command("git", "fast-import", "--quiet", "--export-marks="+marks)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	w := bufio.NewWriterSize(stdin, 1<<20)
 	for i, c := range h.Commits {
 		if len(c.Parents) == 0 {
 			fmt.Fprintf(w, "reset refs/heads/build\n")
@@ -222,18 +233,16 @@ func (h *History) Write(dir string, files Files) ([]string, error) {
 	}
 	fmt.Fprintf(w, "reset refs/heads/master\nfrom :%d\n\n", h.Mainline+1)
 	for i := range h.Commits {
+		if len(h.Commits) > 5000 {
+			break
+		}
 		fmt.Fprintf(w, "reset refs/tags/c%d\nfrom :%d\n\n", i, i+1)
 	}
 	fmt.Fprintf(w, "reset refs/heads/build\n\n")
-	if err := w.Flush(); err != nil {
-		return nil, err
-	}
-	marks := filepath.Join(dir, ".git", "marks")
-	cmd := exec.Command("git", "fast-import", "--quiet", "--export-marks="+marks)
-	cmd.Dir = dir
-	cmd.Stdin = &buf
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("git fast-import: %v: %s", err, out)
+	werr := w.Flush()
+	stdin.Close()
+	if err := cmd.Wait(); err != nil || werr != nil {
+		return nil, fmt.Errorf("git fast-import: %v %v: %s", err, werr, stderr.String())
 	}
 	data, err := os.ReadFile(marks)
 	if err != nil {

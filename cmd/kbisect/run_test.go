@@ -1,0 +1,326 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"kbisect/internal/testrepo"
+)
+
+// fixture is a generated merge-heavy history in a real work tree whose
+// commits say in a file whether they are good or bad.
+type fixture struct {
+	dir       string
+	hashes    []string
+	culprit   string
+	bad, good string
+	script    string // judges the checked-out commit: exit 0 good, 1 bad
+	calls     string // file the script appends each tested commit to
+}
+
+func newFixture(t *testing.T, seed int64) *fixture {
+	t.Helper()
+	h := testrepo.Generate(seed, testrepo.Shape{Commits: 300, Subsystems: 3, Octopus: true, CrissCross: true, TiePercent: 10})
+	anc := h.Ancestors()
+	culprit := len(h.Commits) / 2
+	for !anc[h.Mainline].Has(culprit) {
+		culprit++
+	}
+	dir := t.TempDir()
+	hashes, err := h.Write(dir, func(i int) map[string]string {
+		state := "good"
+		if anc[i].Has(culprit) {
+			state = "bad"
+		}
+		return map[string]string{"id": fmt.Sprintf("c%d", i), "state": state}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := filepath.Join(t.TempDir(), "calls")
+	return &fixture{
+		dir: dir, hashes: hashes, culprit: hashes[culprit],
+		bad: hashes[h.Mainline], good: hashes[0],
+		script: fmt.Sprintf(`echo "$KBISECT_COMMIT" >> %s; grep -q good state`, calls),
+		calls:  calls,
+	}
+}
+
+func (f *fixture) git(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = f.dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func (f *fixture) tested(t *testing.T) []string {
+	data, err := os.ReadFile(f.calls)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return strings.Fields(string(data))
+}
+
+// gitBisectTested runs the real git bisect run on the fixture and returns
+// the commits it tested, to compare with kbisect's.
+func (f *fixture) gitBisectTested(t *testing.T) []string {
+	t.Helper()
+	log := filepath.Join(t.TempDir(), "git-calls")
+	f.git(t, "bisect", "start", f.bad, f.good)
+	f.git(t, "bisect", "run", "sh", "-c", fmt.Sprintf(`git rev-parse HEAD >> %s; grep -q good state`, log))
+	f.git(t, "bisect", "reset")
+	data, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Fields(string(data))
+}
+
+func runCLI(t *testing.T, ctx context.Context, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, append([]string{"kbisect"}, args...), &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+func TestRunExecFindsFirstBadCommitLikeGitAndKeepsTheTree(t *testing.T) {
+	f := newFixture(t, 1)
+	// Untracked and ignored files must survive every checkout.
+	if err := os.WriteFile(filepath.Join(f.dir, "notes.txt"), []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.dir, ".git", "info", "exclude"), []byte(".config\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.dir, ".config"), []byte("CONFIG_PREEMPT_RT=y\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := f.gitBisectTested(t)
+
+	code, stdout, stderr := runCLI(t, context.Background(), "run", "--repo", f.dir, "--good", f.good, "--bad", f.bad, "--exec", f.script)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if !strings.HasPrefix(stdout, f.culprit+" is the first bad commit\n") {
+		t.Fatalf("stdout does not name the culprit %s:\n%s", f.culprit, stdout)
+	}
+	if !strings.Contains(stdout, "Author: Test Author <author@example.org>") {
+		t.Errorf("no author in:\n%s", stdout)
+	}
+	if got := f.tested(t); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("tested\n got %v\nwant %v (git bisect run)", got, want)
+	}
+	if head := f.git(t, "symbolic-ref", "HEAD"); head != "refs/heads/master" {
+		t.Errorf("HEAD is %s after the run, want refs/heads/master", head)
+	}
+	for name, content := range map[string]string{"notes.txt": "mine\n", ".config": "CONFIG_PREEMPT_RT=y\n"} {
+		data, err := os.ReadFile(filepath.Join(f.dir, name))
+		if err != nil || string(data) != content {
+			t.Errorf("%s after the run: %q, %v", name, data, err)
+		}
+	}
+	if !strings.Contains(stderr, "Bisecting: ") {
+		t.Errorf("no progress on stderr:\n%s", stderr)
+	}
+}
+
+func TestRunJSONFollowsTheContract(t *testing.T) {
+	f := newFixture(t, 2)
+	state := filepath.Join(t.TempDir(), "state")
+	code, stdout, stderr := runCLI(t, context.Background(), "run", "--repo", f.dir, "--good", f.good, "--bad", f.bad,
+		"--exec", f.script, "--state", state, "--json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var got runJSON
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("stdout is not one JSON object: %v\n%s", err, stdout)
+	}
+	tested := f.tested(t)
+	if got.Result != "found" || got.FirstBad != f.culprit || len(got.Candidates) != 1 || got.Candidates[0] != f.culprit {
+		t.Errorf("result %q first_bad %s candidates %v, want found %s", got.Result, got.FirstBad, got.Candidates, f.culprit)
+	}
+	if got.Steps != len(tested) || len(got.Tested) != len(tested) {
+		t.Errorf("steps %d, tested %d entries; the script ran %d times", got.Steps, len(got.Tested), len(tested))
+	}
+	for i, tc := range got.Tested {
+		if tc.Commit != tested[i] || (tc.Verdict != "good" && tc.Verdict != "bad") {
+			t.Errorf("tested[%d] = %+v, script saw %s", i, tc, tested[i])
+		}
+	}
+	if got.StateDir != state {
+		t.Errorf("state_dir %q, want %q", got.StateDir, state)
+	}
+	if _, err := os.Stat(filepath.Join(state, "git-bisect.log")); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestRunRefusesUncommittedChanges(t *testing.T) {
+	f := newFixture(t, 3)
+	if err := os.WriteFile(filepath.Join(f.dir, "id"), []byte("edited\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := f.git(t, "rev-parse", "HEAD")
+	code, _, stderr := runCLI(t, context.Background(), "run", "--repo", f.dir, "--good", f.good, "--bad", f.bad, "--exec", f.script)
+	if code != exitFailure {
+		t.Errorf("exit %d, want %d", code, exitFailure)
+	}
+	if !strings.Contains(stderr, "uncommitted changes") || !strings.Contains(stderr, "id") || !strings.Contains(stderr, "git stash") {
+		t.Errorf("message does not say what and what to do:\n%s", stderr)
+	}
+	if len(f.tested(t)) != 0 {
+		t.Error("the test command ran on a dirty tree")
+	}
+	if data, _ := os.ReadFile(filepath.Join(f.dir, "id")); string(data) != "edited\n" {
+		t.Errorf("the user's change was touched: %q", data)
+	}
+	if after := f.git(t, "rev-parse", "HEAD"); after != before {
+		t.Errorf("HEAD moved from %s to %s", before, after)
+	}
+}
+
+func TestRunUsageErrorsSayWhere(t *testing.T) {
+	f := newFixture(t, 4)
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--repo", f.dir, "--good", f.good, "--bad", "no-such-tag", "--exec", "true"}, `--bad no-such-tag`},
+		{[]string{"run", "--repo", f.dir, "--good", "c1~999", "--bad", f.bad, "--exec", "true"}, `--good c1~999`},
+		{[]string{"run", "--repo", f.dir, "--good", f.good, "--bad", f.bad}, "--exec CMD is required"},
+		{[]string{"run", "--repo", f.dir, "--bad", f.bad, "--exec", "true"}, "at least one --good"},
+		{[]string{"run", "--no-such-flag"}, "no-such-flag"},
+		{[]string{"run", "--repo", t.TempDir(), "--good", "a", "--bad", "b", "--exec", "true"}, "not inside a git work tree"},
+	}
+	for _, c := range cases {
+		code, _, stderr := runCLI(t, context.Background(), c.args...)
+		if code != exitUsage {
+			t.Errorf("%v: exit %d, want %d (stderr %q)", c.args, code, exitUsage, stderr)
+		}
+		if !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: stderr %q does not mention %q", c.args, stderr, c.want)
+		}
+		if strings.Contains(stderr, "goroutine ") {
+			t.Errorf("%v: a Go stack trace reached the user", c.args)
+		}
+	}
+}
+
+func TestRunInterruptedPutsHeadBack(t *testing.T) {
+	f := newFixture(t, 5)
+	started := filepath.Join(t.TempDir(), "started")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for {
+			if _, err := os.Stat(started); err == nil {
+				cancel()
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	code, _, stderr := runCLI(t, ctx, "run", "--repo", f.dir, "--good", f.good, "--bad", f.bad,
+		"--exec", fmt.Sprintf("touch %s; exec sleep 60", started))
+	if code != exitInterrupted {
+		t.Fatalf("exit %d, want %d\n%s", code, exitInterrupted, stderr)
+	}
+	if head := f.git(t, "symbolic-ref", "HEAD"); head != "refs/heads/master" {
+		t.Errorf("HEAD is %s after Ctrl-C, want refs/heads/master", head)
+	}
+	if st := f.git(t, "status", "--porcelain"); st != "" {
+		t.Errorf("tree not clean after Ctrl-C: %s", st)
+	}
+}
+
+func TestRunReplaysAGitBisectLogAndGitReplaysOurs(t *testing.T) {
+	f := newFixture(t, 6)
+	want := f.gitBisectTested(t)
+	if len(want) < 4 {
+		t.Fatalf("history too small: git tested %d commits", len(want))
+	}
+	// Start by hand with git: two verdicts, then the log.
+	f.git(t, "bisect", "start", f.bad, f.good)
+	for _, sha := range want[:2] {
+		verdict := "bad"
+		if strings.Contains(f.git(t, "show", sha+":state"), "good") {
+			verdict = "good"
+		}
+		f.git(t, "bisect", verdict, sha)
+	}
+	gitLog := filepath.Join(t.TempDir(), "git.log")
+	if err := os.WriteFile(gitLog, []byte(f.git(t, "bisect", "log")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.git(t, "bisect", "reset")
+
+	state := filepath.Join(t.TempDir(), "state")
+	code, stdout, stderr := runCLI(t, context.Background(), "run", "--repo", f.dir, "--replay", gitLog, "--exec", f.script, "--state", state)
+	if code != exitOK || !strings.HasPrefix(stdout, f.culprit+" is the first bad commit") {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if got := f.tested(t); strings.Join(got, " ") != strings.Join(want[2:], " ") {
+		t.Errorf("after the replay kbisect tested\n %v\nwant the rest of git's\n %v", got, want[2:])
+	}
+
+	// And git takes our log back.
+	out := f.git(t, "bisect", "replay", filepath.Join(state, "git-bisect.log"))
+	f.git(t, "bisect", "reset")
+	if !strings.Contains(out, f.culprit+" is the first bad commit") {
+		t.Errorf("git bisect replay of kbisect's log did not end on the culprit:\n%s", out)
+	}
+}
+
+// TestRunResumesAfterKill9 kills the kbisect process in the middle of a
+// step, then runs the same command again: no verdict is lost, only the
+// interrupted step is repeated, and HEAD ends where it began.
+func TestRunResumesAfterKill9(t *testing.T) {
+	f := newFixture(t, 7)
+	want := f.gitBisectTested(t)
+	bin := filepath.Join(t.TempDir(), "kbisect")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	killed := filepath.Join(t.TempDir(), "killed")
+	script := fmt.Sprintf(`echo "$KBISECT_COMMIT" >> %[1]s
+if [ "$(wc -l < %[1]s)" -eq 3 ] && [ ! -e %[2]s ]; then touch %[2]s; kill -9 $PPID; exit 0; fi
+grep -q good state`, f.calls, killed)
+	args := []string{"run", "--repo", f.dir, "--good", f.good, "--bad", f.bad, "--exec", script}
+
+	first := exec.Command(bin, args...)
+	out, err := first.CombinedOutput()
+	if err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("first run was not killed: %v\n%s", err, out)
+	}
+	second := exec.Command(bin, args...)
+	out, err = second.CombinedOutput()
+	if err != nil {
+		t.Fatalf("resumed run: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "resuming from") || !strings.Contains(string(out), f.culprit+" is the first bad commit") {
+		t.Errorf("resumed run output:\n%s", out)
+	}
+	got := f.tested(t)
+	// The killed step is tested twice; every other step once, in git's order.
+	wantCalls := append(append(append([]string{}, want[:3]...), want[2]), want[3:]...)
+	if strings.Join(got, " ") != strings.Join(wantCalls, " ") {
+		t.Errorf("test command calls\n got %v\nwant %v", got, wantCalls)
+	}
+	if head := f.git(t, "symbolic-ref", "HEAD"); head != "refs/heads/master" {
+		t.Errorf("HEAD is %s after the resumed run", head)
+	}
+}
