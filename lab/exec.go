@@ -46,6 +46,30 @@ type ExecTester struct {
 	// KillGrace is how long the command's process group gets between
 	// SIGTERM and SIGKILL when the bisection is cancelled.
 	KillGrace time.Duration
+	// Good is a revision known good. When the first run exits 126 or 127,
+	// which is also what a shell says when the command cannot be run or
+	// found, the command is run on Good too: the same status there means
+	// the command is broken, not the commit, and the bisection aborts
+	// instead of marking every commit bad (as git bisect run does).
+	Good plumbing.Hash
+
+	ran bool
+}
+
+// BrokenCommandError is a test command that fails the same way on a
+// commit known to be good: it cannot be what decides.
+type BrokenCommandError struct {
+	Command string
+	Exit    int
+	Good    plumbing.Hash
+}
+
+func (e *BrokenCommandError) Error() string {
+	why := "is it executable?"
+	if e.Exit == 127 {
+		why = "command not found?"
+	}
+	return fmt.Sprintf("test command %q exits %d on the good revision %s too (%s): fix the command; no verdict was recorded", e.Command, e.Exit, e.Good, why)
 }
 
 // Test implements bisect.TestFunc.
@@ -60,6 +84,13 @@ func (t *ExecTester) Test(ctx context.Context, commit plumbing.Hash) (bisect.Out
 	if sig != "" {
 		return bisect.Outcome{}, &ExecAbortError{Commit: commit, Command: t.Command, Exit: -1, Signal: sig}
 	}
+	first := !t.ran
+	t.ran = true
+	if first && (code == 126 || code == 127) && !t.Good.IsZero() {
+		if err := t.verifyGood(ctx, code, commit); err != nil {
+			return bisect.Outcome{}, err
+		}
+	}
 	out := bisect.Outcome{ExitCode: &code, Note: fmt.Sprintf("exit %d", code)}
 	switch {
 	case code == 0:
@@ -72,6 +103,27 @@ func (t *ExecTester) Test(ctx context.Context, commit plumbing.Hash) (bisect.Out
 		return bisect.Outcome{}, &ExecAbortError{Commit: commit, Command: t.Command, Exit: code}
 	}
 	return out, nil
+}
+
+// verifyGood runs the command on the good revision, then goes back.
+func (t *ExecTester) verifyGood(ctx context.Context, code int, commit plumbing.Hash) error {
+	if err := t.Tree.Checkout(ctx, t.Good.String()); err != nil {
+		return fmt.Errorf("check out the good revision %s to verify the test command: %w", t.Good, err)
+	}
+	goodCode, sig, err := t.run(ctx, t.Good)
+	if err != nil {
+		return err
+	}
+	if err := t.Tree.Checkout(ctx, commit.String()); err != nil {
+		return fmt.Errorf("check out %s: %w", commit, err)
+	}
+	if sig != "" || goodCode >= 128 {
+		return &ExecAbortError{Commit: t.Good, Command: t.Command, Exit: goodCode, Signal: sig}
+	}
+	if goodCode == code {
+		return &BrokenCommandError{Command: t.Command, Exit: code, Good: t.Good}
+	}
+	return nil
 }
 
 // run starts the command in its own process group, so that a cancelled

@@ -13,7 +13,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 )
 
@@ -158,4 +160,23 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 		return "", ce
 	}
 	return stdout.String(), nil
+}
+
+// RequireNoOperation returns an error when git is in the middle of an
+// operation that owns HEAD — a bisection, a rebase, a merge — since
+// checking out other commits would break it.
+func (t *Tree) RequireNoOperation() error {
+	for _, op := range []struct{ path, what, fix string }{
+		{"BISECT_START", "a git bisect", "finish it with `git bisect reset` (keep its verdicts with `git bisect log > FILE` and --replay FILE)"},
+		{"rebase-merge", "a rebase", "finish or abort it (`git rebase --abort`)"},
+		{"rebase-apply", "a rebase or git am", "finish or abort it"},
+		{"MERGE_HEAD", "a merge", "finish or abort it (`git merge --abort`)"},
+		{"CHERRY_PICK_HEAD", "a cherry-pick", "finish or abort it (`git cherry-pick --abort`)"},
+		{"REVERT_HEAD", "a revert", "finish or abort it (`git revert --abort`)"},
+	} {
+		if _, err := os.Stat(filepath.Join(t.GitDir, op.path)); err == nil {
+			return fmt.Errorf("the work tree %s is in the middle of %s: %s", t.Dir, op.what, op.fix)
+		}
+	}
+	return nil
 }

@@ -187,6 +187,9 @@ func runRun(ctx context.Context, o runOptions, stdout, stderr io.Writer) error {
 	}
 	defer log.Close()
 
+	if err := tree.RequireNoOperation(); err != nil {
+		return err
+	}
 	if err := tree.RequireClean(ctx); err != nil {
 		return err
 	}
@@ -218,6 +221,9 @@ func runRun(ctx context.Context, o runOptions, stdout, stderr io.Writer) error {
 		cmdOut = stderr
 	}
 	tester := &lab.ExecTester{Tree: tree, Command: o.Exec, Stdout: cmdOut, Stderr: stderr}
+	if goods := sess.Goods(); len(goods) > 0 {
+		tester.Good = goods[0] // git verifies on the first good by name, as here
+	}
 	prog := &textProgress{w: stderr, g: g}
 
 	res, runErr := bisect.Drive(ctx, sess, log, tester.Test, prog)

@@ -324,3 +324,97 @@ grep -q good state`, f.calls, killed)
 		t.Errorf("HEAD is %s after the resumed run", head)
 	}
 }
+
+// forkRepo makes master A-X-M and a branch "fixed" forked at X with one
+// commit G: X brought the bug, G fixed it on its branch.
+func forkRepo(t *testing.T) (*fixture, map[string]string) {
+	t.Helper()
+	f := &fixture{dir: t.TempDir(), calls: filepath.Join(t.TempDir(), "calls")}
+	f.script = fmt.Sprintf(`echo "$KBISECT_COMMIT" >> %s; grep -q good state`, f.calls)
+	ids := map[string]string{}
+	commit := func(name, state string) {
+		os.WriteFile(filepath.Join(f.dir, "state"), []byte(state+"\n"), 0o644)
+		f.git(t, "add", "state")
+		f.git(t, "-c", "user.name=T", "-c", "user.email=t@e", "commit", "-q", "--allow-empty", "-m", name)
+		ids[name] = f.git(t, "rev-parse", "HEAD")
+	}
+	f.git(t, "init", "-q", "-b", "master")
+	commit("A", "good")
+	commit("X", "bad")
+	f.git(t, "checkout", "-q", "-b", "fixed")
+	commit("G", "good")
+	f.git(t, "checkout", "-q", "master")
+	commit("M", "bad")
+	return f, ids
+}
+
+func TestRunSaysWhenTheMergeBaseIsBad(t *testing.T) {
+	f, ids := forkRepo(t)
+	code, stdout, stderr := runCLI(t, context.Background(), "run", "--repo", f.dir, "--good", "fixed", "--bad", "master", "--exec", f.script)
+	if code != exitNotReproduced {
+		t.Fatalf("exit %d, want %d\n%s\n%s", code, exitNotReproduced, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "merge base "+ids["X"]+" is bad") || !strings.Contains(stdout, "fixed between") {
+		t.Errorf("stdout does not explain:\n%s", stdout)
+	}
+	if got := f.tested(t); len(got) != 1 || got[0] != ids["X"] {
+		t.Errorf("tested %v, want only the merge base %s", got, ids["X"])
+	}
+	if !strings.Contains(stderr, "a merge base must be tested") {
+		t.Errorf("stderr:\n%s", stderr)
+	}
+}
+
+func TestRunSaysWhenGoodAndBadAreSwapped(t *testing.T) {
+	f, _ := forkRepo(t)
+	code, stdout, _ := runCLI(t, context.Background(), "run", "--repo", f.dir, "--good", "master", "--bad", "master~2", "--exec", f.script, "--json")
+	if code != exitNotReproduced {
+		t.Fatalf("exit %d, want %d", code, exitNotReproduced)
+	}
+	var got runJSON
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Result != "not-reproduced" || !strings.Contains(got.Reason, "swapped") || len(f.tested(t)) != 0 {
+		t.Errorf("result %q reason %q tested %v", got.Result, got.Reason, f.tested(t))
+	}
+}
+
+func TestRunAbortsOnExitAbove127AndSaysSoInJSON(t *testing.T) {
+	f := newFixture(t, 8)
+	code, stdout, _ := runCLI(t, context.Background(), "run", "--repo", f.dir, "--good", f.good, "--bad", f.bad, "--exec", "exit 200", "--json")
+	if code != exitFailure {
+		t.Fatalf("exit %d, want %d", code, exitFailure)
+	}
+	var got runJSON
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	if got.Result != "aborted" || !strings.Contains(got.Error, "exited 200") || len(got.Tested) != 0 {
+		t.Errorf("%+v", got)
+	}
+	if head := f.git(t, "symbolic-ref", "HEAD"); head != "refs/heads/master" {
+		t.Errorf("HEAD is %s after an abort", head)
+	}
+}
+
+func TestRunRefusesAStateDirOfAnotherRange(t *testing.T) {
+	f := newFixture(t, 9)
+	state := filepath.Join(t.TempDir(), "state")
+	if code, _, stderr := runCLI(t, context.Background(), "run", "--repo", f.dir, "--good", f.good, "--bad", f.bad, "--exec", f.script, "--state", state); code != exitOK {
+		t.Fatalf("first run: exit %d\n%s", code, stderr)
+	}
+	code, _, stderr := runCLI(t, context.Background(), "run", "--repo", f.dir, "--good", f.good, "--bad", f.bad+"~1", "--exec", f.script, "--state", state)
+	if code != exitUsage || !strings.Contains(stderr, "holds another bisection") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+}
+
+func TestRunRefusesToStartDuringAGitBisect(t *testing.T) {
+	f := newFixture(t, 10)
+	f.git(t, "bisect", "start", f.bad, f.good)
+	code, _, stderr := runCLI(t, context.Background(), "run", "--repo", f.dir, "--good", f.good, "--bad", f.bad, "--exec", f.script)
+	if code != exitFailure || !strings.Contains(stderr, "git bisect reset") || len(f.tested(t)) != 0 {
+		t.Errorf("exit %d, tested %d: %s", code, len(f.tested(t)), stderr)
+	}
+}
