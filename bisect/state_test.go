@@ -107,7 +107,7 @@ func TestParseGitLogReadsWhatGitWrites(t *testing.T) {
 	}
 
 	for text, want := range map[string]string{
-		"git bisect start 'a' 'b' '--' 'kernel/'\n": "path-limited",
+		"git bisect start 'a' 'b' '--' 'kernel/'\n":  "path-limited",
 		"git bisect start --term-old=fast 'a' 'b'\n": "terms",
 		"git bisect good a\n":                        "before",
 		"hello\n":                                    "no \"git bisect start\"",
