@@ -1,14 +1,14 @@
 package bisect
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 
 	git "github.com/go-git/go-git/v5"
@@ -27,11 +27,13 @@ type Graph struct {
 	storage *filesystem.Storage // closed with the graph when set
 	cg      cgv2.Index          // nil when the repository has no usable commit-graph
 	unmap   func() error
-	ids     map[plumbing.Hash]int32
-	nodes   []node
-
-	// FromGraphFile and FromObjects count where parsed commits came from.
-	FromGraphFile, FromObjects int
+	// gitDir is the repository's git directory and commonDir the one that
+	// holds its objects and refs (they differ in linked worktrees).
+	gitDir, commonDir string
+	peeled            map[plumbing.Hash]plumbing.Hash
+	buf               bytes.Buffer // reused for commit objects
+	ids               map[plumbing.Hash]int32
+	nodes             []node
 }
 
 type node struct {
@@ -48,10 +50,18 @@ func OpenGraph(dir string) (*Graph, error) {
 		return nil, fmt.Errorf("open git repository %s: %w", dir, err)
 	}
 	g := &Graph{repo: repo, ids: make(map[plumbing.Hash]int32)}
+	gitDir, err := absoluteGitDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	g.gitDir, g.commonDir = gitDir, gitDir
 	if st, ok := repo.Storer.(*filesystem.Storage); ok {
+		g.commonDir = st.Filesystem().Root()
 		// Keep pack files open: by default go-git opens and closes the pack
-		// for every object it reads, a fifth of the time of a walk.
-		kept := filesystem.NewStorageWithOptions(st.Filesystem(), cache.NewObjectLRUDefault(), filesystem.Options{KeepDescriptors: true})
+		// for every object it reads, a fifth of the time of a walk. And keep
+		// its object cache small: the graph keeps what it parsed, and each
+		// commit is read once.
+		kept := filesystem.NewStorageWithOptions(st.Filesystem(), cache.NewObjectLRU(4*cache.MiByte), filesystem.Options{KeepDescriptors: true})
 		if r, err := git.Open(kept, nil); err == nil {
 			g.repo, g.storage = r, kept
 		}
@@ -167,9 +177,6 @@ func (g *Graph) parse(id int32) error {
 		if err != nil {
 			return err
 		}
-		g.FromObjects++
-	} else {
-		g.FromGraphFile++
 	}
 	ids := make([]int32, len(parents))
 	for i, p := range parents {
@@ -194,25 +201,33 @@ func (g *Graph) readCommitObject(h plumbing.Hash) ([]plumbing.Hash, int64, error
 	if err != nil {
 		return nil, 0, fmt.Errorf("read commit %s: %w", h, err)
 	}
-	defer r.Close()
-	parents, date, err := parseCommitHeader(bufio.NewReader(r))
+	g.buf.Reset()
+	_, err = g.buf.ReadFrom(r)
+	r.Close()
+	if err != nil {
+		return nil, 0, fmt.Errorf("read commit %s: %w", h, err)
+	}
+	parents, date, err := parseCommitHeader(g.buf.Bytes())
 	if err != nil {
 		return nil, 0, fmt.Errorf("commit %s: %w", h, err)
 	}
 	return parents, date, nil
 }
 
-func parseCommitHeader(r *bufio.Reader) ([]plumbing.Hash, int64, error) {
+// parseCommitHeader reads the parent lines and the committer time of a
+// commit object; the header ends at the first empty line.
+func parseCommitHeader(data []byte) ([]plumbing.Hash, int64, error) {
 	var parents []plumbing.Hash
 	var date int64
-	for {
-		line, err := r.ReadSlice('\n')
-		if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
-			return nil, 0, err
+	for len(data) > 0 {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
 		}
-		line = bytes.TrimSuffix(line, []byte("\n"))
 		if len(line) == 0 {
-			break // end of the header
+			break
 		}
 		switch {
 		case bytes.HasPrefix(line, []byte("parent ")):
@@ -223,14 +238,6 @@ func parseCommitHeader(r *bufio.Reader) ([]plumbing.Hash, int64, error) {
 			parents = append(parents, p)
 		case bytes.HasPrefix(line, []byte("committer ")):
 			date = parseIdentTime(line)
-		}
-		if err == io.EOF {
-			break
-		}
-		if err == bufio.ErrBufferFull { // an overlong header line: skip its rest
-			for err == bufio.ErrBufferFull {
-				_, err = r.ReadSlice('\n')
-			}
 		}
 	}
 	return parents, date, nil
@@ -268,4 +275,15 @@ func parseHex(s string) (plumbing.Hash, bool) {
 
 func isHex(c rune) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// absoluteGitDir asks git where the git directory of dir is.
+func absoluteGitDir(dir string) (string, error) {
+	cmd := exec.Command("git", "rev-parse", "--absolute-git-dir")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("%s is not in a git repository: %v", dir, err)
+	}
+	return strings.TrimSpace(string(out)), nil
 }

@@ -73,7 +73,11 @@ func TestMidpointMatchesRevListBisect(t *testing.T) {
 	shapes := []testrepo.Shape{
 		{Commits: 1500, Subsystems: 4, Octopus: true, CrissCross: true, TiePercent: 15},
 		{Commits: 1500, Subsystems: 2, TiePercent: 40, SkewPercent: 5},
+		{Commits: 1500, Subsystems: 3, Octopus: true, TiePercent: 10, SkewPercent: 2},
 	}
+	// How each history is read: from commit objects, from a commit-graph
+	// file, from a split commit-graph chain.
+	graphs := [][]string{nil, {"commit-graph", "write", "--reachable"}, {"commit-graph", "write", "--reachable", "--split"}}
 	pairs := 60
 	if testing.Short() {
 		pairs = 15
@@ -86,6 +90,9 @@ func TestMidpointMatchesRevListBisect(t *testing.T) {
 			hashes, err := h.Write(dir, func(int) map[string]string { return nil })
 			if err != nil {
 				t.Fatal(err)
+			}
+			if graphs[si] != nil {
+				gitIn(t, dir, graphs[si]...)
 			}
 			anc := h.Ancestors()
 			rng := rand.New(rand.NewSource(int64(si)))
@@ -108,6 +115,9 @@ func TestMidpointMatchesRevListBisect(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer g.Close()
+				if g.HasCommitGraph() != (graphs[si] != nil) {
+					t.Fatalf("commit-graph in use: %v", g.HasCommitGraph())
+				}
 				want := gitIn(t, dir, c.args("--bisect")...)
 				got, _, bis := engineBisection(t, g, c, false)
 				if want == "" {
@@ -191,4 +201,40 @@ func bisectVar(out, name string) string {
 		}
 	}
 	return ""
+}
+
+// TestGraphReadsCommitsNewerThanItsCommitGraph: commits made after the
+// commit-graph file was written are read from their objects.
+func TestGraphReadsCommitsNewerThanItsCommitGraph(t *testing.T) {
+	h := testrepo.Generate(5, testrepo.Shape{Commits: 400, Subsystems: 2, Octopus: true})
+	dir := t.TempDir()
+	hashes, err := h.Write(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, dir, "commit-graph", "write", "--reachable")
+	gitIn(t, dir, "checkout", "-q", "-b", "side", hashes[100])
+	for i := 0; i < 5; i++ {
+		gitIn(t, dir, "-c", "user.name=T", "-c", "user.email=t@e", "commit", "-q", "--allow-empty", "-m", fmt.Sprint("new ", i))
+	}
+	gitIn(t, dir, "checkout", "-q", "master")
+	gitIn(t, dir, "-c", "user.name=T", "-c", "user.email=t@e", "merge", "-q", "--no-ff", "-m", "merge side", "side")
+	bad := gitIn(t, dir, "rev-parse", "HEAD")
+
+	g, err := OpenGraph(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if !g.HasCommitGraph() {
+		t.Fatal("the commit-graph file was not used")
+	}
+	c := revListCase{bad: bad, goods: []string{hashes[50]}}
+	got, _, bis := engineBisection(t, g, c, false)
+	if want := gitIn(t, dir, c.args("--bisect")...); len(got) != 1 || got[0] != want {
+		t.Fatalf("engine %v, git %s", got, want)
+	}
+	if n := bisectVar(gitIn(t, dir, c.args("--bisect-vars")...), "bisect_all"); n != fmt.Sprint(bis.all) {
+		t.Fatalf("%d candidates, git %s", bis.all, n)
+	}
 }

@@ -1,0 +1,108 @@
+package bisect
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// CommitInfo is what reports show of a commit.
+type CommitInfo struct {
+	Hash    plumbing.Hash
+	Subject string
+	Author  string // "Name <mail>"
+	Date    string // the author date as git shows it
+}
+
+// Info reads the author and subject of a commit.
+func (g *Graph) Info(h plumbing.Hash) (CommitInfo, error) {
+	infos, err := g.Infos([]plumbing.Hash{h})
+	if err != nil {
+		return CommitInfo{}, err
+	}
+	return infos[h], nil
+}
+
+// Infos reads the author and subject of several commits with one git
+// command. Reports need a handful of these per run; reading them through
+// go-git would make it index every object of the pack first.
+func (g *Graph) Infos(hs []plumbing.Hash) (map[plumbing.Hash]CommitInfo, error) {
+	out := make(map[plumbing.Hash]CommitInfo, len(hs))
+	if len(hs) == 0 {
+		return out, nil
+	}
+	args := []string{"--git-dir=" + g.gitDir, "show", "-s", "--no-notes", "--date=default",
+		"--format=%H%x1f%an <%ae>%x1f%ad%x1f%s%x1e"}
+	for _, h := range hs {
+		args = append(args, h.String())
+	}
+	cmd := exec.Command("git", args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	data, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("git show: %v: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	for _, rec := range strings.Split(string(data), "\x1e") {
+		f := strings.Split(strings.TrimLeft(rec, "\n"), "\x1f")
+		if len(f) != 4 {
+			continue
+		}
+		h, ok := parseHex(f[0])
+		if !ok {
+			continue
+		}
+		out[h] = CommitInfo{Hash: h, Author: f[1], Date: f[2], Subject: f[3]}
+	}
+	for _, h := range hs {
+		if _, ok := out[h]; !ok {
+			return nil, fmt.Errorf("git show printed nothing for %s", h)
+		}
+	}
+	return out, nil
+}
+
+// inCommitGraph reports whether h is a commit of the commit-graph file.
+func (g *Graph) inCommitGraph(h plumbing.Hash) bool {
+	if g.cg == nil {
+		return false
+	}
+	_, err := g.cg.GetIndexByHash(h)
+	return err == nil
+}
+
+// packedPeeled returns the peeled values that packed-refs records for
+// annotated tags ("^<commit>" after the tag's line), read once.
+func (g *Graph) packedPeeled() map[plumbing.Hash]plumbing.Hash {
+	if g.peeled != nil {
+		return g.peeled
+	}
+	g.peeled = map[plumbing.Hash]plumbing.Hash{}
+	f, err := os.Open(filepath.Join(g.commonDir, "packed-refs"))
+	if err != nil {
+		return g.peeled
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	var last plumbing.Hash
+	for sc.Scan() {
+		line := sc.Text()
+		if peeled, ok := strings.CutPrefix(line, "^"); ok {
+			if p, ok := parseHex(peeled); ok && !last.IsZero() {
+				g.peeled[last] = p
+			}
+			continue
+		}
+		last = plumbing.ZeroHash
+		if h, ok := parseHex(strings.SplitN(line, " ", 2)[0]); ok {
+			last = h
+		}
+	}
+	return g.peeled
+}
