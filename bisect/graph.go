@@ -70,6 +70,17 @@ func OpenGraph(dir string) (*Graph, error) {
 	return g, nil
 }
 
+// CommitsRead is the number of commits whose parents have been read.
+func (g *Graph) CommitsRead() int {
+	n := 0
+	for i := range g.nodes {
+		if g.nodes[i].parsed {
+			n++
+		}
+	}
+	return n
+}
+
 // Repository is the go-git repository the graph reads.
 func (g *Graph) Repository() *git.Repository { return g.repo }
 

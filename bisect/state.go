@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -71,6 +72,11 @@ func OpenState(dir string) (*StateLog, []Record, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, nil, fmt.Errorf("state directory: %w", err)
+	}
+	// One run per state directory: two would interleave their verdicts.
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("state directory %s is in use by another kbisect run", dir)
 	}
 	data, err := io.ReadAll(f)
 	if err != nil {

@@ -53,6 +53,23 @@ func TestStateLogSurvivesATornLastLine(t *testing.T) {
 	}
 }
 
+func TestStateDirHoldsOneRunAtATime(t *testing.T) {
+	dir := t.TempDir()
+	log, _, err := OpenState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := OpenState(dir); err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("second open while the first is live: %v", err)
+	}
+	log.Close()
+	log, _, err = OpenState(dir)
+	if err != nil {
+		t.Fatalf("open after close: %v", err)
+	}
+	log.Close()
+}
+
 func TestStateLogRejectsGarbageWithItsLine(t *testing.T) {
 	dir := t.TempDir()
 	content := `{"v":1,"event":"start","bad":"` + strings.Repeat("b", 40) + `"}` + "\nnot json\n"

@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // CommandError is a git command that failed: what ran, how it ended, and
@@ -179,4 +180,23 @@ func (t *Tree) RequireNoOperation() error {
 		}
 	}
 	return nil
+}
+
+// Lock takes the tree for one kbisect run: a second run on the same tree
+// would check out commits under the first one's test. The lock is a flock
+// on a file in the git directory, so a killed run never leaves it held.
+func (t *Tree) Lock() (unlock func(), err error) {
+	path := filepath.Join(t.GitDir, "kbisect.lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lock the work tree: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("another kbisect is bisecting in %s (lock %s held); wait for it or stop it", t.Dir, path)
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
 }

@@ -127,3 +127,21 @@ func TestInProgressNamesAGitBisect(t *testing.T) {
 		t.Errorf("during a git bisect: %v", err)
 	}
 }
+
+func TestLockKeepsASecondRunOut(t *testing.T) {
+	dir, _ := repo(t)
+	tree, _ := Open(context.Background(), dir)
+	unlock, err := tree.Lock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tree.Lock(); err == nil || !strings.Contains(err.Error(), "another kbisect") {
+		t.Fatalf("second lock: %v", err)
+	}
+	unlock()
+	unlock2, err := tree.Lock()
+	if err != nil {
+		t.Fatalf("lock after unlock: %v", err)
+	}
+	unlock2()
+}

@@ -19,7 +19,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Name:  "kbisect",
 		Usage: "find the kernel commit that made isolated real-time CPUs noisy",
 		UsageText: `kbisect run --good REV --bad REV --exec CMD [--repo DIR] [--first-parent] [--state DIR] [--json]
-   kbisect demo`,
+kbisect demo`,
 		Description: `kbisect bisects a kernel history unattended: for each candidate commit it
 builds a PREEMPT_RT kernel, boots it on the lab machine with the machine's
 isolation boot parameters (nohz_full, isolcpus, rcu_nocbs, irqaffinity),

@@ -43,11 +43,14 @@ func runCommand() *cli.Command {
 		Description: `run drives a bisection to its end, unattended.
 
 With --exec CMD it is "git bisect run CMD": each candidate is checked out
-(detached) in the work tree of --repo, and CMD runs there through "sh -c"
-with KBISECT_COMMIT set to the commit. Its exit status is the verdict:
-0 good, 125 skip (cannot be tested), 1-127 except 125 bad, anything else
-(or a signal) aborts the bisection. The commits tested are the ones git
-bisect would test, in the same order.
+(detached) in the work tree of --repo, and CMD runs at its top through
+"sh -c" with KBISECT_COMMIT set to the commit. Its exit status is the
+verdict: 0 good, 125 skip (cannot be tested), 1-127 except 125 bad,
+anything else (or a signal) aborts the bisection. When the first run exits
+126 or 127 (what a shell says for a command it cannot run or find), CMD is
+run on a good revision too, and the same status there aborts: a broken
+command must not mark every commit bad. The commits tested are the ones
+git bisect would test, in the same order.
 
 run refuses to start on a work tree with uncommitted changes to tracked
 files; untracked and ignored files (a kernel .config, build outputs) are
@@ -190,6 +193,11 @@ func runRun(ctx context.Context, o runOptions, stdout, stderr io.Writer) error {
 	if err := tree.RequireNoOperation(); err != nil {
 		return err
 	}
+	unlock, err := tree.Lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if err := tree.RequireClean(ctx); err != nil {
 		return err
 	}
@@ -239,6 +247,9 @@ func runRun(ctx context.Context, o runOptions, stdout, stderr io.Writer) error {
 				runErr = err
 			}
 		}
+	}
+	if !g.HasCommitGraph() && g.CommitsRead() > 20000 {
+		fmt.Fprintf(stderr, "hint: %d commits were read from their objects; `git commit-graph write --reachable` in %s makes this several times faster\n", g.CommitsRead(), tree.Dir)
 	}
 	if err := saveReports(g, log, res, runErr); err != nil && runErr == nil {
 		runErr = err
