@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/go-git/go-billy/v5/osfs"
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
@@ -32,8 +33,12 @@ type Graph struct {
 	gitDir, commonDir string
 	peeled            map[plumbing.Hash]plumbing.Hash
 	buf               bytes.Buffer // reused for commit objects
-	ids               map[plumbing.Hash]int32
-	nodes             []node
+	// What git rewrites of the history it reads: grafts (shallow
+	// boundaries are grafts without parents) and replace refs.
+	grafts  map[plumbing.Hash][]plumbing.Hash
+	replace map[plumbing.Hash]plumbing.Hash
+	ids     map[plumbing.Hash]int32
+	nodes   []node
 }
 
 type node struct {
@@ -55,17 +60,26 @@ func OpenGraph(dir string) (*Graph, error) {
 		return nil, err
 	}
 	g.gitDir, g.commonDir = gitDir, gitDir
-	if st, ok := repo.Storer.(*filesystem.Storage); ok {
-		g.commonDir = st.Filesystem().Root()
-		// Keep pack files open: by default go-git opens and closes the pack
-		// for every object it reads, a fifth of the time of a walk. And keep
-		// its object cache small: the graph keeps what it parsed, and each
-		// commit is read once.
-		kept := filesystem.NewStorageWithOptions(st.Filesystem(), cache.NewObjectLRU(4*cache.MiByte), filesystem.Options{KeepDescriptors: true})
-		if r, err := git.Open(kept, nil); err == nil {
-			g.repo, g.storage = r, kept
-		}
-		g.openCommitGraph(st)
+	st, ok := repo.Storer.(*filesystem.Storage)
+	if !ok {
+		return g, nil
+	}
+	g.commonDir = st.Filesystem().Root()
+	// Keep pack files open: by default go-git opens and closes the pack for
+	// every object it reads, a fifth of the time of a walk. Keep its object
+	// cache small: the graph keeps what it parsed, and each commit is read
+	// once. And let it follow alternates (clone --reference), which are
+	// absolute paths outside the .git directory.
+	kept := filesystem.NewStorageWithOptions(st.Filesystem(), cache.NewObjectLRU(4*cache.MiByte),
+		filesystem.Options{KeepDescriptors: true, AlternatesFS: osfs.New("/")})
+	if r, err := git.Open(kept, nil); err == nil {
+		g.repo, g.storage = r, kept
+	}
+	if err := g.loadRewrites(); err != nil {
+		return nil, err
+	}
+	if !g.rewritten() {
+		g.openCommitGraph()
 	}
 	return g, nil
 }
@@ -107,42 +121,45 @@ func (g *Graph) Close() error {
 	return err
 }
 
-// openCommitGraph maps objects/info/commit-graph into memory (go-git reads
-// it with many small ReadAt calls, which become copies instead of system
-// calls) or falls back to a split commit-graph chain. A repository without
-// one, or with one git would not trust, is read from its objects.
-func (g *Graph) openCommitGraph(st *filesystem.Storage) {
-	fs := st.Filesystem()
-	root := fs.Root()
-	if _, err := os.Stat(filepath.Join(root, "shallow")); err == nil {
-		return // git ignores the commit-graph in shallow repositories
-	}
-	if _, err := os.Stat(filepath.Join(root, "info", "grafts")); err == nil {
-		return
-	}
-	path := filepath.Join(root, "objects", "info", "commit-graph")
-	if f, err := os.Open(path); err == nil {
-		defer f.Close()
-		fi, err := f.Stat()
-		if err != nil || fi.Size() == 0 {
+// openCommitGraph maps the commit-graph file into memory (go-git reads it
+// with many small ReadAt calls, which become copies instead of system
+// calls), or falls back to a split commit-graph chain. Like git, it takes
+// the first object directory that has one: the repository's own, then its
+// alternates. Commits the file lacks are read from their objects.
+func (g *Graph) openCommitGraph() {
+	for _, objects := range g.objectDirs() {
+		if g.openCommitGraphFile(filepath.Join(objects, "info", "commit-graph")) {
 			return
 		}
-		data, err := syscall.Mmap(int(f.Fd()), 0, int(fi.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
-		if err != nil {
+		if idx, err := cgv2.OpenChainIndex(osfs.New(filepath.Dir(objects))); err == nil {
+			g.cg = idx
 			return
 		}
-		idx, err := cgv2.OpenFileIndex(nopCloser{bytes.NewReader(data)})
-		if err != nil {
-			_ = syscall.Munmap(data)
-			return
-		}
-		g.cg = idx
-		g.unmap = func() error { return syscall.Munmap(data) }
-		return
 	}
-	if idx, err := cgv2.OpenChainIndex(fs); err == nil {
-		g.cg = idx
+}
+
+func (g *Graph) openCommitGraphFile(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
 	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || fi.Size() == 0 {
+		return false
+	}
+	data, err := syscall.Mmap(int(f.Fd()), 0, int(fi.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		return false
+	}
+	idx, err := cgv2.OpenFileIndex(nopCloser{bytes.NewReader(data)})
+	if err != nil {
+		_ = syscall.Munmap(data)
+		return false
+	}
+	g.cg = idx
+	g.unmap = func() error { return syscall.Munmap(data) }
+	return true
 }
 
 type nopCloser struct{ *bytes.Reader }
@@ -183,10 +200,17 @@ func (g *Graph) parse(id int32) error {
 		}
 	}
 	if !fromGraph {
+		src := h
+		if r, ok := g.replace[h]; ok {
+			src = r
+		}
 		var err error
-		parents, date, err = g.readCommitObject(h)
+		parents, date, err = g.readCommitObject(src)
 		if err != nil {
 			return err
+		}
+		if gp, ok := g.grafts[h]; ok {
+			parents = gp
 		}
 	}
 	ids := make([]int32, len(parents))
