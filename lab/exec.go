@@ -46,14 +46,15 @@ type ExecTester struct {
 	// KillGrace is how long the command's process group gets between
 	// SIGTERM and SIGKILL when the bisection is cancelled.
 	KillGrace time.Duration
-	// Good is a revision known good. When the first run exits 126 or 127,
-	// which is also what a shell says when the command cannot be run or
-	// found, the command is run on Good too: the same status there means
-	// the command is broken, not the commit, and the bisection aborts
-	// instead of marking every commit bad (as git bisect run does).
-	Good plumbing.Hash
+	// Good returns a revision known good at the time of the call. The
+	// first time the command exits 126 or 127, which is also what a shell
+	// says when it cannot run or find a command, the command is run on that
+	// revision too: the same status there means the command is broken, not
+	// the commit, and the bisection aborts instead of marking every commit
+	// bad (as git bisect run does).
+	Good func() plumbing.Hash
 
-	ran bool
+	verified bool
 }
 
 // BrokenCommandError is a test command that fails the same way on a
@@ -84,11 +85,12 @@ func (t *ExecTester) Test(ctx context.Context, commit plumbing.Hash) (bisect.Out
 	if sig != "" {
 		return bisect.Outcome{}, &ExecAbortError{Commit: commit, Command: t.Command, Exit: -1, Signal: sig}
 	}
-	first := !t.ran
-	t.ran = true
-	if first && (code == 126 || code == 127) && !t.Good.IsZero() {
-		if err := t.verifyGood(ctx, code, commit); err != nil {
-			return bisect.Outcome{}, err
+	if (code == 126 || code == 127) && !t.verified && t.Good != nil {
+		t.verified = true
+		if good := t.Good(); !good.IsZero() {
+			if err := t.verifyGood(ctx, code, commit, good); err != nil {
+				return bisect.Outcome{}, err
+			}
 		}
 	}
 	out := bisect.Outcome{ExitCode: &code, Note: fmt.Sprintf("exit %d", code)}
@@ -105,12 +107,39 @@ func (t *ExecTester) Test(ctx context.Context, commit plumbing.Hash) (bisect.Out
 	return out, nil
 }
 
-// verifyGood runs the command on the good revision, then goes back.
-func (t *ExecTester) verifyGood(ctx context.Context, code int, commit plumbing.Hash) error {
-	if err := t.Tree.Checkout(ctx, t.Good.String()); err != nil {
-		return fmt.Errorf("check out the good revision %s to verify the test command: %w", t.Good, err)
+// stopGroup ends the command's process group: SIGTERM, then SIGKILL to
+// whatever is left of the group after the grace period, even when the
+// shell itself is gone and only its children linger.
+func (t *ExecTester) stopGroup(pgid int, done <-chan error) {
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	grace := t.KillGrace
+	if grace <= 0 {
+		grace = 5 * time.Second
 	}
-	goodCode, sig, err := t.run(ctx, t.Good)
+	deadline := time.After(grace)
+	select {
+	case <-done:
+	case <-deadline:
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-done
+		return
+	}
+	for syscall.Kill(-pgid, 0) == nil {
+		select {
+		case <-deadline:
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// verifyGood runs the command on the good revision, then goes back.
+func (t *ExecTester) verifyGood(ctx context.Context, code int, commit, good plumbing.Hash) error {
+	if err := t.Tree.Checkout(ctx, good.String()); err != nil {
+		return fmt.Errorf("check out the good revision %s to verify the test command: %w", good, err)
+	}
+	goodCode, sig, err := t.run(ctx, good)
 	if err != nil {
 		return err
 	}
@@ -118,10 +147,10 @@ func (t *ExecTester) verifyGood(ctx context.Context, code int, commit plumbing.H
 		return fmt.Errorf("check out %s: %w", commit, err)
 	}
 	if sig != "" || goodCode >= 128 {
-		return &ExecAbortError{Commit: t.Good, Command: t.Command, Exit: goodCode, Signal: sig}
+		return &ExecAbortError{Commit: good, Command: t.Command, Exit: goodCode, Signal: sig}
 	}
 	if goodCode == code {
-		return &BrokenCommandError{Command: t.Command, Exit: code, Good: t.Good}
+		return &BrokenCommandError{Command: t.Command, Exit: code, Good: good}
 	}
 	return nil
 }
@@ -129,6 +158,9 @@ func (t *ExecTester) verifyGood(ctx context.Context, code int, commit plumbing.H
 // run starts the command in its own process group, so that a cancelled
 // bisection stops everything it started, not just the shell.
 func (t *ExecTester) run(ctx context.Context, commit plumbing.Hash) (int, string, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, "", err
+	}
 	cmd := exec.Command("/bin/sh", "-c", t.Command)
 	cmd.Dir = t.Tree.Dir
 	cmd.Env = append(os.Environ(), "KBISECT_COMMIT="+commit.String())
@@ -144,18 +176,7 @@ func (t *ExecTester) run(ctx context.Context, commit plumbing.Hash) (int, string
 	select {
 	case err = <-done:
 	case <-ctx.Done():
-		pgid := cmd.Process.Pid
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		grace := t.KillGrace
-		if grace <= 0 {
-			grace = 5 * time.Second
-		}
-		select {
-		case <-done:
-		case <-time.After(grace):
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			<-done
-		}
+		t.stopGroup(cmd.Process.Pid, done)
 		return 0, "", ctx.Err()
 	}
 	if err == nil {

@@ -121,7 +121,8 @@ func TestExecTesterStopsTheWholeProcessGroupOnCancel(t *testing.T) {
 
 func TestExecTesterRefusesACommandThatCannotRun(t *testing.T) {
 	tree, commit := oneCommitTree(t)
-	tester := &ExecTester{Tree: tree, Command: "./no-such-script", Stdout: os.Stderr, Stderr: os.Stderr, Good: commit}
+	good := func() plumbing.Hash { return commit }
+	tester := &ExecTester{Tree: tree, Command: "./no-such-script", Stdout: os.Stderr, Stderr: os.Stderr, Good: good}
 	_, err := tester.Test(context.Background(), commit)
 	var broken *BrokenCommandError
 	if !errors.As(err, &broken) || broken.Exit != 127 || !strings.Contains(err.Error(), "command not found") {
@@ -130,9 +131,49 @@ func TestExecTesterRefusesACommandThatCannotRun(t *testing.T) {
 
 	// A real 127 from the commit, with the good revision passing, is bad.
 	marker := t.TempDir() + "/seen"
-	tester = &ExecTester{Tree: tree, Command: "test -e " + marker + " && exit 0; touch " + marker + "; exit 127", Stdout: os.Stderr, Stderr: os.Stderr, Good: commit}
+	tester = &ExecTester{Tree: tree, Command: "test -e " + marker + " && exit 0; touch " + marker + "; exit 127", Stdout: os.Stderr, Stderr: os.Stderr, Good: good}
 	out, err := tester.Test(context.Background(), commit)
 	if err != nil || out.Verdict != bisect.Bad {
 		t.Fatalf("127 from the commit: %v, %v", out.Verdict, err)
 	}
+
+	// As in git, the check happens the first time 126 or 127 appears, even
+	// after other verdicts.
+	tester = &ExecTester{Tree: tree, Command: "test -e " + marker + ".2 || { touch " + marker + ".2; exit 1; }; exit 126", Stdout: os.Stderr, Stderr: os.Stderr, Good: good}
+	if out, err := tester.Test(context.Background(), commit); err != nil || out.Verdict != bisect.Bad {
+		t.Fatalf("first run: %v %v", out.Verdict, err)
+	}
+	if _, err := tester.Test(context.Background(), commit); !errors.As(err, &broken) || broken.Exit != 126 {
+		t.Fatalf("a 126 on the second run was not verified: %v", err)
+	}
+}
+
+func TestExecTesterKillsChildrenThatOutliveTheShell(t *testing.T) {
+	tree, commit := oneCommitTree(t)
+	pidFile := t.TempDir() + "/child"
+	ctx, cancel := context.WithCancel(context.Background())
+	// The child ignores SIGTERM; the shell dies of it.
+	tester := &ExecTester{Tree: tree, Command: "sh -c 'trap \"\" TERM; exec sleep 300' & echo $! > " + pidFile + "; wait", Stdout: os.Stderr, Stderr: os.Stderr, KillGrace: 300 * time.Millisecond}
+	done := make(chan error, 1)
+	go func() {
+		_, err := tester.Test(ctx, commit)
+		done <- err
+	}()
+	var pid string
+	for pid == "" {
+		data, _ := os.ReadFile(pidFile)
+		pid = strings.TrimSpace(string(data))
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // let the trap be set
+	cancel()
+	<-done
+	for i := 0; i < 300; i++ {
+		stat, err := os.ReadFile("/proc/" + pid + "/stat")
+		if err != nil || strings.Contains(string(stat), ") Z ") {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Errorf("the child %s that ignores SIGTERM survived", pid)
 }

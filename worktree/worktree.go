@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // CommandError is a git command that failed: what ran, how it ended, and
@@ -147,9 +148,20 @@ func (t *Tree) Restore(ctx context.Context, h Head) error {
 	return t.Checkout(ctx, h.Commit)
 }
 
+// gitTimeout bounds one git command: a checkout of a kernel tree takes
+// seconds, a hung one must not hang the bisection.
+const gitTimeout = 10 * time.Minute
+
+// git runs one git command. A cancelled context does not kill it: a git
+// checkout killed half-way leaves index.lock and a half-written tree, which
+// would then keep HEAD from being put back. It runs in its own process
+// group, so a second Ctrl-C on the terminal does not reach it either.
 func git(ctx context.Context, dir string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), gitTimeout)
+	defer cancel()
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -229,8 +229,12 @@ func runRun(ctx context.Context, o runOptions, stdout, stderr io.Writer) error {
 		cmdOut = stderr
 	}
 	tester := &lab.ExecTester{Tree: tree, Command: o.Exec, Stdout: cmdOut, Stderr: stderr}
-	if goods := sess.Goods(); len(goods) > 0 {
-		tester.Good = goods[0] // git verifies on the first good by name, as here
+	tester.Good = func() plumbing.Hash {
+		// git verifies on its first good ref by name: the same order.
+		if goods := sess.Goods(); len(goods) > 0 {
+			return goods[0]
+		}
+		return plumbing.ZeroHash
 	}
 	prog := &textProgress{w: stderr, g: g}
 
