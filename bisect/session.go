@@ -144,6 +144,33 @@ func (s *Session) Mark(h plumbing.Hash, v Verdict) error {
 	return nil
 }
 
+// CheckAncestors runs git's check that the good revisions bound the range
+// now, as git does when a bisection starts, before any verdict is given:
+// it reports whether they do (and then records it), or otherwise leaves
+// the check, with its merge-base test, to Next.
+func (s *Session) CheckAncestors() (bool, error) {
+	if s.ancestorsOK || len(s.goods) == 0 {
+		return true, nil
+	}
+	bad := s.g.id(s.bad)
+	if err := s.g.parse(bad); err != nil {
+		return false, err
+	}
+	goods := make([]int32, len(s.goods))
+	for i, h := range s.goods {
+		goods[i] = s.g.id(h)
+	}
+	step, _, err := s.checkAncestors(bad, goods)
+	if err != nil || step.Kind != 0 {
+		if step.Kind == StepTest {
+			s.expected = step.Commit
+		}
+		return false, err
+	}
+	s.ancestorsOK = true
+	return true, nil
+}
+
 // Next computes what to do next: test a commit, or stop with an answer.
 func (s *Session) Next() (Step, error) {
 	g := s.g

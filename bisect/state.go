@@ -54,56 +54,100 @@ type Record struct {
 // killed at any moment resumes without losing a verdict.
 type StateLog struct {
 	dir     string
-	f       *os.File
+	lock    *os.File
+	f       *os.File // nil until the log has its first records
 	records []Record
 }
 
 // LogName is the session log's file name in the state directory.
 const LogName = "session.jsonl"
 
-// OpenState opens (creating it if needed) the state directory dir and
-// returns its log and the records already in it. A torn last line, left by
-// a crash in the middle of a write, is cut off.
+// OpenState opens (creating it if needed) the state directory dir, takes
+// its lock, and returns its log and the records already in it. A torn last
+// line, left by a crash in the middle of a write, is cut off.
 func OpenState(dir string) (*StateLog, []Record, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, nil, fmt.Errorf("state directory: %w", err)
 	}
-	path := filepath.Join(dir, LogName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	lock, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, nil, fmt.Errorf("state directory: %w", err)
 	}
 	// One run per state directory: two would interleave their verdicts.
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
 		return nil, nil, fmt.Errorf("state directory %s is in use by another kbisect run", dir)
 	}
+	l := &StateLog{dir: dir, lock: lock}
+	path := filepath.Join(dir, LogName)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if os.IsNotExist(err) {
+		return l, nil, nil
+	}
+	if err != nil {
+		l.Close()
+		return nil, nil, fmt.Errorf("state directory: %w", err)
+	}
+	l.f = f
 	data, err := io.ReadAll(f)
 	if err != nil {
-		f.Close()
+		l.Close()
 		return nil, nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	good := bytes.LastIndexByte(data, '\n') + 1
 	records, err := decodeRecords(path, data[:good])
 	if err != nil {
-		f.Close()
+		l.Close()
 		return nil, nil, err
 	}
 	if good < len(data) {
 		if err := f.Truncate(int64(good)); err != nil {
-			f.Close()
+			l.Close()
 			return nil, nil, fmt.Errorf("cut the torn last line of %s: %w", path, err)
 		}
 	}
 	if _, err := f.Seek(int64(good), io.SeekStart); err != nil {
-		f.Close()
+		l.Close()
 		return nil, nil, err
 	}
-	if err := syncDir(dir); err != nil {
-		f.Close()
-		return nil, nil, err
+	l.records = records
+	return l, records, nil
+}
+
+// Init writes the first records of a new log at once: the file appears
+// with all of them or not at all, so a start and the verdicts replayed
+// with it cannot be separated by a crash.
+func (l *StateLog) Init(records ...Record) error {
+	if l.f != nil {
+		return fmt.Errorf("session log in %s already started", l.dir)
 	}
-	return &StateLog{dir: dir, f: f, records: records}, records, nil
+	var buf bytes.Buffer
+	for i := range records {
+		stamp(&records[i])
+		b, err := json.Marshal(records[i])
+		if err != nil {
+			return err
+		}
+		buf.Write(append(b, '\n'))
+	}
+	path := filepath.Join(l.dir, LogName)
+	if err := WriteFileAtomic(path, buf.Bytes()); err != nil {
+		return fmt.Errorf("start session log: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	l.f = f
+	l.records = append(l.records, records...)
+	return nil
+}
+
+func stamp(r *Record) {
+	r.V = LogVersion
+	if r.Time.IsZero() {
+		r.Time = time.Now().UTC()
+	}
 }
 
 func decodeRecords(path string, data []byte) ([]Record, error) {
@@ -133,10 +177,10 @@ func (l *StateLog) Dir() string { return l.dir }
 
 // Append writes one record and syncs it to disk.
 func (l *StateLog) Append(r Record) error {
-	r.V = LogVersion
-	if r.Time.IsZero() {
-		r.Time = time.Now().UTC()
+	if l.f == nil {
+		return l.Init(r)
 	}
+	stamp(&r)
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
@@ -155,8 +199,20 @@ func (l *StateLog) Append(r Record) error {
 // Records returns every record of the log, those read and those appended.
 func (l *StateLog) Records() []Record { return l.records }
 
-// Close closes the log.
-func (l *StateLog) Close() error { return l.f.Close() }
+// Close closes the log and releases the state directory.
+func (l *StateLog) Close() error {
+	var err error
+	if l.f != nil {
+		err = l.f.Close()
+	}
+	if l.lock != nil {
+		_ = syscall.Flock(int(l.lock.Fd()), syscall.LOCK_UN)
+		if cerr := l.lock.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
 
 // WriteFileAtomic replaces path with data: written to a temporary file,
 // synced, then renamed, so readers see the old or the new file, whole.
@@ -227,6 +283,9 @@ func Restore(g *Graph, records []Record) (*Session, *Record, error) {
 			}
 			if err := s.Mark(h, v); err != nil {
 				return nil, nil, err
+			}
+			if r.Source == "test" {
+				s.expected = h // the commit git would have checked out last
 			}
 		}
 	}

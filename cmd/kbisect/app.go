@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 )
@@ -10,6 +11,9 @@ import (
 // run is main without the process: tests call it in-process.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	app := newApp(stdout, stderr)
+	if len(args) > 1 && !strings.HasPrefix(args[1], "-") && args[1] != "help" && app.Command(args[1]) == nil {
+		return exitCode(ctx, usagef("unknown command %q (kbisect --help lists them)", args[1]), stderr)
+	}
 	err := app.RunContext(ctx, args)
 	return exitCode(ctx, err, stderr)
 }

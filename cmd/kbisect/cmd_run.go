@@ -163,6 +163,54 @@ type testedJSON struct {
 }
 
 func runRun(ctx context.Context, o runOptions, stdout, stderr io.Writer) error {
+	r := &execRun{o: o, stdout: stdout, stderr: stderr}
+	defer r.close()
+	if err := r.prepare(ctx); err != nil {
+		if o.JSON {
+			writeRunJSON(stdout, toJSON(bisect.Result{Kind: bisect.Aborted}, r.stateDir, err))
+		}
+		return err
+	}
+	return r.bisect(ctx)
+}
+
+// execRun is one kbisect run --exec: the tree, its lock, the graph, the
+// state directory and the session, from preparation to the end.
+type execRun struct {
+	o              runOptions
+	stdout, stderr io.Writer
+
+	tree     *worktree.Tree
+	unlock   func()
+	g        *bisect.Graph
+	log      *bisect.StateLog
+	stateDir string
+	sess     *bisect.Session
+	start    *bisect.Record
+}
+
+func (r *execRun) close() {
+	if r.log != nil {
+		r.log.Close()
+	}
+	if r.g != nil {
+		r.g.Close()
+	}
+	if r.unlock != nil {
+		r.unlock()
+	}
+}
+
+// runningMarker names the file, in the git directory, that points at the
+// state of a run that has moved HEAD and not yet put it back. After a crash
+// it is how the same command finds its state again even though revisions
+// such as HEAD now resolve elsewhere.
+func (r *execRun) runningMarker() string {
+	return filepath.Join(r.tree.GitDir, "kbisect", "RUNNING")
+}
+
+func (r *execRun) prepare(ctx context.Context) error {
+	o := r.o
 	if err := o.validate(); err != nil {
 		return err
 	}
@@ -170,112 +218,207 @@ func runRun(ctx context.Context, o runOptions, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usagef("--repo %s: %v", o.Repo, err)
 	}
-	g, err := bisect.OpenGraph(tree.Dir)
-	if err != nil {
-		return err
-	}
-	defer g.Close()
-
-	start, replayMarks, err := resolveRange(g, o)
-	if err != nil {
-		return err
-	}
-	stateDir := o.State
-	if stateDir == "" {
-		stateDir = filepath.Join(tree.GitDir, "kbisect", "run-"+runID(start, o.Exec))
-	}
-	log, records, err := bisect.OpenState(stateDir)
-	if err != nil {
-		return err
-	}
-	defer log.Close()
-
+	r.tree = tree
 	if err := tree.RequireNoOperation(); err != nil {
 		return err
 	}
-	unlock, err := tree.Lock()
-	if err != nil {
+	if r.unlock, err = tree.Lock(); err != nil {
 		return err
 	}
-	defer unlock()
+	if r.g, err = bisect.OpenGraph(tree.Dir); err != nil {
+		return err
+	}
+	if data, err := os.ReadFile(r.runningMarker()); err == nil {
+		if err := r.openInterrupted(strings.TrimSpace(string(data))); err != nil {
+			return err
+		}
+	}
+	if r.log == nil {
+		if err := r.openByRange(ctx); err != nil {
+			return err
+		}
+	}
 	if err := tree.RequireClean(ctx); err != nil {
 		return err
 	}
-	if len(records) == 0 {
-		head, err := tree.Head(ctx)
-		if err != nil {
-			return err
-		}
-		start.Meta = map[string]string{"head_branch": head.Branch, "head_commit": head.Commit, "exec": o.Exec, "repo": tree.Dir}
-		if err := log.Append(start); err != nil {
-			return err
-		}
-		for _, m := range replayMarks {
-			if err := log.Append(m); err != nil {
-				return err
-			}
-		}
-	} else if err := sameRange(records[0], start, stateDir); err != nil {
-		return err
-	} else {
-		fmt.Fprintf(stderr, "kbisect: resuming from %s (%d verdicts)\n", stateDir, countVerdicts(records))
-	}
-	sess, first, err := bisect.Restore(g, log.Records())
+	r.sess, r.start, err = bisect.Restore(r.g, r.log.Records())
+	return err
+}
+
+// openInterrupted takes up the run a crash left in the middle, when this
+// is the same command.
+func (r *execRun) openInterrupted(dir string) error {
+	log, records, err := bisect.OpenState(dir)
 	if err != nil {
 		return err
 	}
-	cmdOut := stdout
-	if o.JSON {
-		cmdOut = stderr
+	if len(records) == 0 {
+		log.Close()
+		return os.Remove(r.runningMarker())
 	}
-	tester := &lab.ExecTester{Tree: tree, Command: o.Exec, Stdout: cmdOut, Stderr: stderr}
+	st := records[0]
+	o := r.o
+	// Compare revisions as typed: after a crash HEAD (say) names the
+	// commit under test, not the one the run started from.
+	sameRange := o.Replay != "" || st.BadRev == o.Bad && slices.Equal(st.GoodRevs, o.Goods) && st.FirstParent == o.FirstParent
+	same := sameRange && st.Meta["exec"] == o.Exec && st.Meta["replay"] == o.Replay && (o.State == "" || sameDir(o.State, dir))
+	if !same {
+		log.Close()
+		return usagef("an interrupted kbisect run left this tree detached (state %s, started as %s);\n"+
+			"run that command again to resume it, or go back with `git checkout %s` and remove %s to start another",
+			dir, describeStart(st), worktree.Head{Branch: st.Meta["head_branch"], Commit: st.Meta["head_commit"]}, r.runningMarker())
+	}
+	r.log, r.stateDir = log, dir
+	fmt.Fprintf(r.stderr, "kbisect: resuming the interrupted run in %s (%d verdicts)\n", dir, countVerdicts(records))
+	return nil
+}
+
+// openByRange resolves the range and opens its state directory: new, or
+// one to resume.
+func (r *execRun) openByRange(ctx context.Context) error {
+	o := r.o
+	start, replayMarks, err := resolveRange(r.g, o)
+	if err != nil {
+		return err
+	}
+	r.stateDir = o.State
+	if r.stateDir == "" {
+		r.stateDir = filepath.Join(r.tree.GitDir, "kbisect", "run-"+runID(start, o.Exec))
+	}
+	log, records, err := bisect.OpenState(r.stateDir)
+	if err != nil {
+		return err
+	}
+	r.log = log
+	if len(records) > 0 {
+		if err := sameRun(records[0], start, o, r.stateDir); err != nil {
+			return err
+		}
+		fmt.Fprintf(r.stderr, "kbisect: resuming from %s (%d verdicts)\n", r.stateDir, countVerdicts(records))
+		return nil
+	}
+	if err := r.tree.RequireClean(ctx); err != nil {
+		return err
+	}
+	head, err := r.tree.Head(ctx)
+	if err != nil {
+		return err
+	}
+	start.Meta = map[string]string{"head_branch": head.Branch, "head_commit": head.Commit, "exec": o.Exec, "repo": r.tree.Dir}
+	if o.Replay != "" {
+		start.Meta["replay"] = o.Replay
+	}
+	initial := []bisect.Record{start}
+	if len(replayMarks) > 0 {
+		// git checks the range when the replayed log starts, before its
+		// verdicts: do the same, so the verdicts are read as git reads them.
+		sess, _, err := bisect.Restore(r.g, initial)
+		if err != nil {
+			return err
+		}
+		ok, err := sess.CheckAncestors()
+		if err != nil {
+			return err
+		}
+		if ok {
+			initial = append(initial, bisect.Record{Event: bisect.EventAncestorsOK})
+		}
+		initial = append(initial, replayMarks...)
+	}
+	return log.Init(initial...)
+}
+
+func sameDir(a, b string) bool {
+	aa, err1 := filepath.Abs(a)
+	bb, err2 := filepath.Abs(b)
+	return err1 == nil && err2 == nil && aa == bb
+}
+
+func describeStart(st bisect.Record) string {
+	var b strings.Builder
+	b.WriteString("kbisect run")
+	if st.Meta["replay"] != "" {
+		fmt.Fprintf(&b, " --replay %s", st.Meta["replay"])
+	} else {
+		fmt.Fprintf(&b, " --bad %s", st.BadRev)
+		for _, g := range st.GoodRevs {
+			fmt.Fprintf(&b, " --good %s", g)
+		}
+	}
+	if st.FirstParent {
+		b.WriteString(" --first-parent")
+	}
+	fmt.Fprintf(&b, " --exec %s", sqQuoteShell(st.Meta["exec"]))
+	return b.String()
+}
+
+func sqQuoteShell(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// bisect drives the session to its end, puts HEAD back and reports.
+func (r *execRun) bisect(ctx context.Context) error {
+	o, tree, g := r.o, r.tree, r.g
+	if err := os.MkdirAll(filepath.Dir(r.runningMarker()), 0o755); err != nil {
+		return err
+	}
+	if err := bisect.WriteFileAtomic(r.runningMarker(), []byte(r.stateDir+"\n")); err != nil {
+		return err
+	}
+	cmdOut := r.stdout
+	if o.JSON {
+		cmdOut = r.stderr
+	}
+	tester := &lab.ExecTester{Tree: tree, Command: r.start.Meta["exec"], Stdout: cmdOut, Stderr: r.stderr}
 	tester.Good = func() plumbing.Hash {
 		// git verifies on its first good ref by name: the same order.
-		if goods := sess.Goods(); len(goods) > 0 {
+		if goods := r.sess.Goods(); len(goods) > 0 {
 			return goods[0]
 		}
 		return plumbing.ZeroHash
 	}
-	prog := &textProgress{w: stderr, g: g}
+	res, runErr := bisect.Drive(ctx, r.sess, r.log, tester.Test, &textProgress{w: r.stderr, g: g})
 
-	res, runErr := bisect.Drive(ctx, sess, log, tester.Test, prog)
-
-	// Put HEAD back even when interrupted: the context may be cancelled.
-	restoreCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-	defer cancel()
-	head := worktree.Head{Branch: first.Meta["head_branch"], Commit: first.Meta["head_commit"]}
+	// Put HEAD back, also when interrupted: the context may be cancelled.
+	var restoreErr error
+	head := worktree.Head{Branch: r.start.Meta["head_branch"], Commit: r.start.Meta["head_commit"]}
 	if head.Commit != "" {
-		if err := tree.Restore(restoreCtx, head); err != nil {
-			fmt.Fprintf(stderr, "kbisect: could not put HEAD back to %s: %v\n", head, err)
-			if runErr == nil {
-				runErr = err
-			}
-		}
+		restoreCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		restoreErr = tree.Restore(restoreCtx, head)
+		cancel()
+	}
+	if restoreErr != nil {
+		restoreErr = fmt.Errorf("could not put HEAD back to %s (run `git checkout %s` yourself): %w", head, head, restoreErr)
+	} else if err := os.Remove(r.runningMarker()); err != nil && !os.IsNotExist(err) {
+		restoreErr = err
 	}
 	if !g.HasCommitGraph() && g.CommitsRead() > 20000 {
-		fmt.Fprintf(stderr, "hint: %d commits were read from their objects; `git commit-graph write --reachable` in %s makes this several times faster\n", g.CommitsRead(), tree.Dir)
+		fmt.Fprintf(r.stderr, "hint: %d commits were read from their objects; `git commit-graph write --reachable` in %s makes this several times faster\n", g.CommitsRead(), tree.Dir)
 	}
-	if err := saveReports(g, log, res, runErr); err != nil && runErr == nil {
-		runErr = err
+	out := toJSON(res, r.stateDir, runErr)
+	if runErr == nil && restoreErr != nil {
+		out.Error = restoreErr.Error()
 	}
-
+	if err := saveReports(g, r.log, res, out); err != nil && runErr == nil && restoreErr == nil {
+		restoreErr = err
+	}
 	if o.JSON {
-		writeRunJSON(stdout, res, stateDir, runErr)
+		writeRunJSON(r.stdout, out)
 	} else if runErr == nil {
-		printResult(stdout, g, res)
+		printResult(r.stdout, g, res)
 	}
-	if runErr != nil {
+	switch {
+	case runErr != nil:
 		if o.JSON && ctx.Err() == nil {
+			fmt.Fprintf(r.stderr, "kbisect: %v\n", runErr)
 			return &resultError{exitFailure}
 		}
 		return runErr
-	}
-	switch res.Kind {
-	case bisect.Found:
+	case restoreErr != nil:
+		return restoreErr
+	case res.Kind == bisect.Found:
 		return nil
-	case bisect.Inconclusive:
+	case res.Kind == bisect.Inconclusive:
 		return &resultError{exitInconclusive}
-	case bisect.NotReproduced:
+	case res.Kind == bisect.NotReproduced:
 		return &resultError{exitNotReproduced}
 	}
 	return &resultError{exitFailure}
@@ -336,12 +479,21 @@ func runID(start bisect.Record, exec string) string {
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
-func sameRange(have, want bisect.Record, dir string) error {
-	if have.Bad == want.Bad && slices.Equal(have.Good, want.Good) && have.FirstParent == want.FirstParent {
-		return nil
+// sameRun checks that a state directory holds this bisection: the same
+// range, the same command, and no new log to replay into it.
+func sameRun(have, want bisect.Record, o runOptions, dir string) error {
+	if have.Bad != want.Bad || !slices.Equal(have.Good, want.Good) || have.FirstParent != want.FirstParent {
+		return usagef("state directory %s holds another bisection (bad %s, good %s, first-parent %v); give another --state, or remove it to start over",
+			dir, have.Bad, strings.Join(have.Good, " "), have.FirstParent)
 	}
-	return usagef("state directory %s holds another bisection (bad %s, good %s, first-parent %v); give another --state, or remove it to start over",
-		dir, have.Bad, strings.Join(have.Good, " "), have.FirstParent)
+	if have.Meta["exec"] != o.Exec {
+		return usagef("state directory %s holds verdicts of another test command (--exec %s); give another --state, or remove it to start over",
+			dir, sqQuoteShell(have.Meta["exec"]))
+	}
+	if have.Meta["replay"] != o.Replay {
+		return usagef("state directory %s already holds this bisection: drop --replay to resume it, or give another --state", dir)
+	}
+	return nil
 }
 
 func countVerdicts(records []bisect.Record) int {
@@ -355,7 +507,7 @@ func countVerdicts(records []bisect.Record) int {
 }
 
 // saveReports writes git-bisect.log and result.json into the state dir.
-func saveReports(g *bisect.Graph, log *bisect.StateLog, res bisect.Result, runErr error) error {
+func saveReports(g *bisect.Graph, log *bisect.StateLog, res bisect.Result, out runJSON) error {
 	dir := log.Dir()
 	text, err := bisect.GitLog(g, log.Records(), res.Final)
 	if err != nil {
@@ -364,7 +516,7 @@ func saveReports(g *bisect.Graph, log *bisect.StateLog, res bisect.Result, runEr
 	if err := bisect.WriteFileAtomic(filepath.Join(dir, "git-bisect.log"), []byte(text)); err != nil {
 		return err
 	}
-	b, err := json.MarshalIndent(toJSON(res, dir, runErr), "", "  ")
+	b, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -392,8 +544,8 @@ func toJSON(res bisect.Result, dir string, runErr error) runJSON {
 	return out
 }
 
-func writeRunJSON(w io.Writer, res bisect.Result, dir string, runErr error) {
-	b, _ := json.MarshalIndent(toJSON(res, dir, runErr), "", "  ")
+func writeRunJSON(w io.Writer, out runJSON) {
+	b, _ := json.MarshalIndent(out, "", "  ")
 	fmt.Fprintf(w, "%s\n", b)
 }
 

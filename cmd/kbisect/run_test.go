@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -299,19 +300,29 @@ func TestRunResumesAfterKill9(t *testing.T) {
 	script := fmt.Sprintf(`echo "$KBISECT_COMMIT" >> %[1]s
 if [ "$(wc -l < %[1]s)" -eq 3 ] && [ ! -e %[2]s ]; then touch %[2]s; kill -9 $PPID; exit 0; fi
 grep -q good state`, f.calls, killed)
-	args := []string{"run", "--repo", f.dir, "--good", f.good, "--bad", f.bad, "--exec", script}
+	// --bad HEAD: after the kill HEAD names the commit under test, and the
+	// same command must still find its run.
+	args := []string{"run", "--repo", f.dir, "--good", f.good, "--bad", "HEAD", "--exec", script}
 
 	first := exec.Command(bin, args...)
 	out, err := first.CombinedOutput()
 	if err == nil || !strings.Contains(err.Error(), "killed") {
 		t.Fatalf("first run was not killed: %v\n%s", err, out)
 	}
+	// Another command while the interrupted run holds the tree: refused,
+	// with what to do.
+	other := exec.Command(bin, "run", "--repo", f.dir, "--good", f.good, "--bad", "HEAD", "--exec", "true")
+	out, err = other.CombinedOutput()
+	if code := exitStatus(err); code != exitUsage || !strings.Contains(string(out), "interrupted kbisect run") || !strings.Contains(string(out), "git checkout master") {
+		t.Errorf("another command during an interrupted run: exit %d\n%s", code, out)
+	}
+
 	second := exec.Command(bin, args...)
 	out, err = second.CombinedOutput()
 	if err != nil {
 		t.Fatalf("resumed run: %v\n%s", err, out)
 	}
-	if !strings.Contains(string(out), "resuming from") || !strings.Contains(string(out), f.culprit+" is the first bad commit") {
+	if !strings.Contains(string(out), "resuming the interrupted run") || !strings.Contains(string(out), f.culprit+" is the first bad commit") {
 		t.Errorf("resumed run output:\n%s", out)
 	}
 	got := f.tested(t)
@@ -416,5 +427,71 @@ func TestRunRefusesToStartDuringAGitBisect(t *testing.T) {
 	code, _, stderr := runCLI(t, context.Background(), "run", "--repo", f.dir, "--good", f.good, "--bad", f.bad, "--exec", f.script)
 	if code != exitFailure || !strings.Contains(stderr, "git bisect reset") || len(f.tested(t)) != 0 {
 		t.Errorf("exit %d, tested %d: %s", code, len(f.tested(t)), stderr)
+	}
+}
+
+func exitStatus(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
+
+// TestRunReadsAReplayedLogAsGitDoes: git checks that the good revisions
+// bound the range when a replayed log starts, not after its verdicts; a
+// verdict that moves the bad end before the merge of a good branch must
+// not make kbisect test a merge base git would not.
+func TestRunReadsAReplayedLogAsGitDoes(t *testing.T) {
+	f := &fixture{dir: t.TempDir(), calls: filepath.Join(t.TempDir(), "calls")}
+	f.script = fmt.Sprintf(`echo "$KBISECT_COMMIT" >> %s; grep -q good state`, f.calls)
+	commit := func(state, msg string) string {
+		os.WriteFile(filepath.Join(f.dir, "state"), []byte(state+"\n"), 0o644)
+		f.git(t, "add", "state")
+		f.git(t, "-c", "user.name=T", "-c", "user.email=t@e", "commit", "-q", "--allow-empty", "-m", msg)
+		return f.git(t, "rev-parse", "HEAD")
+	}
+	f.git(t, "init", "-q", "-b", "master")
+	commit("good", "A")
+	f.git(t, "checkout", "-q", "-b", "side")
+	s1 := commit("good", "S1")
+	f.git(t, "checkout", "-q", "master")
+	commit("good", "B1")
+	b2 := commit("bad", "B2")
+	commit("bad", "B3")
+	f.git(t, "-c", "user.name=T", "-c", "user.email=t@e", "merge", "-q", "--no-ff", "-m", "merge side", "side")
+	commit("bad", "D")
+
+	log := filepath.Join(t.TempDir(), "replay.log")
+	os.WriteFile(log, []byte("git bisect start 'master' '"+s1+"'\ngit bisect bad "+b2+"\n"), 0o644)
+
+	// git: replay, then run.
+	gitCalls := filepath.Join(t.TempDir(), "git-calls")
+	f.git(t, "bisect", "replay", log)
+	f.git(t, "bisect", "run", "sh", "-c", fmt.Sprintf(`git rev-parse HEAD >> %s; grep -q good state`, gitCalls))
+	gitOut := f.git(t, "bisect", "log")
+	f.git(t, "bisect", "reset")
+	want, _ := os.ReadFile(gitCalls)
+
+	code, stdout, stderr := runCLI(t, context.Background(), "run", "--repo", f.dir, "--replay", log, "--exec", f.script)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if got := f.tested(t); strings.Join(got, " ") != strings.Join(strings.Fields(string(want)), " ") {
+		t.Errorf("tested %v, git tested %v", got, strings.Fields(string(want)))
+	}
+	first := strings.Fields(stdout)[0]
+	if !strings.Contains(gitOut, "# first bad commit: ["+first+"]") {
+		t.Errorf("kbisect found %s; git:\n%s", first, gitOut)
+	}
+}
+
+func TestUnknownCommandIsAUsageError(t *testing.T) {
+	code, _, stderr := runCLI(t, context.Background(), "bisekt")
+	if code != exitUsage || !strings.Contains(stderr, `unknown command "bisekt"`) {
+		t.Errorf("exit %d: %s", code, stderr)
 	}
 }
