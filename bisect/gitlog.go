@@ -121,9 +121,21 @@ func ParseGitLog(name string, r io.Reader) (*Replay, error) {
 	sc := bufio.NewScanner(r)
 	line := 0
 	started := false
+	// git writes the range it resolved as comments before the start line
+	// ("# bad: [<sha>] subject"): those are the commits, where the start
+	// line may hold names such as HEAD that have moved since.
+	var commentBad string
+	var commentGoods []string
 	for sc.Scan() {
 		line++
 		text := strings.TrimSpace(sc.Text())
+		if !started {
+			if sha, ok := commentCommit(text, "# bad: ["); ok {
+				commentBad = sha
+			} else if sha, ok := commentCommit(text, "# good: ["); ok {
+				commentGoods = append(commentGoods, sha)
+			}
+		}
 		if text == "" || strings.HasPrefix(text, "#") {
 			continue
 		}
@@ -144,6 +156,9 @@ func ParseGitLog(name string, r io.Reader) (*Replay, error) {
 			}
 			if err := rep.start(words); err != nil {
 				return nil, fmt.Errorf("%s:%d: %v", name, line, err)
+			}
+			if rep.Bad != "" && commentBad != "" && len(commentGoods) == len(rep.Goods) {
+				rep.Bad, rep.Goods = commentBad, commentGoods
 			}
 			started = true
 		case "good", "bad", "old", "new", "skip":
@@ -178,16 +193,15 @@ func ParseGitLog(name string, r io.Reader) (*Replay, error) {
 		return nil, fmt.Errorf("%s: the log names no bad commit", name)
 	}
 	if len(rep.Goods) == 0 {
-		// Goods given after the bad one, as "git bisect good X" lines.
-		var marks []ReplayMark
-		for _, m := range rep.Marks {
-			if m.Verdict == Good && len(marks) == 0 {
-				rep.Goods = append(rep.Goods, m.Rev)
-				continue
+		// The range given as verdicts after an empty start: the first good
+		// one starts it, the others are verdicts like any.
+		for i, m := range rep.Marks {
+			if m.Verdict == Good {
+				rep.Goods = []string{m.Rev}
+				rep.Marks = append(rep.Marks[:i:i], rep.Marks[i+1:]...)
+				break
 			}
-			marks = append(marks, m)
 		}
-		rep.Marks = marks
 	}
 	if len(rep.Goods) == 0 {
 		return nil, fmt.Errorf("%s: the log names no good commit", name)
@@ -221,4 +235,16 @@ func (rep *Replay) start(words []string) error {
 		rep.Goods = append(rep.Goods, revs[1:]...)
 	}
 	return nil
+}
+
+// commentCommit reads the commit of a "# bad: [<sha>] subject" line.
+func commentCommit(line, prefix string) (string, bool) {
+	rest, ok := strings.CutPrefix(line, prefix)
+	if !ok || len(rest) < 41 || rest[40] != ']' {
+		return "", false
+	}
+	if _, ok := parseHex(rest[:40]); !ok {
+		return "", false
+	}
+	return rest[:40], true
 }

@@ -104,6 +104,7 @@ func TestParseGitLogReadsWhatGitWrites(t *testing.T) {
 	if rep.Bad != b || !rep.FirstParent || len(rep.Goods) != 2 || rep.Goods[0] != g1 || rep.Goods[1] != "v6.12's" {
 		t.Errorf("start: %+v", rep)
 	}
+
 	want := []ReplayMark{{5, Good, x}, {6, Skip, y}, {7, Bad, g2}}
 	if len(rep.Marks) != len(want) {
 		t.Fatalf("marks %+v", rep.Marks)
