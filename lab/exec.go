@@ -164,9 +164,13 @@ func (t *ExecTester) run(ctx context.Context, commit plumbing.Hash) (int, string
 	cmd := exec.Command("/bin/sh", "-c", t.Command)
 	cmd.Dir = t.Tree.Dir
 	cmd.Env = append(os.Environ(), "KBISECT_COMMIT="+commit.String())
-	cmd.Stdin = nil
 	cmd.Stdout, cmd.Stderr = t.Stdout, t.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if tty := foregroundTerminal(); tty >= 0 {
+		cmd.Stdin = os.Stdin
+		cmd.SysProcAttr.Foreground, cmd.SysProcAttr.Ctty = true, tty
+		defer reclaimTerminal(tty)
+	}
 	if err := cmd.Start(); err != nil {
 		return 0, "", fmt.Errorf("start test command: %w", err)
 	}
@@ -187,6 +191,11 @@ func (t *ExecTester) run(ctx context.Context, commit plumbing.Hash) (int, string
 		return 0, "", fmt.Errorf("test command: %w", err)
 	}
 	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		if ws.Signal() == syscall.SIGINT {
+			// Ctrl-C on the terminal reaches the test command, which has
+			// the terminal, and not kbisect: it is the user's interrupt.
+			return 0, "", fmt.Errorf("test command interrupted: %w", context.Canceled)
+		}
 		return 0, ws.Signal().String(), nil
 	}
 	return ee.ExitCode(), "", nil

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -291,11 +292,7 @@ func TestRunReplaysAGitBisectLogAndGitReplaysOurs(t *testing.T) {
 func TestRunResumesAfterKill9(t *testing.T) {
 	f := newFixture(t, 7)
 	want := f.gitBisectTested(t)
-	bin := filepath.Join(t.TempDir(), "kbisect")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildKbisect(t)
 	killed := filepath.Join(t.TempDir(), "killed")
 	script := fmt.Sprintf(`echo "$KBISECT_COMMIT" >> %[1]s
 if [ "$(wc -l < %[1]s)" -eq 3 ] && [ ! -e %[2]s ]; then touch %[2]s; kill -9 $PPID; exit 0; fi
@@ -493,5 +490,58 @@ func TestUnknownCommandIsAUsageError(t *testing.T) {
 	code, _, stderr := runCLI(t, context.Background(), "bisekt")
 	if code != exitUsage || !strings.Contains(stderr, `unknown command "bisekt"`) {
 		t.Errorf("exit %d: %s", code, stderr)
+	}
+}
+
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+)
+
+// buildKbisect builds the command once for the tests that need a real
+// process (to kill it, or to give it a terminal).
+func buildKbisect(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "kbisect-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtBin = filepath.Join(dir, "kbisect")
+		if out, err := exec.Command("go", "build", "-o", builtBin, ".").CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return builtBin
+}
+
+// TestRunGivesTheTestCommandTheTerminal runs kbisect on a pseudo-terminal
+// (script(1)) with a test command that reads its answer from /dev/tty, as a
+// sudo password prompt does: it must get the input, not be stopped for
+// reading from a background process group.
+func TestRunGivesTheTestCommandTheTerminal(t *testing.T) {
+	script, err := exec.LookPath("script")
+	if err != nil {
+		t.Fatal("script(1) from util-linux is needed for the terminal test")
+	}
+	f := newFixture(t, 11)
+	bin := buildKbisect(t)
+	test := `c=$(head -c1 /dev/tty) && [ "$c" = y ] && grep -q good state`
+	line := fmt.Sprintf("%s run --repo %s --good %s --bad %s --exec %s", bin, f.dir, f.good, f.bad, sqQuoteShell(test))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, script, "-qec", line, "/dev/null")
+	cmd.Stdin = strings.NewReader(strings.Repeat("y", 64) + "\n")
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("kbisect hung: the test command could not read the terminal\n%s", out)
+	}
+	if err != nil || !strings.Contains(string(out), f.culprit+" is the first bad commit") {
+		t.Fatalf("%v\n%s", err, out)
 	}
 }
