@@ -16,7 +16,7 @@ lint:
 # Bisection engine benchmarks on a generated kernel-scale history
 # (1,000,000 commits; made once into $KBISECT_BENCH_REPO, default /tmp/kbisect-bench).
 bench:
-    KBISECT_BENCH=1 go test ./bisect -run '^$' -bench . -benchmem -benchtime 5x -timeout 60m
+    KBISECT_BENCH=1 go test ./bisect ./worktree -run '^$' -bench . -benchmem -benchtime 5x -timeout 60m
 
 # Heavy end-to-end tests (real kernel builds, QEMU boots).
 e2e:
