@@ -118,6 +118,10 @@ func Drive(ctx context.Context, s *Session, log *StateLog, test TestFunc, p Prog
 		began := time.Now()
 		out, err := test(ctx, step.Commit)
 		elapsed := time.Since(began)
+		if err == nil && ctx.Err() != nil {
+			// Interrupted while the test ran: its verdict is not trusted.
+			err = ctx.Err()
+		}
 		if err != nil {
 			res.Kind = Aborted
 			if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {

@@ -55,16 +55,16 @@ func OpenGraph(dir string) (*Graph, error) {
 		return nil, fmt.Errorf("open git repository %s: %w", dir, err)
 	}
 	g := &Graph{repo: repo, ids: make(map[plumbing.Hash]int32)}
-	gitDir, err := absoluteGitDir(dir)
-	if err != nil {
+	if g.gitDir, g.commonDir, err = gitDirs(dir); err != nil {
 		return nil, err
 	}
-	g.gitDir, g.commonDir = gitDir, gitDir
 	st, ok := repo.Storer.(*filesystem.Storage)
 	if !ok {
 		return g, nil
 	}
-	g.commonDir = st.Filesystem().Root()
+	if err := checkAlternates(g.commonDir); err != nil {
+		return nil, err
+	}
 	// Keep pack files open: by default go-git opens and closes the pack for
 	// every object it reads, a fifth of the time of a walk. Keep its object
 	// cache small: the graph keeps what it parsed, and each commit is read
@@ -312,13 +312,19 @@ func isHex(c rune) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
 
-// absoluteGitDir asks git where the git directory of dir is.
-func absoluteGitDir(dir string) (string, error) {
-	cmd := exec.Command("git", "rev-parse", "--absolute-git-dir")
+// gitDirs asks git for the git directory of dir and the common directory
+// that holds the objects, refs, shallow file and grafts (they differ in a
+// linked worktree).
+func gitDirs(dir string) (string, string, error) {
+	cmd := exec.Command("git", "rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir")
 	cmd.Dir = dir
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("%s is not in a git repository: %v", dir, err)
+		return "", "", fmt.Errorf("%s is not in a git repository: %v", dir, err)
 	}
-	return strings.TrimSpace(string(out)), nil
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 2 {
+		return "", "", fmt.Errorf("%s: unexpected output of git rev-parse: %q", dir, out)
+	}
+	return lines[0], lines[1], nil
 }

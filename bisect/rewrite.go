@@ -30,13 +30,20 @@ func (g *Graph) loadRewrites() error {
 	if os.Getenv("GIT_NO_REPLACE_OBJECTS") != "" {
 		return nil
 	}
+	if cfg, err := g.repo.Config(); err == nil && cfg.Raw.Section("core").Option("useReplaceRefs") == "false" {
+		return nil
+	}
+	base := "refs/replace/"
+	if b := os.Getenv("GIT_REPLACE_REF_BASE"); b != "" {
+		base = strings.TrimSuffix(b, "/") + "/"
+	}
 	refs, err := g.repo.References()
 	if err != nil {
 		return fmt.Errorf("read references: %w", err)
 	}
 	defer refs.Close()
 	return refs.ForEach(func(r *plumbing.Reference) error {
-		name, ok := strings.CutPrefix(r.Name().String(), "refs/replace/")
+		name, ok := strings.CutPrefix(r.Name().String(), base)
 		if !ok || r.Type() != plumbing.HashReference {
 			return nil
 		}
@@ -105,4 +112,25 @@ func (g *Graph) objectDirs() []string {
 		dirs = append(dirs, filepath.Clean(p))
 	}
 	return dirs
+}
+
+// checkAlternates refuses relative paths in objects/info/alternates: git
+// reads them relative to the objects directory, go-git from the root of
+// the file system, and a bisection must not walk another history.
+func checkAlternates(commonDir string) error {
+	path := filepath.Join(commonDir, "objects", "info", "alternates")
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for line := 1; sc.Scan(); line++ {
+		p := strings.TrimSpace(sc.Text())
+		if p != "" && !strings.HasPrefix(p, "#") && !filepath.IsAbs(p) {
+			abs := filepath.Clean(filepath.Join(commonDir, "objects", p))
+			return fmt.Errorf("%s:%d: relative alternate %q is not supported; write it as the absolute path %s", path, line, p, abs)
+		}
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"kbisect/internal/testrepo"
@@ -105,5 +106,32 @@ func TestGraphReadsObjectsAndCommitGraphOfAlternates(t *testing.T) {
 	defer g.Close()
 	if got, err := g.Resolve(hashes[300]); err != nil || got.String() != hashes[300] {
 		t.Errorf("Resolve(%s) through the alternate = %v, %v", hashes[300], got, err)
+	}
+}
+
+func TestGraphInALinkedWorktreeUsesTheCommonDirectory(t *testing.T) {
+	src, hashes, h := rewriteRepo(t)
+	gitIn(t, src, "commit-graph", "write", "--reachable")
+	wt := filepath.Join(t.TempDir(), "wt")
+	gitIn(t, src, "worktree", "add", "-q", "--detach", wt, hashes[h.Mainline])
+	sameAsRevList(t, wt, revListCase{bad: hashes[h.Mainline], goods: []string{hashes[150]}}, true)
+}
+
+func TestGraphRefusesRelativeAlternatesItCannotFollow(t *testing.T) {
+	src, _, _ := rewriteRepo(t)
+	dir := filepath.Join(t.TempDir(), "shared")
+	gitIn(t, t.TempDir(), "clone", "-q", "--shared", src, dir)
+	rel, err := filepath.Rel(filepath.Join(dir, ".git", "objects"), filepath.Join(src, ".git", "objects"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	alt := filepath.Join(dir, ".git", "objects", "info", "alternates")
+	if err := os.WriteFile(alt, []byte(rel+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, dir, "rev-parse", "HEAD") // git itself follows it
+	_, err = OpenGraph(dir)
+	if err == nil || !strings.Contains(err.Error(), "alternates:1") || !strings.Contains(err.Error(), filepath.Join(src, ".git", "objects")) {
+		t.Fatalf("OpenGraph with a relative alternate: %v", err)
 	}
 }

@@ -53,6 +53,10 @@ type ExecTester struct {
 	// the commit, and the bisection aborts instead of marking every commit
 	// bad (as git bisect run does).
 	Good func() plumbing.Hash
+	// PIDFile, when set, names the test command's process while it runs,
+	// so that a run resumed after kbisect was killed can stop a test left
+	// running in the tree (StopLeftover).
+	PIDFile string
 
 	verified bool
 }
@@ -112,11 +116,7 @@ func (t *ExecTester) Test(ctx context.Context, commit plumbing.Hash) (bisect.Out
 // shell itself is gone and only its children linger.
 func (t *ExecTester) stopGroup(pgid int, done <-chan error) {
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	grace := t.KillGrace
-	if grace <= 0 {
-		grace = 5 * time.Second
-	}
-	deadline := time.After(grace)
+	deadline := time.After(t.grace())
 	select {
 	case <-done:
 	case <-deadline:
@@ -155,8 +155,12 @@ func (t *ExecTester) verifyGood(ctx context.Context, code int, commit, good plum
 	return nil
 }
 
-// run starts the command in its own process group, so that a cancelled
-// bisection stops everything it started, not just the shell.
+// run starts the command. Without a terminal (CI, cron, nohup) it runs in
+// a process group of its own, so that a cancelled bisection stops
+// everything it started. On a terminal it stays in kbisect's group, as
+// under git bisect run: Ctrl-C and Ctrl-Z reach the whole job, the shell's
+// job control works, and a test that asks on /dev/tty (sudo, ssh) gets the
+// terminal.
 func (t *ExecTester) run(ctx context.Context, commit plumbing.Hash) (int, string, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, "", err
@@ -165,14 +169,22 @@ func (t *ExecTester) run(ctx context.Context, commit plumbing.Hash) (int, string
 	cmd.Dir = t.Tree.Dir
 	cmd.Env = append(os.Environ(), "KBISECT_COMMIT="+commit.String())
 	cmd.Stdout, cmd.Stderr = t.Stdout, t.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if tty := foregroundTerminal(); tty >= 0 {
+	onTerminal := hasTerminal()
+	if onTerminal {
 		cmd.Stdin = os.Stdin
-		cmd.SysProcAttr.Foreground, cmd.SysProcAttr.Ctty = true, tty
-		defer reclaimTerminal(tty)
+	} else {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	}
 	if err := cmd.Start(); err != nil {
 		return 0, "", fmt.Errorf("start test command: %w", err)
+	}
+	if t.PIDFile != "" {
+		if err := writeLeftover(t.PIDFile, cmd.Process.Pid, !onTerminal); err != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			return 0, "", err
+		}
+		defer os.Remove(t.PIDFile)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -180,8 +192,24 @@ func (t *ExecTester) run(ctx context.Context, commit plumbing.Hash) (int, string
 	select {
 	case err = <-done:
 	case <-ctx.Done():
-		t.stopGroup(cmd.Process.Pid, done)
+		if onTerminal {
+			t.stopProcess(cmd.Process.Pid, done)
+		} else {
+			t.stopGroup(cmd.Process.Pid, done)
+		}
 		return 0, "", ctx.Err()
+	}
+	if err != nil && onTerminal {
+		// Ctrl-C reaches the test and kbisect together; a test that
+		// catches it and exits 1 must not become a verdict. Give kbisect's
+		// own signal handling a moment to cancel the context.
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, "", err
 	}
 	if err == nil {
 		return 0, "", nil
@@ -191,12 +219,27 @@ func (t *ExecTester) run(ctx context.Context, commit plumbing.Hash) (int, string
 		return 0, "", fmt.Errorf("test command: %w", err)
 	}
 	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		if ws.Signal() == syscall.SIGINT {
-			// Ctrl-C on the terminal reaches the test command, which has
-			// the terminal, and not kbisect: it is the user's interrupt.
-			return 0, "", fmt.Errorf("test command interrupted: %w", context.Canceled)
-		}
 		return 0, ws.Signal().String(), nil
 	}
 	return ee.ExitCode(), "", nil
+}
+
+// stopProcess ends a test command that shares kbisect's process group:
+// SIGTERM to it, SIGKILL after the grace period. (Ctrl-C has already
+// reached its children through the terminal.)
+func (t *ExecTester) stopProcess(pid int, done <-chan error) {
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(t.grace()):
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		<-done
+	}
+}
+
+func (t *ExecTester) grace() time.Duration {
+	if t.KillGrace > 0 {
+		return t.KillGrace
+	}
+	return 5 * time.Second
 }

@@ -1,34 +1,89 @@
 package lab
 
 import (
-	"os/signal"
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"syscall"
-	"unsafe"
+	"time"
 )
 
-// foregroundTerminal returns the terminal on standard input when kbisect
-// is the foreground job of it, or -1. The test command then gets the
-// terminal while it runs — as it would under git bisect run — so a sudo
-// password prompt or an ssh host-key question works instead of stopping the
-// command for reading from a background process group.
-func foregroundTerminal() int {
-	const fd = 0
-	var pgrp int32
-	if _, _, errno := syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCGPGRP, uintptr(unsafe.Pointer(&pgrp))); errno != 0 {
-		return -1 // not a terminal
+// hasTerminal reports whether kbisect has a controlling terminal.
+func hasTerminal() bool {
+	f, err := os.OpenFile("/dev/tty", os.O_RDONLY|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return false
 	}
-	if int(pgrp) != syscall.Getpgrp() {
-		return -1 // kbisect runs in the background: leave the terminal alone
-	}
-	return fd
+	f.Close()
+	return true
 }
 
-// reclaimTerminal makes kbisect's process group the terminal's foreground
-// again once the test command is done. A background process that changes
-// the foreground group is sent SIGTTOU, so it is ignored meanwhile.
-func reclaimTerminal(fd int) {
-	signal.Ignore(syscall.SIGTTOU)
-	defer signal.Reset(syscall.SIGTTOU)
-	pgrp := int32(syscall.Getpgrp())
-	_, _, _ = syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), syscall.TIOCSPGRP, uintptr(unsafe.Pointer(&pgrp)))
+// writeLeftover records a running test command: its pid, whether it leads
+// its own process group, and its start time (so a recycled pid after a
+// reboot is never mistaken for it).
+func writeLeftover(path string, pid int, group bool) error {
+	start, err := processStart(pid)
+	if err != nil {
+		return fmt.Errorf("read the test command's start time: %w", err)
+	}
+	line := fmt.Sprintf("%d %v %d\n", pid, group, start)
+	return os.WriteFile(path, []byte(line), 0o644)
+}
+
+// StopLeftover stops the test command a killed kbisect left running, as
+// recorded in path, so that it does not run on in the tree while the
+// resumed bisection checks out other commits. It says whether one was
+// found.
+func StopLeftover(path string, grace time.Duration) (bool, error) {
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer os.Remove(path)
+	var pid int
+	var group bool
+	var start uint64
+	if _, err := fmt.Sscanf(string(data), "%d %t %d", &pid, &group, &start); err != nil {
+		return false, nil // unreadable: nothing we can trust to kill
+	}
+	if now, err := processStart(pid); err != nil || now != start {
+		return false, nil // gone, or the pid belongs to another process now
+	}
+	target := pid
+	if group {
+		target = -pid
+	}
+	_ = syscall.Kill(target, syscall.SIGTERM)
+	deadline := time.Now().Add(grace)
+	for time.Now().Before(deadline) {
+		if syscall.Kill(target, 0) != nil {
+			return true, nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = syscall.Kill(target, syscall.SIGKILL)
+	return true, nil
+}
+
+// processStart reads a process's start time (field 22 of /proc/PID/stat).
+func processStart(pid int) (uint64, error) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// The command name, field 2, may hold spaces: count after its ')'.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("malformed /proc/%d/stat", pid)
+	}
+	fields := strings.Fields(string(data[i+1:]))
+	if len(fields) < 20 {
+		return 0, fmt.Errorf("malformed /proc/%d/stat", pid)
+	}
+	return strconv.ParseUint(fields[19], 10, 64)
 }

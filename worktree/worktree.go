@@ -157,7 +157,11 @@ const gitTimeout = 10 * time.Minute
 // would then keep HEAD from being put back. It runs in its own process
 // group, so a second Ctrl-C on the terminal does not reach it either.
 func git(ctx context.Context, dir string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), gitTimeout)
+	deadline := time.Now().Add(gitTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir

@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"strings"
 
@@ -15,6 +18,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitCode(ctx, usagef("unknown command %q (kbisect --help lists them)", args[1]), stderr)
 	}
 	err := app.RunContext(ctx, args)
+	var reported *reportedError
+	var result *resultError
+	if err != nil && !errors.As(err, &reported) && !errors.As(err, &result) && wantsJSON(args) {
+		// --json promises one object on stdout, also for a mistake in the
+		// command line that the flag parser found first.
+		b, _ := json.Marshal(map[string]any{"result": "aborted", "error": err.Error(), "candidates": []string{}, "tested": []any{}})
+		fmt.Fprintf(stdout, "%s\n", b)
+	}
 	return exitCode(ctx, err, stderr)
 }
 
@@ -61,4 +72,16 @@ EXAMPLES
 
 func onUsageError(_ *cli.Context, err error, _ bool) error {
 	return &usageError{err}
+}
+
+func wantsJSON(args []string) bool {
+	for _, a := range args[1:] {
+		if a == "--" {
+			break
+		}
+		if a == "--json" || a == "-json" || a == "--json=true" {
+			return true
+		}
+	}
+	return false
 }

@@ -1,8 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
-	"crypto/sha1"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 
 // runOptions are the flags of kbisect run.
 type runOptions struct {
+	Args        []string // stray arguments: an error
 	Repo        string
 	Goods       []string
 	Bad         string
@@ -109,10 +111,8 @@ EXAMPLES
 		},
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
-			if c.Args().Len() > 0 {
-				return usagef("run: unexpected argument %q (revisions go in --good and --bad)", c.Args().First())
-			}
 			opts := runOptions{
+				Args:        c.Args().Slice(),
 				Repo:        c.String("repo"),
 				Goods:       c.StringSlice("good"),
 				Bad:         c.String("bad"),
@@ -130,12 +130,16 @@ EXAMPLES
 
 func (o *runOptions) validate() error {
 	switch {
+	case len(o.Args) > 0:
+		return usagef("run: unexpected argument %q (revisions go in --good and --bad, the test command in --exec)", o.Args[0])
 	case o.Job != "" && o.Exec != "":
 		return usagef("run: give --job or --exec, not both")
 	case o.Job != "":
 		return usagef("run --job: building, booting and measuring kernels from a job file is not available yet; use --exec CMD for now")
 	case o.Exec == "":
 		return usagef("run: --exec CMD is required (the test command, as for git bisect run)")
+	case o.Replay != "" && (o.Bad != "" || len(o.Goods) > 0):
+		return usagef("run: --replay takes the range from the log: drop --good and --bad")
 	case o.Replay == "" && (o.Bad == "" || len(o.Goods) == 0):
 		return usagef("run: --bad REV and at least one --good REV are required (or --replay FILE)")
 	}
@@ -168,6 +172,7 @@ func runRun(ctx context.Context, o runOptions, stdout, stderr io.Writer) error {
 	if err := r.prepare(ctx); err != nil {
 		if o.JSON {
 			writeRunJSON(stdout, toJSON(bisect.Result{Kind: bisect.Aborted}, r.stateDir, err))
+			return &reportedError{err}
 		}
 		return err
 	}
@@ -201,12 +206,22 @@ func (r *execRun) close() {
 	}
 }
 
-// runningMarker names the file, in the git directory, that points at the
-// state of a run that has moved HEAD and not yet put it back. After a crash
-// it is how the same command finds its state again even though revisions
-// such as HEAD now resolve elsewhere.
+// runningMarker names the file, in the git directory, that says a run has
+// moved HEAD and not yet put it back: its state directory and the HEAD to
+// restore. After a crash it is how the same command finds its state again,
+// even though revisions such as HEAD now resolve elsewhere.
 func (r *execRun) runningMarker() string {
 	return filepath.Join(r.tree.GitDir, "kbisect", "RUNNING")
+}
+
+type runningMark struct {
+	State      string `json:"state"`
+	HeadBranch string `json:"head_branch"`
+	HeadCommit string `json:"head_commit"`
+}
+
+func (m runningMark) head() worktree.Head {
+	return worktree.Head{Branch: m.HeadBranch, Commit: m.HeadCommit}
 }
 
 func (r *execRun) prepare(ctx context.Context) error {
@@ -229,16 +244,14 @@ func (r *execRun) prepare(ctx context.Context) error {
 		return err
 	}
 	if data, err := os.ReadFile(r.runningMarker()); err == nil {
-		if err := r.openInterrupted(strings.TrimSpace(string(data))); err != nil {
+		var mark runningMark
+		if err := json.Unmarshal(data, &mark); err != nil || mark.State == "" {
+			return fmt.Errorf("%s is not readable (%v): remove it, and check where HEAD is", r.runningMarker(), err)
+		}
+		if err := r.openInterrupted(ctx, mark); err != nil {
 			return err
 		}
-	}
-	if r.log == nil {
-		if err := r.openByRange(ctx); err != nil {
-			return err
-		}
-	}
-	if err := tree.RequireClean(ctx); err != nil {
+	} else if err := r.openByRange(ctx); err != nil {
 		return err
 	}
 	r.sess, r.start, err = bisect.Restore(r.g, r.log.Records())
@@ -247,29 +260,42 @@ func (r *execRun) prepare(ctx context.Context) error {
 
 // openInterrupted takes up the run a crash left in the middle, when this
 // is the same command.
-func (r *execRun) openInterrupted(dir string) error {
-	log, records, err := bisect.OpenState(dir)
+func (r *execRun) openInterrupted(ctx context.Context, mark runningMark) error {
+	o := r.o
+	abandon := fmt.Sprintf("go back with `git checkout %s` and remove %s", mark.head(), r.runningMarker())
+	log, records, err := bisect.OpenState(mark.State)
 	if err != nil {
 		return err
 	}
+	r.log = log
 	if len(records) == 0 {
-		log.Close()
-		return os.Remove(r.runningMarker())
+		return fmt.Errorf("an interrupted kbisect run left HEAD detached, but its state %s is gone; %s", mark.State, abandon)
 	}
 	st := records[0]
-	o := r.o
 	// Compare revisions as typed: after a crash HEAD (say) names the
 	// commit under test, not the one the run started from.
-	sameRange := o.Replay != "" || st.BadRev == o.Bad && slices.Equal(st.GoodRevs, o.Goods) && st.FirstParent == o.FirstParent
-	same := sameRange && st.Meta["exec"] == o.Exec && st.Meta["replay"] == o.Replay && (o.State == "" || sameDir(o.State, dir))
-	if !same {
-		log.Close()
-		return usagef("an interrupted kbisect run left this tree detached (state %s, started as %s);\n"+
-			"run that command again to resume it, or go back with `git checkout %s` and remove %s to start another",
-			dir, describeStart(st), worktree.Head{Branch: st.Meta["head_branch"], Commit: st.Meta["head_commit"]}, r.runningMarker())
+	same := st.Meta["exec"] == o.Exec && st.Meta["replay"] == o.Replay && (o.State == "" || sameDir(o.State, mark.State))
+	if o.Replay == "" {
+		same = same && st.BadRev == o.Bad && slices.Equal(st.GoodRevs, o.Goods) && st.FirstParent == o.FirstParent
+	} else {
+		sum, err := fileSHA256(o.Replay)
+		same = same && err == nil && sum == st.Meta["replay_sha256"] && (st.FirstParent || !o.FirstParent)
 	}
-	r.log, r.stateDir = log, dir
-	fmt.Fprintf(r.stderr, "kbisect: resuming the interrupted run in %s (%d verdicts)\n", dir, countVerdicts(records))
+	if !same {
+		return usagef("an interrupted kbisect run left HEAD detached (state %s, started as: %s);\n"+
+			"run that command again to resume it, or %s to start another", mark.State, describeStart(st), abandon)
+	}
+	r.stateDir = mark.State
+	if files, err := r.tree.Changes(ctx); err == nil && len(files) > 0 {
+		return fmt.Errorf("the interrupted run left changes in tracked files (the tree was clean when it started, so its test command made them): %s\n"+
+			"discard them with `git reset --hard` and run the same command again to resume", strings.Join(files, " "))
+	}
+	if found, err := lab.StopLeftover(filepath.Join(mark.State, "test.pid"), 5*time.Second); err != nil {
+		return err
+	} else if found {
+		fmt.Fprintln(r.stderr, "kbisect: stopped the test command the interrupted run left running")
+	}
+	fmt.Fprintf(r.stderr, "kbisect: resuming the interrupted run in %s (%d verdicts)\n", mark.State, countVerdicts(records))
 	return nil
 }
 
@@ -285,29 +311,29 @@ func (r *execRun) openByRange(ctx context.Context) error {
 	if r.stateDir == "" {
 		r.stateDir = filepath.Join(r.tree.GitDir, "kbisect", "run-"+runID(start, o.Exec))
 	}
+	if r.stateDir, err = filepath.Abs(r.stateDir); err != nil {
+		return err
+	}
 	log, records, err := bisect.OpenState(r.stateDir)
 	if err != nil {
 		return err
 	}
 	r.log = log
+	if err := r.tree.RequireClean(ctx); err != nil {
+		return err
+	}
 	if len(records) > 0 {
-		if err := sameRun(records[0], start, o, r.stateDir); err != nil {
+		if err := sameRun(records[0], start, r.stateDir); err != nil {
 			return err
 		}
 		fmt.Fprintf(r.stderr, "kbisect: resuming from %s (%d verdicts)\n", r.stateDir, countVerdicts(records))
 		return nil
 	}
-	if err := r.tree.RequireClean(ctx); err != nil {
-		return err
-	}
 	head, err := r.tree.Head(ctx)
 	if err != nil {
 		return err
 	}
-	start.Meta = map[string]string{"head_branch": head.Branch, "head_commit": head.Commit, "exec": o.Exec, "repo": r.tree.Dir}
-	if o.Replay != "" {
-		start.Meta["replay"] = o.Replay
-	}
+	start.Meta["head_branch"], start.Meta["head_commit"], start.Meta["repo"] = head.Branch, head.Commit, r.tree.Dir
 	initial := []bisect.Record{start}
 	if len(replayMarks) > 0 {
 		// git checks the range when the replayed log starts, before its
@@ -326,6 +352,15 @@ func (r *execRun) openByRange(ctx context.Context) error {
 		initial = append(initial, replayMarks...)
 	}
 	return log.Init(initial...)
+}
+
+func fileSHA256(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:]), nil
 }
 
 func sameDir(a, b string) bool {
@@ -357,17 +392,23 @@ func sqQuoteShell(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\
 // bisect drives the session to its end, puts HEAD back and reports.
 func (r *execRun) bisect(ctx context.Context) error {
 	o, tree, g := r.o, r.tree, r.g
+	head := worktree.Head{Branch: r.start.Meta["head_branch"], Commit: r.start.Meta["head_commit"]}
+	mark, err := json.Marshal(runningMark{State: r.stateDir, HeadBranch: head.Branch, HeadCommit: head.Commit})
+	if err != nil {
+		return err
+	}
 	if err := os.MkdirAll(filepath.Dir(r.runningMarker()), 0o755); err != nil {
 		return err
 	}
-	if err := bisect.WriteFileAtomic(r.runningMarker(), []byte(r.stateDir+"\n")); err != nil {
+	if err := bisect.WriteFileAtomic(r.runningMarker(), append(mark, '\n')); err != nil {
 		return err
 	}
 	cmdOut := r.stdout
 	if o.JSON {
 		cmdOut = r.stderr
 	}
-	tester := &lab.ExecTester{Tree: tree, Command: r.start.Meta["exec"], Stdout: cmdOut, Stderr: r.stderr}
+	tester := &lab.ExecTester{Tree: tree, Command: r.start.Meta["exec"], Stdout: cmdOut, Stderr: r.stderr,
+		PIDFile: filepath.Join(r.stateDir, "test.pid")}
 	tester.Good = func() plumbing.Hash {
 		// git verifies on its first good ref by name: the same order.
 		if goods := r.sess.Goods(); len(goods) > 0 {
@@ -377,16 +418,14 @@ func (r *execRun) bisect(ctx context.Context) error {
 	}
 	res, runErr := bisect.Drive(ctx, r.sess, r.log, tester.Test, &textProgress{w: r.stderr, g: g})
 
-	// Put HEAD back, also when interrupted: the context may be cancelled.
+	// Put HEAD back, also when interrupted (git commands outlive the
+	// cancelled context), then drop the marker.
 	var restoreErr error
-	head := worktree.Head{Branch: r.start.Meta["head_branch"], Commit: r.start.Meta["head_commit"]}
 	if head.Commit != "" {
-		restoreCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-		restoreErr = tree.Restore(restoreCtx, head)
-		cancel()
+		restoreErr = tree.Restore(ctx, head)
 	}
 	if restoreErr != nil {
-		restoreErr = fmt.Errorf("could not put HEAD back to %s (run `git checkout %s` yourself): %w", head, head, restoreErr)
+		restoreErr = fmt.Errorf("could not put HEAD back on %s (run `git checkout %s` once the tree is as you want it): %w", head, head, restoreErr)
 	} else if err := os.Remove(r.runningMarker()); err != nil && !os.IsNotExist(err) {
 		restoreErr = err
 	}
@@ -394,55 +433,61 @@ func (r *execRun) bisect(ctx context.Context) error {
 		fmt.Fprintf(r.stderr, "hint: %d commits were read from their objects; `git commit-graph write --reachable` in %s makes this several times faster\n", g.CommitsRead(), tree.Dir)
 	}
 	out := toJSON(res, r.stateDir, runErr)
-	if runErr == nil && restoreErr != nil {
-		out.Error = restoreErr.Error()
+	if restoreErr != nil {
+		if out.Error != "" {
+			out.Error += "; "
+		}
+		out.Error += restoreErr.Error()
 	}
-	if err := saveReports(g, r.log, res, out); err != nil && runErr == nil && restoreErr == nil {
-		restoreErr = err
+	if err := saveReports(g, r.log, res, out); err != nil {
+		fmt.Fprintf(r.stderr, "kbisect: %v\n", err)
 	}
 	if o.JSON {
 		writeRunJSON(r.stdout, out)
 	} else if runErr == nil {
 		printResult(r.stdout, g, res)
 	}
+	if runErr != nil && restoreErr != nil {
+		fmt.Fprintf(r.stderr, "kbisect: %v\n", restoreErr)
+	}
+	var err2 error
 	switch {
 	case runErr != nil:
-		if o.JSON && ctx.Err() == nil {
-			fmt.Fprintf(r.stderr, "kbisect: %v\n", runErr)
-			return &resultError{exitFailure}
-		}
-		return runErr
+		err2 = runErr
 	case restoreErr != nil:
-		return restoreErr
+		err2 = restoreErr
 	case res.Kind == bisect.Found:
 		return nil
 	case res.Kind == bisect.Inconclusive:
 		return &resultError{exitInconclusive}
 	case res.Kind == bisect.NotReproduced:
 		return &resultError{exitNotReproduced}
+	default:
+		return &resultError{exitFailure}
 	}
-	return &resultError{exitFailure}
+	if o.JSON {
+		return &reportedError{err2}
+	}
+	return err2
 }
 
 // resolveRange turns the flags (or the replayed log) into the start record
 // and the replayed verdicts.
 func resolveRange(g *bisect.Graph, o runOptions) (bisect.Record, []bisect.Record, error) {
-	start := bisect.Record{Event: bisect.EventStart, FirstParent: o.FirstParent}
+	start := bisect.Record{Event: bisect.EventStart, FirstParent: o.FirstParent, Meta: map[string]string{"exec": o.Exec}}
 	badRev, goodRevs := o.Bad, o.Goods
 	var marks []bisect.Record
 	if o.Replay != "" {
-		f, err := os.Open(o.Replay)
+		data, err := os.ReadFile(o.Replay)
 		if err != nil {
 			return start, nil, usagef("--replay: %v", err)
 		}
-		rep, err := bisect.ParseGitLog(o.Replay, f)
-		f.Close()
+		rep, err := bisect.ParseGitLog(o.Replay, bytes.NewReader(data))
 		if err != nil {
 			return start, nil, usagef("--replay: %v", err)
 		}
-		if badRev != "" || len(goodRevs) > 0 {
-			return start, nil, usagef("--replay takes the range from the log: drop --good and --bad")
-		}
+		sum := sha256.Sum256(data)
+		start.Meta["replay"], start.Meta["replay_sha256"] = o.Replay, hex.EncodeToString(sum[:])
 		badRev, goodRevs = rep.Bad, rep.Goods
 		start.FirstParent = start.FirstParent || rep.FirstParent
 		for _, m := range rep.Marks {
@@ -473,25 +518,27 @@ func resolveRange(g *bisect.Graph, o runOptions) (bisect.Record, []bisect.Record
 	return start, marks, nil
 }
 
+// runID names the default state directory: the same range, command and
+// replayed log give the same directory, so the same command resumes.
 func runID(start bisect.Record, exec string) string {
-	h := sha1.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%v\x00%s", start.Bad, strings.Join(start.Good, " "), start.FirstParent, exec)
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%v\x00%s\x00%s", start.Bad, strings.Join(start.Good, " "), start.FirstParent, exec, start.Meta["replay_sha256"])
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
 // sameRun checks that a state directory holds this bisection: the same
 // range, the same command, and no new log to replay into it.
-func sameRun(have, want bisect.Record, o runOptions, dir string) error {
+func sameRun(have, want bisect.Record, dir string) error {
 	if have.Bad != want.Bad || !slices.Equal(have.Good, want.Good) || have.FirstParent != want.FirstParent {
 		return usagef("state directory %s holds another bisection (bad %s, good %s, first-parent %v); give another --state, or remove it to start over",
 			dir, have.Bad, strings.Join(have.Good, " "), have.FirstParent)
 	}
-	if have.Meta["exec"] != o.Exec {
+	if have.Meta["exec"] != want.Meta["exec"] {
 		return usagef("state directory %s holds verdicts of another test command (--exec %s); give another --state, or remove it to start over",
 			dir, sqQuoteShell(have.Meta["exec"]))
 	}
-	if have.Meta["replay"] != o.Replay {
-		return usagef("state directory %s already holds this bisection: drop --replay to resume it, or give another --state", dir)
+	if have.Meta["replay_sha256"] != want.Meta["replay_sha256"] {
+		return usagef("state directory %s holds this range with other replayed verdicts; give another --state, or remove it to start over", dir)
 	}
 	return nil
 }

@@ -34,6 +34,14 @@ type resultError struct{ code int }
 
 func (e *resultError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
+// reportedError is an error whose JSON answer is already on stdout: it is
+// still said on stderr and mapped to its exit code, but not printed again
+// as JSON.
+type reportedError struct{ err error }
+
+func (e *reportedError) Error() string { return e.err.Error() }
+func (e *reportedError) Unwrap() error { return e.err }
+
 // exitCode prints err (unless it was already reported) and returns the
 // process exit code for it.
 func exitCode(ctx context.Context, err error, stderr io.Writer) int {
@@ -50,6 +58,7 @@ func exitCode(ctx context.Context, err error, stderr io.Writer) int {
 		return exitUsage
 	}
 	if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+		// Also an interrupt the test command received first, on a terminal.
 		fmt.Fprintf(stderr, "kbisect: interrupted: %v\n", err)
 		return exitInterrupted
 	}

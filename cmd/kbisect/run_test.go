@@ -545,3 +545,137 @@ func TestRunGivesTheTestCommandTheTerminal(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 }
+
+// TestRunCtrlCOnATerminalRecordsNoVerdict: on a terminal, Ctrl-C reaches
+// the test command and kbisect together; a test that catches it and exits
+// 1 must not become a "bad" verdict.
+func TestRunCtrlCOnATerminalRecordsNoVerdict(t *testing.T) {
+	script, err := exec.LookPath("script")
+	if err != nil {
+		t.Fatal("script(1) from util-linux is needed for the terminal test")
+	}
+	f := newFixture(t, 12)
+	bin := buildKbisect(t)
+	started := filepath.Join(t.TempDir(), "started")
+	state := filepath.Join(t.TempDir(), "state")
+	test := fmt.Sprintf(`trap "exit 1" INT; touch %s; sleep 20 & wait; grep -q good state`, started)
+	line := fmt.Sprintf("%s run --repo %s --good %s --bad %s --state %s --exec %s", bin, f.dir, f.good, f.bad, state, sqQuoteShell(test))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, script, "-qec", line, "/dev/null")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(started); err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the test never started\n%s", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stdin.Write([]byte{3}) // ^C on the terminal
+	err = cmd.Wait()
+	stdin.Close()
+	if code := exitStatus(err); code != exitInterrupted {
+		t.Errorf("exit %d, want %d\n%s", code, exitInterrupted, out.String())
+	}
+	data, _ := os.ReadFile(filepath.Join(state, "session.jsonl"))
+	if strings.Contains(string(data), `"event":"verdict"`) {
+		t.Errorf("a verdict was recorded for an interrupted test:\n%s", data)
+	}
+	if head := f.git(t, "symbolic-ref", "HEAD"); head != "refs/heads/master" {
+		t.Errorf("HEAD is %s after Ctrl-C", head)
+	}
+}
+
+func TestRunStartsAfreshWhenTheReplayedLogChanges(t *testing.T) {
+	f := newFixture(t, 13)
+	want := f.gitBisectTested(t)
+	wrong := want[0] // mark git's first test with the opposite verdict
+	verdict := "good"
+	if strings.Contains(f.git(t, "show", wrong+":state"), "good") {
+		verdict = "bad"
+	}
+	log := filepath.Join(t.TempDir(), "replay.log")
+	base := "git bisect start '" + f.bad + "' '" + f.good + "'\n"
+	os.WriteFile(log, []byte(base+"git bisect "+verdict+" "+wrong+"\n"), 0o644)
+	code, stdout, _ := runCLI(t, context.Background(), "run", "--repo", f.dir, "--replay", log, "--exec", f.script)
+	if code != exitOK || strings.HasPrefix(stdout, f.culprit) {
+		t.Fatalf("with a wrong verdict the run should end elsewhere: exit %d\n%s", code, stdout)
+	}
+	// The user fixes the log, as git's manual suggests, and runs again.
+	os.WriteFile(log, []byte(base), 0o644)
+	code, stdout, stderr := runCLI(t, context.Background(), "run", "--repo", f.dir, "--replay", log, "--exec", f.script)
+	if code != exitOK || !strings.HasPrefix(stdout, f.culprit+" is the first bad commit") || strings.Contains(stderr, "resuming") {
+		t.Errorf("after fixing the log: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}
+
+func TestRunStopsATestLeftRunningByAKilledRun(t *testing.T) {
+	f := newFixture(t, 14)
+	bin := buildKbisect(t)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	// The first test records its pid and sleeps; kbisect is killed meanwhile.
+	test := fmt.Sprintf(`if [ ! -e %[1]s ]; then echo $$ > %[1]s; sleep 60; fi; grep -q good state`, pidFile)
+	args := []string{"run", "--repo", f.dir, "--good", f.good, "--bad", f.bad, "--exec", test}
+	first := exec.Command(bin, args...)
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pid string
+	for i := 0; i < 500 && pid == ""; i++ {
+		data, _ := os.ReadFile(pidFile)
+		pid = strings.TrimSpace(string(data))
+		time.Sleep(20 * time.Millisecond)
+	}
+	first.Process.Kill()
+	first.Wait()
+	if _, err := os.Stat("/proc/" + pid); err != nil {
+		t.Fatalf("the test was not left running (%v): nothing to check", err)
+	}
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "stopped the test command the interrupted run left running") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if stat, err := os.ReadFile("/proc/" + pid + "/stat"); err == nil && !strings.Contains(string(stat), ") Z ") {
+		t.Errorf("the leftover test %s still runs", pid)
+	}
+}
+
+func TestRunJSONUsageErrorsStillPrintJSON(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "--json", "--bogus"},
+		{"run", "--json", "--good", "a", "--bad", "b", "--exec", "true", "extra"},
+		{"run", "--json", "--repo", t.TempDir(), "--good", "a", "--bad", "b", "--exec", "true"},
+	} {
+		code, stdout, _ := runCLI(t, context.Background(), args...)
+		var got runJSON
+		if err := json.Unmarshal([]byte(stdout), &got); err != nil || got.Result != "aborted" || got.Error == "" || code != exitUsage {
+			t.Errorf("%v: exit %d, stdout %q (%v)", args, code, stdout, err)
+		}
+	}
+}
+
+func TestRunSaysWhatToDoWhenAnInterruptedRunLostItsState(t *testing.T) {
+	f := newFixture(t, 15)
+	state := filepath.Join(t.TempDir(), "state")
+	f.git(t, "checkout", "-q", "--detach", f.bad+"~3")
+	marker := filepath.Join(f.dir, ".git", "kbisect", "RUNNING")
+	os.MkdirAll(filepath.Dir(marker), 0o755)
+	os.WriteFile(marker, []byte(`{"state":"`+state+`","head_branch":"refs/heads/master","head_commit":"`+f.bad+`"}`+"\n"), 0o644)
+	code, _, stderr := runCLI(t, context.Background(), "run", "--repo", f.dir, "--good", f.good, "--bad", "HEAD", "--exec", f.script)
+	if code != exitFailure || !strings.Contains(stderr, "is gone") || !strings.Contains(stderr, "git checkout master") || len(f.tested(t)) != 0 {
+		t.Errorf("exit %d, tested %d: %s", code, len(f.tested(t)), stderr)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Errorf("the marker was dropped: %v", err)
+	}
+}
