@@ -4,15 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"kbisect/internal/testrepo"
 )
@@ -221,33 +218,6 @@ func TestRunUsageErrorsSayWhere(t *testing.T) {
 	}
 }
 
-func TestRunInterruptedPutsHeadBack(t *testing.T) {
-	f := newFixture(t, 5)
-	started := filepath.Join(t.TempDir(), "started")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		for {
-			if _, err := os.Stat(started); err == nil {
-				cancel()
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}()
-	code, _, stderr := runCLI(t, ctx, "run", "--repo", f.dir, "--good", f.good, "--bad", f.bad,
-		"--exec", fmt.Sprintf("touch %s; exec sleep 60", started))
-	if code != exitInterrupted {
-		t.Fatalf("exit %d, want %d\n%s", code, exitInterrupted, stderr)
-	}
-	if head := f.git(t, "symbolic-ref", "HEAD"); head != "refs/heads/master" {
-		t.Errorf("HEAD is %s after Ctrl-C, want refs/heads/master", head)
-	}
-	if st := f.git(t, "status", "--porcelain"); st != "" {
-		t.Errorf("tree not clean after Ctrl-C: %s", st)
-	}
-}
-
 func TestRunReplaysAGitBisectLogAndGitReplaysOurs(t *testing.T) {
 	f := newFixture(t, 6)
 	want := f.gitBisectTested(t)
@@ -286,55 +256,6 @@ func TestRunReplaysAGitBisectLogAndGitReplaysOurs(t *testing.T) {
 	}
 }
 
-// TestRunResumesAfterKill9 kills the kbisect process in the middle of a
-// step, then runs the same command again: no verdict is lost, only the
-// interrupted step is repeated, and HEAD ends where it began.
-func TestRunResumesAfterKill9(t *testing.T) {
-	f := newFixture(t, 7)
-	want := f.gitBisectTested(t)
-	bin := buildKbisect(t)
-	killed := filepath.Join(t.TempDir(), "killed")
-	script := fmt.Sprintf(`echo "$KBISECT_COMMIT" >> %[1]s
-if [ "$(wc -l < %[1]s)" -eq 3 ] && [ ! -e %[2]s ]; then touch %[2]s; kill -9 $PPID; exit 0; fi
-grep -q good state`, f.calls, killed)
-	// --bad HEAD: after the kill HEAD names the commit under test, and the
-	// same command must still find its run.
-	args := []string{"run", "--repo", f.dir, "--good", f.good, "--bad", "HEAD", "--exec", script}
-
-	first := exec.Command(bin, args...)
-	out, err := first.CombinedOutput()
-	if err == nil || !strings.Contains(err.Error(), "killed") {
-		t.Fatalf("first run was not killed: %v\n%s", err, out)
-	}
-	// Another command while the interrupted run holds the tree: refused,
-	// with what to do.
-	other := exec.Command(bin, "run", "--repo", f.dir, "--good", f.good, "--bad", "HEAD", "--exec", "true")
-	out, err = other.CombinedOutput()
-	if code := exitStatus(err); code != exitUsage || !strings.Contains(string(out), "interrupted kbisect run") || !strings.Contains(string(out), "git checkout master") {
-		t.Errorf("another command during an interrupted run: exit %d\n%s", code, out)
-	}
-
-	second := exec.Command(bin, args...)
-	out, err = second.CombinedOutput()
-	if err != nil {
-		t.Fatalf("resumed run: %v\n%s", err, out)
-	}
-	if !strings.Contains(string(out), "resuming the interrupted run") || !strings.Contains(string(out), f.culprit+" is the first bad commit") {
-		t.Errorf("resumed run output:\n%s", out)
-	}
-	got := f.tested(t)
-	// The killed step is tested twice; every other step once, in git's order.
-	wantCalls := append(append(append([]string{}, want[:3]...), want[2]), want[3:]...)
-	if strings.Join(got, " ") != strings.Join(wantCalls, " ") {
-		t.Errorf("test command calls\n got %v\nwant %v", got, wantCalls)
-	}
-	if head := f.git(t, "symbolic-ref", "HEAD"); head != "refs/heads/master" {
-		t.Errorf("HEAD is %s after the resumed run", head)
-	}
-}
-
-// forkRepo makes master A-X-M and a branch "fixed" forked at X with one
-// commit G: X brought the bug, G fixed it on its branch.
 func forkRepo(t *testing.T) (*fixture, map[string]string) {
 	t.Helper()
 	f := &fixture{dir: t.TempDir(), calls: filepath.Join(t.TempDir(), "calls")}
@@ -427,17 +348,6 @@ func TestRunRefusesToStartDuringAGitBisect(t *testing.T) {
 	}
 }
 
-func exitStatus(err error) int {
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ExitCode()
-	}
-	if err != nil {
-		return -1
-	}
-	return 0
-}
-
 // TestRunReadsAReplayedLogAsGitDoes: git checks that the good revisions
 // bound the range when a replayed log starts, not after its verdicts; a
 // verdict that moves the bad end before the merge of a good branch must
@@ -493,14 +403,6 @@ func TestUnknownCommandIsAUsageError(t *testing.T) {
 	}
 }
 
-var (
-	buildOnce sync.Once
-	builtBin  string
-	buildErr  error
-)
-
-// buildKbisect builds the command once for the tests that need a real
-// process (to kill it, or to give it a terminal).
 func buildKbisect(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -518,82 +420,6 @@ func buildKbisect(t *testing.T) string {
 		t.Fatal(buildErr)
 	}
 	return builtBin
-}
-
-// TestRunGivesTheTestCommandTheTerminal runs kbisect on a pseudo-terminal
-// (script(1)) with a test command that reads its answer from /dev/tty, as a
-// sudo password prompt does: it must get the input, not be stopped for
-// reading from a background process group.
-func TestRunGivesTheTestCommandTheTerminal(t *testing.T) {
-	script, err := exec.LookPath("script")
-	if err != nil {
-		t.Fatal("script(1) from util-linux is needed for the terminal test")
-	}
-	f := newFixture(t, 11)
-	bin := buildKbisect(t)
-	test := `c=$(head -c1 /dev/tty) && [ "$c" = y ] && grep -q good state`
-	line := fmt.Sprintf("%s run --repo %s --good %s --bad %s --exec %s", bin, f.dir, f.good, f.bad, sqQuoteShell(test))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, script, "-qec", line, "/dev/null")
-	cmd.Stdin = strings.NewReader(strings.Repeat("y", 64) + "\n")
-	out, err := cmd.CombinedOutput()
-	if ctx.Err() != nil {
-		t.Fatalf("kbisect hung: the test command could not read the terminal\n%s", out)
-	}
-	if err != nil || !strings.Contains(string(out), f.culprit+" is the first bad commit") {
-		t.Fatalf("%v\n%s", err, out)
-	}
-}
-
-// TestRunCtrlCOnATerminalRecordsNoVerdict: on a terminal, Ctrl-C reaches
-// the test command and kbisect together; a test that catches it and exits
-// 1 must not become a "bad" verdict.
-func TestRunCtrlCOnATerminalRecordsNoVerdict(t *testing.T) {
-	script, err := exec.LookPath("script")
-	if err != nil {
-		t.Fatal("script(1) from util-linux is needed for the terminal test")
-	}
-	f := newFixture(t, 12)
-	bin := buildKbisect(t)
-	started := filepath.Join(t.TempDir(), "started")
-	state := filepath.Join(t.TempDir(), "state")
-	test := fmt.Sprintf(`trap "exit 1" INT; touch %s; sleep 20 & wait; grep -q good state`, started)
-	line := fmt.Sprintf("%s run --repo %s --good %s --bad %s --state %s --exec %s", bin, f.dir, f.good, f.bad, state, sqQuoteShell(test))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, script, "-qec", line, "/dev/null")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(started); err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("the test never started\n%s", out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	stdin.Write([]byte{3}) // ^C on the terminal
-	err = cmd.Wait()
-	stdin.Close()
-	if code := exitStatus(err); code != exitInterrupted {
-		t.Errorf("exit %d, want %d\n%s", code, exitInterrupted, out.String())
-	}
-	data, _ := os.ReadFile(filepath.Join(state, "session.jsonl"))
-	if strings.Contains(string(data), `"event":"verdict"`) {
-		t.Errorf("a verdict was recorded for an interrupted test:\n%s", data)
-	}
-	if head := f.git(t, "symbolic-ref", "HEAD"); head != "refs/heads/master" {
-		t.Errorf("HEAD is %s after Ctrl-C", head)
-	}
 }
 
 func TestRunStartsAfreshWhenTheReplayedLogChanges(t *testing.T) {
@@ -619,37 +445,6 @@ func TestRunStartsAfreshWhenTheReplayedLogChanges(t *testing.T) {
 	}
 }
 
-func TestRunStopsATestLeftRunningByAKilledRun(t *testing.T) {
-	f := newFixture(t, 14)
-	bin := buildKbisect(t)
-	pidFile := filepath.Join(t.TempDir(), "pid")
-	// The first test records its pid and sleeps; kbisect is killed meanwhile.
-	test := fmt.Sprintf(`if [ ! -e %[1]s ]; then echo $$ > %[1]s; sleep 60; fi; grep -q good state`, pidFile)
-	args := []string{"run", "--repo", f.dir, "--good", f.good, "--bad", f.bad, "--exec", test}
-	first := exec.Command(bin, args...)
-	if err := first.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var pid string
-	for i := 0; i < 500 && pid == ""; i++ {
-		data, _ := os.ReadFile(pidFile)
-		pid = strings.TrimSpace(string(data))
-		time.Sleep(20 * time.Millisecond)
-	}
-	first.Process.Kill()
-	first.Wait()
-	if _, err := os.Stat("/proc/" + pid); err != nil {
-		t.Fatalf("the test was not left running (%v): nothing to check", err)
-	}
-	out, err := exec.Command(bin, args...).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "stopped the test command the interrupted run left running") {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	if stat, err := os.ReadFile("/proc/" + pid + "/stat"); err == nil && !strings.Contains(string(stat), ") Z ") {
-		t.Errorf("the leftover test %s still runs", pid)
-	}
-}
-
 func TestRunJSONUsageErrorsStillPrintJSON(t *testing.T) {
 	for _, args := range [][]string{
 		{"run", "--json", "--bogus"},
@@ -661,21 +456,5 @@ func TestRunJSONUsageErrorsStillPrintJSON(t *testing.T) {
 		if err := json.Unmarshal([]byte(stdout), &got); err != nil || got.Result != "aborted" || got.Error == "" || code != exitUsage {
 			t.Errorf("%v: exit %d, stdout %q (%v)", args, code, stdout, err)
 		}
-	}
-}
-
-func TestRunSaysWhatToDoWhenAnInterruptedRunLostItsState(t *testing.T) {
-	f := newFixture(t, 15)
-	state := filepath.Join(t.TempDir(), "state")
-	f.git(t, "checkout", "-q", "--detach", f.bad+"~3")
-	marker := filepath.Join(f.dir, ".git", "kbisect", "RUNNING")
-	os.MkdirAll(filepath.Dir(marker), 0o755)
-	os.WriteFile(marker, []byte(`{"state":"`+state+`","head_branch":"refs/heads/master","head_commit":"`+f.bad+`"}`+"\n"), 0o644)
-	code, _, stderr := runCLI(t, context.Background(), "run", "--repo", f.dir, "--good", f.good, "--bad", "HEAD", "--exec", f.script)
-	if code != exitFailure || !strings.Contains(stderr, "is gone") || !strings.Contains(stderr, "git checkout master") || len(f.tested(t)) != 0 {
-		t.Errorf("exit %d, tested %d: %s", code, len(f.tested(t)), stderr)
-	}
-	if _, err := os.Stat(marker); err != nil {
-		t.Errorf("the marker was dropped: %v", err)
 	}
 }

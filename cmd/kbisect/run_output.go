@@ -1,0 +1,135 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"kbisect/bisect"
+)
+
+// runJSON is the --json answer, as in the design's contract.
+type runJSON struct {
+	Result     string       `json:"result"`
+	FirstBad   string       `json:"first_bad,omitempty"`
+	Candidates []string     `json:"candidates"`
+	Steps      int          `json:"steps"`
+	Tested     []testedJSON `json:"tested"`
+	StateDir   string       `json:"state_dir"`
+	Reason     string       `json:"reason,omitempty"`
+	Warnings   []string     `json:"warnings,omitempty"`
+	Error      string       `json:"error,omitempty"`
+}
+
+type testedJSON struct {
+	Commit  string  `json:"commit"`
+	Verdict string  `json:"verdict"`
+	Seconds float64 `json:"seconds"`
+	Source  string  `json:"source,omitempty"`
+}
+
+// saveReports writes git-bisect.log and result.json into the state dir.
+func saveReports(g *bisect.Graph, log *bisect.StateLog, res bisect.Result, out runJSON) error {
+	dir := log.Dir()
+	text, err := bisect.GitLog(g, log.Records(), res.Final)
+	if err != nil {
+		return err
+	}
+	if err := bisect.WriteFileAtomic(filepath.Join(dir, "git-bisect.log"), []byte(text)); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return err
+	}
+	return bisect.WriteFileAtomic(filepath.Join(dir, "result.json"), append(b, '\n'))
+}
+
+func toJSON(res bisect.Result, dir string, runErr error) runJSON {
+	out := runJSON{Result: string(res.Kind), Candidates: []string{}, Tested: []testedJSON{}, StateDir: dir, Reason: res.Reason, Warnings: res.Warnings}
+	if res.Kind == bisect.Found {
+		out.FirstBad = res.FirstBad.String()
+	}
+	for _, c := range res.Candidates {
+		out.Candidates = append(out.Candidates, c.String())
+	}
+	for _, t := range res.Tested {
+		out.Tested = append(out.Tested, testedJSON{Commit: t.Commit.String(), Verdict: t.Verdict.String(), Seconds: t.Seconds, Source: t.Source})
+		if t.Source != "replay" {
+			out.Steps++
+		}
+	}
+	if runErr != nil {
+		out.Result = string(bisect.Aborted)
+		out.Error = runErr.Error()
+	}
+	return out
+}
+
+func writeRunJSON(w io.Writer, out runJSON) {
+	b, _ := json.MarshalIndent(out, "", "  ")
+	fmt.Fprintf(w, "%s\n", b)
+}
+
+func printResult(w io.Writer, g *bisect.Graph, res bisect.Result) {
+	for _, msg := range res.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", msg)
+	}
+	switch res.Kind {
+	case bisect.Found:
+		fmt.Fprintf(w, "%s is the first bad commit\n", res.FirstBad)
+		if info, err := g.Info(res.FirstBad); err == nil {
+			fmt.Fprintf(w, "commit %s\nAuthor: %s\nDate:   %s\n\n    %s\n", info.Hash, info.Author, info.Date, info.Subject)
+		}
+	case bisect.Inconclusive:
+		fmt.Fprintln(w, "There are only 'skip'ped commits left to test.")
+		fmt.Fprintln(w, "The first bad commit could be any of:")
+		for _, c := range res.Candidates {
+			subject := ""
+			if info, err := g.Info(c); err == nil {
+				subject = info.Subject
+			}
+			fmt.Fprintf(w, "%s %s\n", c, subject)
+		}
+		fmt.Fprintln(w, "We cannot bisect more!")
+	case bisect.NotReproduced:
+		fmt.Fprintf(w, "not reproduced: %s\n", res.Reason)
+	}
+}
+
+// textProgress prints plain progress lines, as git bisect does.
+type textProgress struct {
+	w io.Writer
+	g *bisect.Graph
+}
+
+func (p *textProgress) Testing(step bisect.Step) {
+	if step.MergeBase {
+		fmt.Fprintln(p.w, "Bisecting: a merge base must be tested")
+	} else {
+		fmt.Fprintf(p.w, "Bisecting: %d revision%s left to test after this (roughly %d step%s)\n",
+			step.Left, plural(step.Left), step.Estimate, plural(step.Estimate))
+	}
+	subject := ""
+	if info, err := p.g.Info(step.Commit); err == nil {
+		subject = info.Subject
+	}
+	fmt.Fprintf(p.w, "[%s] %s\n", step.Commit, subject)
+}
+
+func (p *textProgress) Tested(commit plumbing.Hash, out bisect.Outcome, elapsed time.Duration) {
+	fmt.Fprintf(p.w, "%s is %s (%s, %.1fs)\n", commit.String()[:12], out.Verdict, out.Note, elapsed.Seconds())
+}
+
+func (p *textProgress) Warn(msg string) { fmt.Fprintf(p.w, "warning: %s\n", msg) }
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
