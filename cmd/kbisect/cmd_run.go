@@ -55,9 +55,17 @@ command must not mark every commit bad. The commits tested are the ones
 git bisect would test, in the same order.
 
 run refuses to start on a work tree with uncommitted changes to tracked
-files; untracked and ignored files (a kernel .config, build outputs) are
-never touched. HEAD and the branch are put back where they were however the
-run ends: found, failed, or interrupted with Ctrl-C.
+files, or in the middle of a git bisect, rebase or merge; untracked and
+ignored files (a kernel .config, build outputs) are never touched. HEAD
+and the branch are put back where they were however the run ends: found,
+failed, Ctrl-C, SIGTERM or a dropped ssh session (SIGHUP). One run at a
+time per work tree.
+
+On a terminal CMD runs in kbisect's process group, as under git bisect
+run: Ctrl-C stops both (no verdict is recorded for the interrupted test),
+Ctrl-Z suspends both, and CMD may ask on the terminal (sudo, ssh). Without
+a terminal (CI, cron, nohup) CMD gets a process group of its own, stopped
+as a whole (SIGTERM, then SIGKILL after 5 s) when the run is interrupted.
 
 Revisions are tags, branches, full or short hashes (an ambiguous short
 hash is an error listing the matches), with ~N and ^N. A good revision that
@@ -67,11 +75,14 @@ are tested first.
 STATE AND RESUME
    Every verdict is appended to DIR/session.jsonl and synced before the next
    step. The default DIR is <git-dir>/kbisect/run-<id>, where <id> derives
-   from the range and the command, so running the same command again (after
-   a crash, kill -9 or reboot) resumes without repeating a test. DIR also
-   holds git-bisect.log, a "git bisect log" that "git bisect replay"
-   accepts, and result.json. --replay FILE starts from a log written by
-   "git bisect log" (or by kbisect) and goes on from there.
+   from the range, the command and the replayed log, so running the same
+   command again resumes without repeating a test. After a crash, kill -9 or
+   reboot, <git-dir>/kbisect/RUNNING remembers the run and the HEAD to put
+   back, so the same command resumes even when a revision such as HEAD now
+   names another commit; a test command the killed run left running is
+   stopped first. DIR also holds git-bisect.log, a "git bisect log" that
+   "git bisect replay" accepts, and result.json. --replay FILE starts from a
+   log written by "git bisect log" (or by kbisect) and goes on from there.
 
 OUTPUT
    Progress goes to stderr, the test command's output to stdout (stderr with
