@@ -105,6 +105,10 @@ type Replay struct {
 	Goods       []string
 	FirstParent bool
 	Marks       []ReplayMark
+	// RangeOnStart says the start line named the bad and a good revision;
+	// git then checks the range when the start is replayed, before the
+	// verdicts, and otherwise only after them.
+	RangeOnStart bool
 }
 
 // ReplayMark is one verdict line of a git bisect log.
@@ -234,6 +238,7 @@ func (rep *Replay) start(words []string) error {
 		rep.Bad = revs[0]
 		rep.Goods = append(rep.Goods, revs[1:]...)
 	}
+	rep.RangeOnStart = len(revs) > 1
 	return nil
 }
 

@@ -200,10 +200,7 @@ func (g *Graph) parse(id int32) error {
 		}
 	}
 	if !fromGraph {
-		src := h
-		if r, ok := g.replace[h]; ok {
-			src = r
-		}
+		src := g.replacement(h)
 		var err error
 		parents, date, err = g.readCommitObject(src)
 		if err != nil {

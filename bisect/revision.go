@@ -3,6 +3,8 @@ package bisect
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,6 +26,9 @@ func (e *RevisionError) Error() string { return fmt.Sprintf("revision %q: %s", e
 // number of ~N and ^N — into a commit. Annotated tags are peeled. An
 // ambiguous short hash is an error that lists the commits it could name.
 func (g *Graph) Resolve(rev string) (plumbing.Hash, error) {
+	if strings.Contains(rev, "@{") || strings.Contains(rev, "..") || strings.Contains(rev, ":") {
+		return plumbing.ZeroHash, &RevisionError{rev, "reflog, upstream, range and path syntax is not taken here: name the commit (`git rev-parse " + rev + "` prints it)"}
+	}
 	base, suffix := splitRevision(rev)
 	if base == "" {
 		return plumbing.ZeroHash, &RevisionError{rev, "empty revision"}
@@ -75,7 +80,7 @@ func (g *Graph) Resolve(rev string) (plumbing.Hash, error) {
 
 // splitRevision separates "v6.12~3^2" into "v6.12" and "~3^2".
 func splitRevision(rev string) (string, string) {
-	rev = strings.TrimSuffix(rev, "^{commit}")
+	rev = strings.TrimSuffix(strings.TrimSuffix(rev, "^{commit}"), "^{}")
 	i := len(rev)
 	for i > 0 {
 		j := i - 1
@@ -108,6 +113,9 @@ func leadingNumber(s string) (int, int) {
 
 func (g *Graph) resolveBase(rev, base string) (plumbing.Hash, error) {
 	if h, ok := parseHex(base); ok {
+		return g.peel(rev, h)
+	}
+	if h, ok := g.pseudoRef(base); ok {
 		return g.peel(rev, h)
 	}
 	for _, name := range refCandidates(base) {
@@ -266,4 +274,17 @@ func Subject(msg string) string {
 		msg = msg[:i]
 	}
 	return strings.TrimSpace(msg)
+}
+
+// pseudoRef reads ORIG_HEAD, FETCH_HEAD and their kind: files in the git
+// directory whose first line starts with an object name.
+func (g *Graph) pseudoRef(name string) (plumbing.Hash, bool) {
+	if name == "HEAD" || strings.Trim(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_") != "" {
+		return plumbing.ZeroHash, false
+	}
+	data, err := os.ReadFile(filepath.Join(g.gitDir, name))
+	if err != nil || len(data) < 40 {
+		return plumbing.ZeroHash, false
+	}
+	return parseHex(string(data[:40]))
 }

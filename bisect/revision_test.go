@@ -17,6 +17,7 @@ func TestResolveNamesCommitsAsGitDoes(t *testing.T) {
 	}
 	gitIn(t, dir, "-c", "user.name=T", "-c", "user.email=t@e", "tag", "-a", "-m", "release", "v1.0", hashes[100])
 	gitIn(t, dir, "branch", "topic", hashes[200])
+	gitIn(t, dir, "update-ref", "ORIG_HEAD", hashes[300])
 	g, err := OpenGraph(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -30,9 +30,6 @@ func (g *Graph) loadRewrites() error {
 	if os.Getenv("GIT_NO_REPLACE_OBJECTS") != "" {
 		return nil
 	}
-	if cfg, err := g.repo.Config(); err == nil && cfg.Raw.Section("core").Option("useReplaceRefs") == "false" {
-		return nil
-	}
 	base := "refs/replace/"
 	if b := os.Getenv("GIT_REPLACE_REF_BASE"); b != "" {
 		base = strings.TrimSuffix(b, "/") + "/"
@@ -52,6 +49,19 @@ func (g *Graph) loadRewrites() error {
 		}
 		return nil
 	})
+}
+
+// replacement follows replace refs, also a replacement that is itself
+// replaced, to the object git reads for h.
+func (g *Graph) replacement(h plumbing.Hash) plumbing.Hash {
+	for range 16 {
+		r, ok := g.replace[h]
+		if !ok {
+			break
+		}
+		h = r
+	}
+	return h
 }
 
 // rewritten reports whether the history is rewritten; git then ignores the
@@ -114,9 +124,10 @@ func (g *Graph) objectDirs() []string {
 	return dirs
 }
 
-// checkAlternates refuses relative paths in objects/info/alternates: git
-// reads them relative to the objects directory, go-git from the root of
-// the file system, and a bisection must not walk another history.
+// checkAlternates refuses what go-git cannot follow in
+// objects/info/alternates — relative paths (git reads them from the objects
+// directory, go-git from the root of the file system) and alternates that
+// have alternates — rather than fail later on a missing object.
 func checkAlternates(commonDir string) error {
 	path := filepath.Join(commonDir, "objects", "info", "alternates")
 	f, err := os.Open(path)
@@ -127,9 +138,15 @@ func checkAlternates(commonDir string) error {
 	sc := bufio.NewScanner(f)
 	for line := 1; sc.Scan(); line++ {
 		p := strings.TrimSpace(sc.Text())
-		if p != "" && !strings.HasPrefix(p, "#") && !filepath.IsAbs(p) {
+		if p == "" || strings.HasPrefix(p, "#") {
+			continue
+		}
+		if !filepath.IsAbs(p) {
 			abs := filepath.Clean(filepath.Join(commonDir, "objects", p))
 			return fmt.Errorf("%s:%d: relative alternate %q is not supported; write it as the absolute path %s", path, line, p, abs)
+		}
+		if _, err := os.Stat(filepath.Join(p, "info", "alternates")); err == nil {
+			return fmt.Errorf("%s:%d: %s has alternates of its own, which kbisect cannot follow; bisect in a clone without --shared/--reference, or run `git repack -a -d` in this one", path, line, p)
 		}
 	}
 	return nil

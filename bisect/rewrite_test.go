@@ -63,9 +63,11 @@ func TestGraphFollowsGraftsAndReplaceRefs(t *testing.T) {
 	c := revListCase{bad: bad, goods: []string{hashes[100]}}
 
 	// A replace ref that cuts a merge down to its first parent.
+	// A merge whose second parent brings commits the first does not.
+	anc := h.Ancestors()
 	merge := -1
 	for i := len(h.Commits) - 50; i > 300; i-- {
-		if len(h.Commits[i].Parents) == 2 {
+		if c := h.Commits[i]; len(c.Parents) == 2 && !anc[c.Parents[0]].Has(c.Parents[1]) && c.Parents[1] > 150 {
 			merge = i
 			break
 		}
@@ -73,8 +75,19 @@ func TestGraphFollowsGraftsAndReplaceRefs(t *testing.T) {
 	if merge < 0 {
 		t.Fatal("no merge to rewrite")
 	}
+	// Bisect up to the rewritten merge itself, so its parents decide.
+	c = revListCase{bad: hashes[merge], goods: []string{hashes[100]}}
 	gitIn(t, dir, "replace", "--graft", hashes[merge], hashes[h.Commits[merge].Parents[0]])
 	sameAsRevList(t, dir, c, false)
+	oneLevel := gitIn(t, dir, c.args("--count")...)
+	// A replacement that is itself replaced: git follows the chain.
+	first := gitIn(t, dir, "rev-parse", "refs/replace/"+hashes[merge])
+	gitIn(t, dir, "replace", "--graft", first, hashes[h.Commits[merge].Parents[1]])
+	sameAsRevList(t, dir, c, false)
+	if chained := gitIn(t, dir, c.args("--count")...); chained == oneLevel {
+		t.Fatalf("the chained replacement does not change the range (%s commits): the case tests nothing", chained)
+	}
+	gitIn(t, dir, "replace", "-d", first)
 	gitIn(t, dir, "replace", "-d", hashes[merge])
 	sameAsRevList(t, dir, c, true)
 

@@ -199,9 +199,9 @@ func (t *ExecTester) run(ctx context.Context, commit plumbing.Hash) (int, string
 		}
 		return 0, "", ctx.Err()
 	}
-	if err != nil && onTerminal {
+	if onTerminal {
 		// Ctrl-C reaches the test and kbisect together; a test that
-		// catches it and exits 1 must not become a verdict. Give kbisect's
+		// catches it and exits must not become a verdict. Give kbisect's
 		// own signal handling a moment to cancel the context.
 		select {
 		case <-ctx.Done():
@@ -224,17 +224,18 @@ func (t *ExecTester) run(ctx context.Context, commit plumbing.Hash) (int, string
 	return ee.ExitCode(), "", nil
 }
 
-// stopProcess ends a test command that shares kbisect's process group:
-// SIGTERM to it, SIGKILL after the grace period. (Ctrl-C has already
-// reached its children through the terminal.)
+// stopProcess ends a test command that shares kbisect's process group,
+// and everything it started: SIGTERM to the tree, SIGKILL to what is left
+// of it after the grace period.
 func (t *ExecTester) stopProcess(pid int, done <-chan error) {
-	_ = syscall.Kill(pid, syscall.SIGTERM)
-	select {
-	case <-done:
-	case <-time.After(t.grace()):
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-		<-done
+	tree := processTree(pid)
+	signalAll(tree, syscall.SIGTERM)
+	deadline := time.Now().Add(t.grace())
+	for alive(tree) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
 	}
+	signalAll(tree, syscall.SIGKILL)
+	<-done
 }
 
 func (t *ExecTester) grace() time.Duration {

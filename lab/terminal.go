@@ -54,20 +54,75 @@ func StopLeftover(path string, grace time.Duration) (bool, error) {
 	if now, err := processStart(pid); err != nil || now != start {
 		return false, nil // gone, or the pid belongs to another process now
 	}
-	target := pid
 	if group {
-		target = -pid
-	}
-	_ = syscall.Kill(target, syscall.SIGTERM)
-	deadline := time.Now().Add(grace)
-	for time.Now().Before(deadline) {
-		if syscall.Kill(target, 0) != nil {
-			return true, nil
+		_ = syscall.Kill(-pid, syscall.SIGTERM)
+		deadline := time.Now().Add(grace)
+		for time.Now().Before(deadline) && syscall.Kill(-pid, 0) == nil {
+			time.Sleep(20 * time.Millisecond)
 		}
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		return true, nil
+	}
+	tree := processTree(pid)
+	signalAll(tree, syscall.SIGTERM)
+	deadline := time.Now().Add(grace)
+	for time.Now().Before(deadline) && alive(tree) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	_ = syscall.Kill(target, syscall.SIGKILL)
+	signalAll(tree, syscall.SIGKILL)
 	return true, nil
+}
+
+// processTree lists pid and its descendants, read from /proc.
+func processTree(pid int) []int {
+	children := map[int][]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(data, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(data[i+1:]))
+		if len(f) < 2 {
+			continue
+		}
+		if ppid, err := strconv.Atoi(f[1]); err == nil {
+			children[ppid] = append(children[ppid], p)
+		}
+	}
+	tree := []int{pid}
+	for i := 0; i < len(tree); i++ {
+		tree = append(tree, children[tree[i]]...)
+	}
+	return tree
+}
+
+func signalAll(pids []int, sig syscall.Signal) {
+	for _, p := range pids {
+		_ = syscall.Kill(p, sig)
+	}
+}
+
+// alive reports whether any of pids still runs (zombies do not count).
+func alive(pids []int) bool {
+	for _, p := range pids {
+		data, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/stat")
+		if err != nil {
+			continue
+		}
+		if i := bytes.LastIndexByte(data, ')'); i >= 0 && !strings.HasPrefix(string(data[i+1:]), " Z") {
+			return true
+		}
+	}
+	return false
 }
 
 // processStart reads a process's start time (field 22 of /proc/PID/stat).

@@ -70,7 +70,9 @@ func Open(ctx context.Context, dir string) (*Tree, error) {
 // Changes lists the tracked files with uncommitted changes (staged or not).
 // Untracked and ignored files are not changes: a checkout keeps them.
 func (t *Tree) Changes(ctx context.Context) ([]string, error) {
-	out, err := git(ctx, t.Dir, "status", "--porcelain=v1", "-z", "--untracked-files=no", "--ignore-submodules=none")
+	// Submodules are left alone: git checkout does not update them, so a
+	// bisection leaves their pointers differing, as git bisect does.
+	out, err := git(ctx, t.Dir, "status", "--porcelain=v1", "-z", "--untracked-files=no", "--ignore-submodules=all")
 	if err != nil {
 		return nil, err
 	}
@@ -139,11 +141,14 @@ func (t *Tree) Checkout(ctx context.Context, commit string) error {
 	return err
 }
 
-// Restore puts HEAD back as it was: on its branch, or detached.
+// Restore puts HEAD back as it was: on its branch, or detached. A branch
+// deleted meanwhile leaves HEAD detached at the commit it pointed to.
 func (t *Tree) Restore(ctx context.Context, h Head) error {
 	if h.Branch != "" {
-		_, err := git(ctx, t.Dir, "checkout", "-q", strings.TrimPrefix(h.Branch, "refs/heads/"), "--")
-		return err
+		if _, err := git(ctx, t.Dir, "rev-parse", "--verify", "-q", h.Branch); err == nil {
+			_, err := git(ctx, t.Dir, "checkout", "-q", strings.TrimPrefix(h.Branch, "refs/heads/"), "--")
+			return err
+		}
 	}
 	return t.Checkout(ctx, h.Commit)
 }

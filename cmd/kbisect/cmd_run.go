@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -183,6 +184,9 @@ type execRun struct {
 	stateDir string
 	sess     *bisect.Session
 	start    *bisect.Record
+	// head is where HEAD goes back to: where this run found it, or where
+	// the interrupted run it resumes found it.
+	head worktree.Head
 }
 
 func (r *execRun) close() {
@@ -276,7 +280,7 @@ func (r *execRun) openInterrupted(ctx context.Context, mark runningMark) error {
 		return usagef("an interrupted kbisect run left HEAD detached (state %s, started as: %s);\n"+
 			"run that command again to resume it, or %s to start another", mark.State, describeStart(st), abandon)
 	}
-	r.stateDir = mark.State
+	r.stateDir, r.head = mark.State, mark.head()
 	if files, err := r.tree.Changes(ctx); err == nil && len(files) > 0 {
 		return fmt.Errorf("the interrupted run left changes in tracked files (the tree was clean when it started, so its test command made them): %s\n"+
 			"discard them with `git reset --hard` and run the same command again to resume", strings.Join(files, " "))
@@ -313,6 +317,9 @@ func (r *execRun) openByRange(ctx context.Context) error {
 	if err := r.tree.RequireClean(ctx); err != nil {
 		return err
 	}
+	if r.head, err = r.tree.Head(ctx); err != nil {
+		return err
+	}
 	if len(records) > 0 {
 		if err := sameRun(records[0], start, r.stateDir); err != nil {
 			return err
@@ -320,15 +327,12 @@ func (r *execRun) openByRange(ctx context.Context) error {
 		fmt.Fprintf(r.stderr, "kbisect: resuming from %s (%d verdicts)\n", r.stateDir, countVerdicts(records))
 		return nil
 	}
-	head, err := r.tree.Head(ctx)
-	if err != nil {
-		return err
-	}
-	start.Meta["head_branch"], start.Meta["head_commit"], start.Meta["repo"] = head.Branch, head.Commit, r.tree.Dir
+	start.Meta["head_branch"], start.Meta["head_commit"], start.Meta["repo"] = r.head.Branch, r.head.Commit, r.tree.Dir
 	initial := []bisect.Record{start}
-	if len(replayMarks) > 0 {
-		// git checks the range when the replayed log starts, before its
-		// verdicts: do the same, so the verdicts are read as git reads them.
+	if len(replayMarks) > 0 && start.Meta["replay_range_on_start"] == "true" {
+		// git checks the range when a replayed log starts with it, before
+		// its verdicts: do the same, so they are read as git reads them.
+		// (A log whose range comes as verdicts is checked after them.)
 		sess, _, err := bisect.Restore(r.g, initial)
 		if err != nil {
 			return err
@@ -382,8 +386,7 @@ func sqQuoteShell(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\
 
 // bisect drives the session to its end, puts HEAD back and reports.
 func (r *execRun) bisect(ctx context.Context) error {
-	o, tree, g := r.o, r.tree, r.g
-	head := worktree.Head{Branch: r.start.Meta["head_branch"], Commit: r.start.Meta["head_commit"]}
+	o, tree, g, head := r.o, r.tree, r.g, r.head
 	mark, err := json.Marshal(runningMark{State: r.stateDir, HeadBranch: head.Branch, HeadCommit: head.Commit})
 	if err != nil {
 		return err
@@ -479,6 +482,7 @@ func resolveRange(g *bisect.Graph, o runOptions) (bisect.Record, []bisect.Record
 		}
 		sum := sha256.Sum256(data)
 		start.Meta["replay"], start.Meta["replay_sha256"] = o.Replay, hex.EncodeToString(sum[:])
+		start.Meta["replay_range_on_start"] = strconv.FormatBool(rep.RangeOnStart)
 		badRev, goodRevs = rep.Bad, rep.Goods
 		start.FirstParent = start.FirstParent || rep.FirstParent
 		for _, m := range rep.Marks {

@@ -11,10 +11,19 @@ import (
 
 func main() {
 	// Ctrl-C, kill and a dropped ssh session all end the run the same way:
-	// the test is stopped and HEAD is put back. A closed pipe on stdout or
-	// stderr (kbisect … | head) must not kill the process half-way either.
-	signal.Ignore(syscall.SIGPIPE)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	// the test is stopped and HEAD is put back. A signal the caller ignores
+	// (nohup ignores SIGHUP) stays ignored.
+	var stops []os.Signal
+	for _, sig := range []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP} {
+		if !signal.Ignored(sig) {
+			stops = append(stops, sig)
+		}
+	}
+	// A closed pipe on stdout or stderr (kbisect … | head) must not kill
+	// kbisect half-way: catch SIGPIPE rather than ignore it, so that test
+	// commands still get the default action, as under git bisect run.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	ctx, stop := signal.NotifyContext(context.Background(), stops...)
 	code := run(ctx, os.Args, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

@@ -3,13 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -149,7 +152,8 @@ func TestRunCtrlCOnATerminalRecordsNoVerdict(t *testing.T) {
 	bin := buildKbisect(t)
 	started := filepath.Join(t.TempDir(), "started")
 	state := filepath.Join(t.TempDir(), "state")
-	test := fmt.Sprintf(`trap "exit 1" INT; touch %s; sleep 20 & wait; grep -q good state`, started)
+	// The hardest case: the test catches ^C and says "good".
+	test := fmt.Sprintf(`trap "exit 0" INT; touch %s; sleep 20 & wait; grep -q good state`, started)
 	line := fmt.Sprintf("%s run --repo %s --good %s --bad %s --state %s --exec %s", bin, f.dir, f.good, f.bad, state, sqQuoteShell(test))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -232,4 +236,142 @@ func TestRunSaysWhatToDoWhenAnInterruptedRunLostItsState(t *testing.T) {
 	if _, err := os.Stat(marker); err != nil {
 		t.Errorf("the marker was dropped: %v", err)
 	}
+}
+
+// TestRunUnderAClosedPipeRecordsNoWrongVerdict: with `kbisect … | head -1`
+// the test command's output goes to a closed pipe. As under git bisect run
+// it must die of SIGPIPE (an abort), not see EPIPE and fail as "bad".
+func TestRunUnderAClosedPipeRecordsNoWrongVerdict(t *testing.T) {
+	f := newFixture(t, 16)
+	bin := buildKbisect(t)
+	state := filepath.Join(t.TempDir(), "state")
+	test := `set -e; for i in 1 2 3 4 5 6 7 8 9 10; do echo checking; done; grep -q good state`
+	line := fmt.Sprintf("%s run --repo %s --good %s --bad %s --state %s --exec %s | head -1", bin, f.dir, f.good, f.bad, state, sqQuoteShell(test))
+	if out, err := exec.Command("sh", "-c", line).CombinedOutput(); err != nil {
+		t.Logf("%v %s", err, out)
+	}
+	data, err := os.ReadFile(filepath.Join(state, "session.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var rec struct{ Event, Commit, Verdict string }
+		json.Unmarshal([]byte(line), &rec)
+		if rec.Event != "verdict" {
+			continue
+		}
+		truth := "bad"
+		if strings.Contains(f.git(t, "show", rec.Commit+":state"), "good") {
+			truth = "good"
+		}
+		if rec.Verdict != truth {
+			t.Errorf("%s recorded %s, it is %s", rec.Commit, rec.Verdict, truth)
+		}
+	}
+	if head := f.git(t, "symbolic-ref", "HEAD"); head != "refs/heads/master" {
+		t.Errorf("HEAD is %s", head)
+	}
+}
+
+// TestRunUnderNohupIgnoresHangups: a SIGHUP the caller ignores (nohup)
+// must not stop the run.
+func TestRunUnderNohupIgnoresHangups(t *testing.T) {
+	f := newFixture(t, 17)
+	bin := buildKbisect(t)
+	pidFile := filepath.Join(t.TempDir(), "kbisect.pid")
+	test := fmt.Sprintf(`echo $PPID > %s; sleep 0.3; grep -q good state`, pidFile)
+	cmd := exec.Command("sh", "-c", fmt.Sprintf(`trap "" HUP; exec %s run --repo %s --good %s --bad %s --exec %s`, bin, f.dir, f.good, f.bad, sqQuoteShell(test)))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	for i := 0; i < 500 && pid == 0; i++ {
+		data, _ := os.ReadFile(pidFile)
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
+		time.Sleep(10 * time.Millisecond)
+	}
+	syscall.Kill(pid, syscall.SIGHUP)
+	if err := cmd.Wait(); err != nil || !strings.Contains(out.String(), f.culprit+" is the first bad commit") {
+		t.Errorf("a hang-up under nohup stopped the run: %v\n%s", err, out.String())
+	}
+}
+
+// TestRunPutsHeadBackWhereThisRunStarted: a resumed run goes back to the
+// branch it was started from, not to the first run's.
+func TestRunPutsHeadBackWhereThisRunStarted(t *testing.T) {
+	f := newFixture(t, 18)
+	f.git(t, "checkout", "-q", "-b", "feature")
+	started := filepath.Join(t.TempDir(), "started")
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for {
+			if _, err := os.Stat(started); err == nil {
+				cancel()
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	test := fmt.Sprintf(`if [ ! -e %[1]s ]; then touch %[1]s; sleep 30; fi; grep -q good state`, started)
+	if code, _, stderr := runCLI(t, ctx, "run", "--repo", f.dir, "--good", f.good, "--bad", f.bad, "--exec", test); code != exitInterrupted {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	f.git(t, "checkout", "-q", "master")
+	f.git(t, "branch", "-D", "feature")
+	code, stdout, stderr := runCLI(t, context.Background(), "run", "--repo", f.dir, "--good", f.good, "--bad", f.bad, "--exec", test)
+	if code != exitOK || !strings.Contains(stdout, f.culprit) || !strings.Contains(stderr, "resuming") {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if head := f.git(t, "symbolic-ref", "HEAD"); head != "refs/heads/master" {
+		t.Errorf("HEAD is %s, want master where this run started", head)
+	}
+}
+
+// TestRunOnATerminalStopsTheTestsChildrenWhenKilled: in terminal mode the
+// test shares kbisect's process group, so a SIGTERM to kbisect alone must
+// still end what the test started.
+func TestRunOnATerminalStopsTheTestsChildrenWhenKilled(t *testing.T) {
+	script, err := exec.LookPath("script")
+	if err != nil {
+		t.Fatal("script(1) from util-linux is needed for the terminal test")
+	}
+	f := newFixture(t, 19)
+	bin := buildKbisect(t)
+	pids := filepath.Join(t.TempDir(), "pids")
+	test := fmt.Sprintf(`sleep 60 & echo "$PPID $!" > %s; wait`, pids)
+	line := fmt.Sprintf("%s run --repo %s --good %s --bad %s --exec %s", bin, f.dir, f.good, f.bad, sqQuoteShell(test))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, script, "-qec", line, "/dev/null")
+	stdin, _ := cmd.StdinPipe()
+	defer stdin.Close()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var kb, child int
+	for i := 0; i < 1000 && child == 0; i++ {
+		data, _ := os.ReadFile(pids)
+		fmt.Sscanf(string(data), "%d %d", &kb, &child)
+		time.Sleep(10 * time.Millisecond)
+	}
+	if child == 0 {
+		t.Fatalf("the test never started\n%s", out.String())
+	}
+	syscall.Kill(kb, syscall.SIGTERM)
+	cmd.Wait()
+	for i := 0; i < 300; i++ {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child))
+		if err != nil || strings.Contains(string(stat), ") Z ") {
+			if head := f.git(t, "symbolic-ref", "HEAD"); head != "refs/heads/master" {
+				t.Errorf("HEAD is %s", head)
+			}
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Errorf("the test's child %d outlived kbisect\n%s", child, out.String())
 }

@@ -458,3 +458,35 @@ func TestRunJSONUsageErrorsStillPrintJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestRunReplaysABareStartAsGitDoes: a log whose range comes as verdicts
+// after an empty "git bisect start" is checked after them, so a good
+// revision off the bad one's history makes its merge base tested first.
+func TestRunReplaysABareStartAsGitDoes(t *testing.T) {
+	f, ids := forkRepo(t)
+	// master: A-X-M (X bad); fixed: X-G. A good revision off master, from A.
+	f.git(t, "checkout", "-q", "-b", "old", ids["A"])
+	os.WriteFile(filepath.Join(f.dir, "state"), []byte("good\n"), 0o644)
+	f.git(t, "-c", "user.name=T", "-c", "user.email=t@e", "commit", "-q", "--allow-empty", "-am", "O")
+	o := f.git(t, "rev-parse", "HEAD")
+	f.git(t, "checkout", "-q", "master")
+	log := filepath.Join(t.TempDir(), "replay.log")
+	os.WriteFile(log, []byte("git bisect start\ngit bisect bad "+ids["M"]+"\ngit bisect good "+o+"\n"), 0o644)
+
+	gitCalls := filepath.Join(t.TempDir(), "git-calls")
+	f.git(t, "bisect", "replay", log)
+	f.git(t, "bisect", "run", "sh", "-c", fmt.Sprintf(`git rev-parse HEAD >> %s; grep -q good state`, gitCalls))
+	f.git(t, "bisect", "reset")
+	want, _ := os.ReadFile(gitCalls)
+
+	code, stdout, stderr := runCLI(t, context.Background(), "run", "--repo", f.dir, "--replay", log, "--exec", f.script)
+	if code != exitOK || !strings.HasPrefix(stdout, ids["X"]+" is the first bad commit") {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if got := f.tested(t); strings.Join(got, " ") != strings.Join(strings.Fields(string(want)), " ") {
+		t.Errorf("tested %v, git tested %v", got, strings.Fields(string(want)))
+	}
+	if !strings.Contains(stderr, "a merge base must be tested") {
+		t.Errorf("no merge base was tested:\n%s", stderr)
+	}
+}
