@@ -3,10 +3,8 @@ package bisect
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -44,30 +42,20 @@ func benchRepo(b *testing.B) (dir, bad, good string) {
 			b.Fatal(err)
 		}
 	}
-	bad = gitOut(b, dir, "rev-parse", "master")
+	bad = gitIn(b, dir, "rev-parse", "master")
 	// The first-parent ancestor of master whose range is closest to 15,000.
 	lo, hi := 1, 200000
 	for lo < hi {
 		mid := (lo + hi) / 2
-		n, _ := strconv.Atoi(gitOut(b, dir, "rev-list", "--count", "master", "^master~"+strconv.Itoa(mid)))
+		n, _ := strconv.Atoi(gitIn(b, dir, "rev-list", "--count", "master", "^master~"+strconv.Itoa(mid)))
 		if n < 15000 {
 			lo = mid + 1
 		} else {
 			hi = mid
 		}
 	}
-	good = gitOut(b, dir, "rev-parse", "master~"+strconv.Itoa(lo))
+	good = gitIn(b, dir, "rev-parse", "master~"+strconv.Itoa(lo))
 	return dir, bad, good
-}
-
-func gitOut(b testing.TB, dir string, args ...string) string {
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	out, err := cmd.Output()
-	if err != nil {
-		b.Fatalf("git %s: %v", strings.Join(args, " "), err)
-	}
-	return strings.TrimSpace(string(out))
 }
 
 // withCommitGraph makes sure the repository has (or lacks) a commit-graph
@@ -85,7 +73,7 @@ func withCommitGraph(b *testing.B, dir string, want bool) {
 			}
 			return
 		}
-		gitOut(b, dir, "commit-graph", "write", "--reachable")
+		gitIn(b, dir, "commit-graph", "write", "--reachable")
 	case !want && has:
 		if err := os.Rename(path, aside); err != nil {
 			b.Fatal(err)
@@ -102,7 +90,7 @@ func BenchmarkFirstMidpoint(b *testing.B) {
 		name := map[bool]string{false: "objects", true: "commit-graph"}[graph]
 		b.Run("kbisect/"+name, func(b *testing.B) {
 			withCommitGraph(b, dir, graph)
-			want := gitOut(b, dir, "rev-list", "--bisect", bad, "^"+good)
+			want := gitIn(b, dir, "rev-list", "--bisect", bad, "^"+good)
 			var n int
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -132,11 +120,11 @@ func BenchmarkFirstMidpoint(b *testing.B) {
 		b.Run("git/"+name, func(b *testing.B) {
 			withCommitGraph(b, dir, graph)
 			for i := 0; i < b.N; i++ {
-				gitOut(b, dir, "-c", "core.commitGraph="+strconv.FormatBool(graph), "rev-list", "--bisect", bad, "^"+good)
+				gitIn(b, dir, "-c", "core.commitGraph="+strconv.FormatBool(graph), "rev-list", "--bisect", bad, "^"+good)
 			}
 		})
 	}
-	fmt.Fprintf(os.Stderr, "range: %s ^%s (%s commits)\n", bad[:12], good[:12], gitOut(b, dir, "rev-list", "--count", bad, "^"+good))
+	fmt.Fprintf(os.Stderr, "range: %s ^%s (%s commits)\n", bad[:12], good[:12], gitIn(b, dir, "rev-list", "--count", bad, "^"+good))
 }
 
 // BenchmarkMidpointGenerated is the same step on a 20,000-commit history

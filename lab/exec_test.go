@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -87,10 +88,25 @@ func TestExecTesterRunsInTheTreeWithTheCommitInItsEnvironment(t *testing.T) {
 }
 
 func TestExecTesterStopsTheWholeProcessGroupOnCancel(t *testing.T) {
+	pid, err := cancelWhileRunning(t, "sleep 300 & echo $! > %s; wait", time.Second)
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Test after cancel: %v", err)
+	}
+	if !goneSoon(pid, 2*time.Second) {
+		t.Errorf("the command's child %s survived the cancel", pid)
+	}
+}
+
+// cancelWhileRunning starts a test command (a format with %s for a file
+// where it writes the pid of a child), cancels the test once the child
+// runs, and returns that pid and the test's error.
+func cancelWhileRunning(t *testing.T, command string, grace time.Duration) (string, error) {
+	t.Helper()
 	tree, commit := oneCommitTree(t)
 	pidFile := t.TempDir() + "/child"
 	ctx, cancel := context.WithCancel(context.Background())
-	tester := &ExecTester{Tree: tree, Command: "sleep 300 & echo $! > " + pidFile + "; wait", Stdout: os.Stderr, Stderr: os.Stderr, KillGrace: time.Second}
+	defer cancel()
+	tester := &ExecTester{Tree: tree, Command: fmt.Sprintf(command, pidFile), Stdout: os.Stderr, Stderr: os.Stderr, KillGrace: grace}
 	done := make(chan error, 1)
 	go func() {
 		_, err := tester.Test(ctx, commit)
@@ -102,21 +118,20 @@ func TestExecTesterStopsTheWholeProcessGroupOnCancel(t *testing.T) {
 		pid = strings.TrimSpace(string(data))
 		time.Sleep(10 * time.Millisecond)
 	}
+	time.Sleep(100 * time.Millisecond) // let the child set its traps
 	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Errorf("Test after cancel: %v", err)
-	}
-	// The grandchild must be gone too (kill -0 fails once it is reaped or a zombie of init).
-	for i := 0; i < 200; i++ {
-		if _, err := os.Stat("/proc/" + pid); os.IsNotExist(err) {
-			return
+	return pid, <-done
+}
+
+// goneSoon waits for a process to end (gone, or a zombie).
+func goneSoon(pid string, within time.Duration) bool {
+	for end := time.Now().Add(within); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		stat, err := os.ReadFile("/proc/" + pid + "/stat")
+		if err != nil || strings.Contains(string(stat), ") Z ") {
+			return true
 		}
-		if stat, _ := os.ReadFile("/proc/" + pid + "/stat"); strings.Contains(string(stat), ") Z ") {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
-	t.Errorf("the command's child %s survived the cancel", pid)
+	return false
 }
 
 func TestExecTesterRefusesACommandThatCannotRun(t *testing.T) {
@@ -149,31 +164,9 @@ func TestExecTesterRefusesACommandThatCannotRun(t *testing.T) {
 }
 
 func TestExecTesterKillsChildrenThatOutliveTheShell(t *testing.T) {
-	tree, commit := oneCommitTree(t)
-	pidFile := t.TempDir() + "/child"
-	ctx, cancel := context.WithCancel(context.Background())
 	// The child ignores SIGTERM; the shell dies of it.
-	tester := &ExecTester{Tree: tree, Command: "sh -c 'trap \"\" TERM; exec sleep 300' & echo $! > " + pidFile + "; wait", Stdout: os.Stderr, Stderr: os.Stderr, KillGrace: 300 * time.Millisecond}
-	done := make(chan error, 1)
-	go func() {
-		_, err := tester.Test(ctx, commit)
-		done <- err
-	}()
-	var pid string
-	for pid == "" {
-		data, _ := os.ReadFile(pidFile)
-		pid = strings.TrimSpace(string(data))
-		time.Sleep(10 * time.Millisecond)
+	pid, _ := cancelWhileRunning(t, `sh -c 'trap "" TERM; exec sleep 300' & echo $! > %s; wait`, 300*time.Millisecond)
+	if !goneSoon(pid, 3*time.Second) {
+		t.Errorf("the child %s that ignores SIGTERM survived", pid)
 	}
-	time.Sleep(100 * time.Millisecond) // let the trap be set
-	cancel()
-	<-done
-	for i := 0; i < 300; i++ {
-		stat, err := os.ReadFile("/proc/" + pid + "/stat")
-		if err != nil || strings.Contains(string(stat), ") Z ") {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Errorf("the child %s that ignores SIGTERM survived", pid)
 }
