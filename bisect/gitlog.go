@@ -24,21 +24,19 @@ func GitLog(g *Graph, records []Record, result *Step) (string, error) {
 		}
 		fmt.Fprintf(&b, "# %s: [%s] %s\n", term, sha, subject)
 	}
-	comment("bad", start.Bad)
-	for _, gd := range start.Good {
-		comment("good", gd)
-	}
-	args := []string{}
-	if start.FirstParent {
-		args = append(args, "--first-parent")
-	}
-	args = append(args, start.Bad)
-	args = append(args, start.Good...)
+	// The range as verdicts after a bare start: git 2.39's replay stops
+	// for good at a start line whose range needs a merge base tested.
 	b.WriteString("git bisect start")
-	for _, a := range args {
-		b.WriteString(" " + sqQuote(a))
+	if start.FirstParent {
+		b.WriteString(" " + sqQuote("--first-parent"))
 	}
 	b.WriteString("\n")
+	comment("bad", start.Bad)
+	fmt.Fprintf(&b, "git bisect bad %s\n", start.Bad)
+	for _, gd := range start.Good {
+		comment("good", gd)
+		fmt.Fprintf(&b, "git bisect good %s\n", gd)
+	}
 	for _, r := range records[1:] {
 		if r.Event != EventVerdict {
 			continue

@@ -180,6 +180,14 @@ func (g *Graph) id(h plumbing.Hash) int32 {
 // Hash returns the object name of node id.
 func (g *Graph) Hash(id int32) plumbing.Hash { return g.nodes[id].hash }
 
+// forgetParsed drops what was read of every commit, as a new git process
+// starts with nothing parsed.
+func (g *Graph) forgetParsed() {
+	for i := range g.nodes {
+		g.nodes[i].parsed, g.nodes[i].parents = false, nil
+	}
+}
+
 // parse reads the parents and date of node id once.
 func (g *Graph) parse(id int32) error {
 	n := &g.nodes[id]

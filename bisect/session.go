@@ -92,6 +92,12 @@ type Session struct {
 	firstParent bool
 	ancestorsOK bool
 	expected    plumbing.Hash // git's BISECT_EXPECTED_REV
+	// freshStart: the first step is computed as by `git bisect start`,
+	// the next ones as by a new `git bisect run` process, which has parsed
+	// nothing yet. With skewed dates what git has parsed changes how far
+	// it marks commits uninteresting, so the graph forgets once too.
+	freshStart bool
+	nexts      int
 	// OnAncestorsChecked, when set, is called the first time the good
 	// revisions are known to bound the range, so the state can be saved.
 	OnAncestorsChecked func()
@@ -99,7 +105,7 @@ type Session struct {
 
 // NewSession starts a bisection between bad and goods.
 func NewSession(g *Graph, bad plumbing.Hash, goods []plumbing.Hash, firstParent bool) *Session {
-	s := &Session{g: g, bad: bad, skips: map[plumbing.Hash]bool{}, firstParent: firstParent}
+	s := &Session{g: g, bad: bad, skips: map[plumbing.Hash]bool{}, firstParent: firstParent, freshStart: true}
 	for _, h := range goods {
 		s.addGood(h)
 	}
@@ -174,6 +180,10 @@ func (s *Session) CheckAncestors() (bool, error) {
 // Next computes what to do next: test a commit, or stop with an answer.
 func (s *Session) Next() (Step, error) {
 	g := s.g
+	s.nexts++
+	if s.freshStart && s.nexts == 2 {
+		g.forgetParsed()
+	}
 	bad := g.id(s.bad)
 	if err := g.parse(bad); err != nil {
 		return Step{}, err

@@ -286,6 +286,9 @@ func Restore(g *Graph, records []Record) (*Session, *Record, error) {
 			}
 			if r.Source == "test" {
 				s.expected = h // the commit git would have checked out last
+				// Resumed: like a later `git bisect run`, one process
+				// computes every remaining step.
+				s.freshStart = false
 			}
 		}
 	}

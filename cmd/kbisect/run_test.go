@@ -490,3 +490,46 @@ func TestRunReplaysABareStartAsGitDoes(t *testing.T) {
 		t.Errorf("no merge base was tested:\n%s", stderr)
 	}
 }
+
+// skewedHistory builds a history whose committer dates go backwards (Z1,
+// Z2 are older than their parent X): git's walk then depends on what its
+// process has parsed, and git bisect start and git bisect run are two
+// processes.
+const skewedHistory = `set -e
+export GIT_AUTHOR_NAME=T GIT_AUTHOR_EMAIL=t@e GIT_COMMITTER_NAME=T GIT_COMMITTER_EMAIL=t@e
+git init -q -b master .
+E=4b825dc642cb6eb9a060e54bf8d69288fbee4904
+mk() { msg=$1; d=$2; shift 2; a=""; for p in "$@"; do a="$a -p $p"; done
+  GIT_COMMITTER_DATE="@$((1700000000+d)) +0000" GIT_AUTHOR_DATE="@$((1700000000+d)) +0000" git commit-tree $E -m "$msg" $a; }
+A=""; for i in 0 1 2 3 4 5 6 7 8 9; do if [ -z "$A" ]; then A=$(mk A$i $((100+10*i))); else A=$(mk A$i $((100+10*i)) $A); fi; done
+X=$(mk X 300 $A); Z2=$(mk Z2 40 $X); Z1=$(mk Z1 50 $Z2); G=$(mk G 1000 $Z1)
+p=$A; for i in 1 2 3 4 5; do p=$(mk P$i $((300+100*i)) $p); done
+M=$(mk M 1100 $p $G); B1=$(mk B1 1200 $M); B2=$(mk B2 1250 $B1); B3=$(mk B3 1300 $B2); B4=$(mk B4 1400 $B3)
+S1=$(mk S1 1450 $X); N=$(mk N 1500 $B4 $S1); p=$N
+for i in 5 6 7 8 9 10; do p=$(mk B$i $((1500+10*i)) $p); done
+git update-ref refs/heads/master $p; git reset -q --hard; git tag good $G
+`
+
+func TestRunTestsWhatGitTestsOnSkewedDates(t *testing.T) {
+	dir := t.TempDir()
+	build := exec.Command("sh", "-c", skewedHistory)
+	build.Dir = dir
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	f := &fixture{dir: dir, calls: filepath.Join(t.TempDir(), "calls")}
+	judge := `s=$(git log -1 --format=%s); case $s in B5|B6|B7|B8|B9|B10) exit 1;; esac; exit 0`
+	gitCalls := filepath.Join(t.TempDir(), "git-calls")
+	f.git(t, "bisect", "start", "master", "good")
+	f.git(t, "bisect", "run", "sh", "-c", "git rev-parse HEAD >> "+gitCalls+"; "+judge)
+	f.git(t, "bisect", "reset")
+	want, _ := os.ReadFile(gitCalls)
+	code, stdout, stderr := runCLI(t, context.Background(), "run", "--repo", dir, "--good", "good", "--bad", "master",
+		"--exec", `echo "$KBISECT_COMMIT" >> `+f.calls+"; "+judge)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if got := f.tested(t); strings.Join(got, " ") != strings.Join(strings.Fields(string(want)), " ") {
+		t.Errorf("tested %v, git bisect run tested %v", got, strings.Fields(string(want)))
+	}
+}
