@@ -26,10 +26,13 @@ func (e *RevisionError) Error() string { return fmt.Sprintf("revision %q: %s", e
 // number of ~N and ^N — into a commit. Annotated tags are peeled. An
 // ambiguous short hash is an error that lists the commits it could name.
 func (g *Graph) Resolve(rev string) (plumbing.Hash, error) {
-	if strings.Contains(rev, "@{") || strings.Contains(rev, "..") || strings.Contains(rev, ":") {
+	if strings.Contains(rev, "@{") || strings.Contains(rev, "..") || strings.Contains(rev, ":") || strings.Contains(rev, "^{/") {
 		return plumbing.ZeroHash, &RevisionError{rev, "reflog, upstream, range and path syntax is not taken here: name the commit (`git rev-parse " + rev + "` prints it)"}
 	}
 	base, suffix := splitRevision(rev)
+	if base == "@" {
+		base = "HEAD" // git's shorthand
+	}
 	if base == "" {
 		return plumbing.ZeroHash, &RevisionError{rev, "empty revision"}
 	}

@@ -14,7 +14,11 @@ import (
 // run is main without the process: tests call it in-process.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	app := newApp(stdout, stderr)
-	if len(args) > 1 && !strings.HasPrefix(args[1], "-") && args[1] != "help" && app.Command(args[1]) == nil {
+	if len(args) > 1 && args[1] == "help" {
+		// "kbisect help run" is "kbisect run --help".
+		args = append(append([]string{args[0]}, args[2:]...), "--help")
+	}
+	if len(args) > 1 && !strings.HasPrefix(args[1], "-") && app.Command(args[1]) == nil {
 		return exitCode(ctx, usagef("unknown command %q (kbisect --help lists them)", args[1]), stderr)
 	}
 	err := app.RunContext(ctx, args)
@@ -35,11 +39,11 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Usage: "find the kernel commit that made isolated real-time CPUs noisy",
 		UsageText: `kbisect run --good REV --bad REV --exec CMD [--repo DIR] [--first-parent] [--state DIR] [--json]
 kbisect demo`,
-		Description: `kbisect bisects a kernel history unattended: for each candidate commit it
-builds a PREEMPT_RT kernel, boots it on the lab machine with the machine's
-isolation boot parameters (nohz_full, isolcpus, rcu_nocbs, irqaffinity),
-proves the right kernel runs, measures the noise on the isolated CPUs and
-decides good or bad with statistics, until one commit is left.
+		Description: `kbisect is being built to bisect a kernel history unattended: for each
+candidate commit, build a PREEMPT_RT kernel, boot it on the lab machine with
+the machine's isolation boot parameters (nohz_full, isolcpus, rcu_nocbs,
+irqaffinity), prove the right kernel runs, measure the noise on the isolated
+CPUs and decide good or bad with statistics, until one commit is left.
 
 Commit choice is exactly git bisect's (the same midpoints, skips and
 --first-parent), computed on the commit graph directly so it stays fast on

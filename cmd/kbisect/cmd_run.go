@@ -49,8 +49,8 @@ With --exec CMD it is "git bisect run CMD": each candidate is checked out
 (detached) in the work tree of --repo, and CMD runs at its top through
 "sh -c" with KBISECT_COMMIT set to the commit. Its exit status is the
 verdict: 0 good, 125 skip (cannot be tested), 1-127 except 125 bad,
-anything else (or a signal) aborts the bisection. When the first run exits
-126 or 127 (what a shell says for a command it cannot run or find), CMD is
+anything else (or a signal) aborts the bisection. The first time CMD exits
+126 or 127 (what a shell says for a command it cannot run or find), it is
 run on a good revision too, and the same status there aborts: a broken
 command must not mark every commit bad. The commits tested are the ones
 git bisect would test, in the same order.
@@ -114,7 +114,7 @@ EXAMPLES
 			&cli.StringSliceFlag{Name: "good", Usage: "a revision known to be good (repeatable)"},
 			&cli.StringFlag{Name: "bad", Usage: "a revision known to be bad"},
 			&cli.StringFlag{Name: "exec", Usage: "test each candidate with this shell command, as git bisect run"},
-			&cli.StringFlag{Name: "job", Usage: "job file of the lab machine (build, boot, measure)"},
+			&cli.StringFlag{Name: "job", Usage: "job file of the lab machine (build, boot, measure; not available yet)"},
 			&cli.StringFlag{Name: "repo", Value: ".", Usage: "the git work tree to bisect in"},
 			&cli.BoolFlag{Name: "first-parent", Usage: "follow only the first parent of merges, as git bisect --first-parent"},
 			&cli.StringFlag{Name: "state", Usage: "state directory (default: <git-dir>/kbisect/run-<id>)"},

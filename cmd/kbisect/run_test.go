@@ -533,3 +533,10 @@ func TestRunTestsWhatGitTestsOnSkewedDates(t *testing.T) {
 		t.Errorf("tested %v, git bisect run tested %v", got, strings.Fields(string(want)))
 	}
 }
+
+func TestHelpCommandShowsTheManual(t *testing.T) {
+	code, stdout, stderr := runCLI(t, context.Background(), "help", "run")
+	if code != exitOK || !strings.Contains(stdout, "kbisect run - bisect a range") {
+		t.Errorf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}
