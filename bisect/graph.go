@@ -95,9 +95,6 @@ func (g *Graph) CommitsRead() int {
 	return n
 }
 
-// Repository is the go-git repository the graph reads.
-func (g *Graph) Repository() *git.Repository { return g.repo }
-
 // HasCommitGraph reports whether commits are read from a commit-graph file.
 func (g *Graph) HasCommitGraph() bool { return g.cg != nil }
 

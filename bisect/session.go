@@ -112,14 +112,8 @@ func NewSession(g *Graph, bad plumbing.Hash, goods []plumbing.Hash, firstParent 
 	return s
 }
 
-// Bad is the current bad commit.
-func (s *Session) Bad() plumbing.Hash { return s.bad }
-
 // Goods are the commits known good.
 func (s *Session) Goods() []plumbing.Hash { return append([]plumbing.Hash(nil), s.goods...) }
-
-// FirstParent reports whether only first parents are followed.
-func (s *Session) FirstParent() bool { return s.firstParent }
 
 // SetAncestorsChecked records that the good revisions were already checked
 // against the bad one (git's BISECT_ANCESTORS_OK), when resuming.
@@ -155,26 +149,46 @@ func (s *Session) Mark(h plumbing.Hash, v Verdict) error {
 // it reports whether they do (and then records it), or otherwise leaves
 // the check, with its merge-base test, to Next.
 func (s *Session) CheckAncestors() (bool, error) {
+	step, _, err := s.ensureAncestors()
+	return err == nil && step.Kind == 0, err
+}
+
+// ensureAncestors runs the check until it passes once (git's
+// BISECT_ANCESTORS_OK); a step it returns ends the bisection or asks for a
+// merge base to be tested.
+func (s *Session) ensureAncestors() (Step, []string, error) {
 	if s.ancestorsOK || len(s.goods) == 0 {
-		return true, nil
+		return Step{}, nil, nil
 	}
+	bad, goods, err := s.rangeNodes()
+	if err != nil {
+		return Step{}, nil, err
+	}
+	step, warnings, err := s.checkAncestors(bad, goods)
+	if err != nil || step.Kind != 0 {
+		if step.Kind == StepTest {
+			s.expected = step.Commit
+		}
+		return step, nil, err
+	}
+	s.ancestorsOK = true
+	if s.OnAncestorsChecked != nil {
+		s.OnAncestorsChecked()
+	}
+	return Step{}, warnings, nil
+}
+
+// rangeNodes names the bad and good commits in the graph.
+func (s *Session) rangeNodes() (int32, []int32, error) {
 	bad := s.g.id(s.bad)
 	if err := s.g.parse(bad); err != nil {
-		return false, err
+		return 0, nil, err
 	}
 	goods := make([]int32, len(s.goods))
 	for i, h := range s.goods {
 		goods[i] = s.g.id(h)
 	}
-	step, _, err := s.checkAncestors(bad, goods)
-	if err != nil || step.Kind != 0 {
-		if step.Kind == StepTest {
-			s.expected = step.Commit
-		}
-		return false, err
-	}
-	s.ancestorsOK = true
-	return true, nil
+	return bad, goods, nil
 }
 
 // Next computes what to do next: test a commit, or stop with an answer.
@@ -184,29 +198,13 @@ func (s *Session) Next() (Step, error) {
 	if s.freshStart && s.nexts == 2 {
 		g.forgetParsed()
 	}
-	bad := g.id(s.bad)
-	if err := g.parse(bad); err != nil {
+	step, warnings, err := s.ensureAncestors()
+	if err != nil || step.Kind != 0 {
+		return step, err
+	}
+	bad, goods, err := s.rangeNodes()
+	if err != nil {
 		return Step{}, err
-	}
-	goods := make([]int32, len(s.goods))
-	for i, h := range s.goods {
-		goods[i] = g.id(h)
-	}
-
-	var warnings []string
-	if !s.ancestorsOK && len(goods) > 0 {
-		step, warn, err := s.checkAncestors(bad, goods)
-		if err != nil || step.Kind != 0 {
-			if step.Kind == StepTest {
-				s.expected = step.Commit
-			}
-			return step, err
-		}
-		warnings = warn
-		s.ancestorsOK = true
-		if s.OnAncestorsChecked != nil {
-			s.OnAncestorsChecked()
-		}
 	}
 
 	w := newWalk(g)

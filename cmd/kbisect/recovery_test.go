@@ -17,22 +17,10 @@ import (
 	"time"
 )
 
-// fixture is a generated merge-heavy history in a real work tree whose
-// commits say in a file whether they are good or bad.
 func TestRunInterruptedPutsHeadBack(t *testing.T) {
 	f := newFixture(t, 5)
 	started := filepath.Join(t.TempDir(), "started")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		for {
-			if _, err := os.Stat(started); err == nil {
-				cancel()
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}()
+	ctx := cancelWhenWritten(t, started)
 	code, _, stderr := runCLI(t, ctx, "run", "--repo", f.dir, "--good", f.good, "--bad", f.bad,
 		"--exec", fmt.Sprintf("touch %s; exec sleep 60", started))
 	if code != exitInterrupted {
@@ -167,14 +155,8 @@ func TestRunCtrlCOnATerminalRecordsNoVerdict(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if _, err := os.Stat(started); err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("the test never started\n%s", out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !waitForPath(started, 30*time.Second) {
+		t.Fatalf("the test never started\n%s", out.String())
 	}
 	stdin.Write([]byte{3}) // ^C on the terminal
 	err = cmd.Wait()
@@ -202,12 +184,7 @@ func TestRunStopsATestLeftRunningByAKilledRun(t *testing.T) {
 	if err := first.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var pid string
-	for i := 0; i < 500 && pid == ""; i++ {
-		data, _ := os.ReadFile(pidFile)
-		pid = strings.TrimSpace(string(data))
-		time.Sleep(20 * time.Millisecond)
-	}
+	pid, _ := waitForFile(pidFile, 10*time.Second)
 	first.Process.Kill()
 	first.Wait()
 	if _, err := os.Stat("/proc/" + pid); err != nil {
@@ -217,7 +194,7 @@ func TestRunStopsATestLeftRunningByAKilledRun(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "stopped the test command the interrupted run left running") {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if stat, err := os.ReadFile("/proc/" + pid + "/stat"); err == nil && !strings.Contains(string(stat), ") Z ") {
+	if !processGone(pid, 0) {
 		t.Errorf("the leftover test %s still runs", pid)
 	}
 }
@@ -286,12 +263,8 @@ func TestRunUnderNohupIgnoresHangups(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var pid int
-	for i := 0; i < 500 && pid == 0; i++ {
-		data, _ := os.ReadFile(pidFile)
-		pid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
-		time.Sleep(10 * time.Millisecond)
-	}
+	text, _ := waitForFile(pidFile, 10*time.Second)
+	pid, _ := strconv.Atoi(text)
 	syscall.Kill(pid, syscall.SIGHUP)
 	if err := cmd.Wait(); err != nil || !strings.Contains(out.String(), f.culprit+" is the first bad commit") {
 		t.Errorf("a hang-up under nohup stopped the run: %v\n%s", err, out.String())
@@ -304,16 +277,7 @@ func TestRunPutsHeadBackWhereThisRunStarted(t *testing.T) {
 	f := newFixture(t, 18)
 	f.git(t, "checkout", "-q", "-b", "feature")
 	started := filepath.Join(t.TempDir(), "started")
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		for {
-			if _, err := os.Stat(started); err == nil {
-				cancel()
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}()
+	ctx := cancelWhenWritten(t, started)
 	test := fmt.Sprintf(`if [ ! -e %[1]s ]; then touch %[1]s; sleep 30; fi; grep -q good state`, started)
 	if code, _, stderr := runCLI(t, ctx, "run", "--repo", f.dir, "--good", f.good, "--bad", f.bad, "--exec", test); code != exitInterrupted {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -352,26 +316,67 @@ func TestRunOnATerminalStopsTheTestsChildrenWhenKilled(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	text, ok := waitForFile(pids, 20*time.Second)
 	var kb, child int
-	for i := 0; i < 1000 && child == 0; i++ {
-		data, _ := os.ReadFile(pids)
-		fmt.Sscanf(string(data), "%d %d", &kb, &child)
-		time.Sleep(10 * time.Millisecond)
-	}
-	if child == 0 {
+	if _, err := fmt.Sscanf(text, "%d %d", &kb, &child); !ok || err != nil {
 		t.Fatalf("the test never started\n%s", out.String())
 	}
 	syscall.Kill(kb, syscall.SIGTERM)
 	cmd.Wait()
-	for i := 0; i < 300; i++ {
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child))
+	if !processGone(strconv.Itoa(child), 6*time.Second) {
+		t.Errorf("the test's child %d outlived kbisect\n%s", child, out.String())
+	}
+	if head := f.git(t, "symbolic-ref", "HEAD"); head != "refs/heads/master" {
+		t.Errorf("HEAD is %s", head)
+	}
+}
+
+// waitForFile returns the trimmed content of path once something is
+// written there, or false when nothing is within the time given.
+func waitForFile(path string, within time.Duration) (string, bool) {
+	for end := time.Now().Add(within); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if data, err := os.ReadFile(path); err == nil && len(bytes.TrimSpace(data)) > 0 {
+			return strings.TrimSpace(string(data)), true
+		}
+	}
+	return "", false
+}
+
+// waitForPath reports whether path exists within the time given.
+func waitForPath(path string, within time.Duration) bool {
+	for end := time.Now().Add(within); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// cancelWhenWritten returns a context cancelled, as by Ctrl-C, once the
+// test command has written path.
+func cancelWhenWritten(t *testing.T, path string) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() {
+		if waitForPath(path, time.Minute) {
+			cancel()
+		}
+	}()
+	return ctx
+}
+
+// processGone reports whether pid has ended (gone, or a zombie) within the
+// time given; 0 checks once.
+func processGone(pid string, within time.Duration) bool {
+	end := time.Now().Add(within)
+	for {
+		stat, err := os.ReadFile("/proc/" + pid + "/stat")
 		if err != nil || strings.Contains(string(stat), ") Z ") {
-			if head := f.git(t, "symbolic-ref", "HEAD"); head != "refs/heads/master" {
-				t.Errorf("HEAD is %s", head)
-			}
-			return
+			return true
+		}
+		if !time.Now().Before(end) {
+			return false
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Errorf("the test's child %d outlived kbisect\n%s", child, out.String())
 }
