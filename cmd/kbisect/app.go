@@ -38,6 +38,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Name:  "kbisect",
 		Usage: "find the kernel commit that made isolated real-time CPUs noisy",
 		UsageText: `kbisect run --good REV --bad REV --exec CMD [--repo DIR] [--first-parent] [--state DIR] [--json]
+kbisect validate FILE…
+kbisect config show FILE
 kbisect demo`,
 		Description: `kbisect is being built to bisect a kernel history unattended: for each
 candidate commit, build a PREEMPT_RT kernel, boot it on the lab machine with
@@ -69,6 +71,8 @@ EXAMPLES
 		DisableSliceFlagSeparator: true,
 		Commands: []*cli.Command{
 			runCommand(),
+			validateCommand(),
+			configCommand(),
 			demoCommand(),
 		},
 	}
