@@ -16,8 +16,9 @@ type CPUs []int
 
 // ParseCPUs parses a kernel cpulist: "N", "A-B", "A-B:U/G" (U CPUs of
 // every group of G), comma-separated, plus "all" and "N" meaning the last
-// CPU when nrCPUs (the machine's CPU count) is known. An offset into s
-// comes with every error so callers can point at the character.
+// CPU. When nrCPUs (the machine's CPU count) is known, CPUs beyond it are
+// errors. An offset into s comes with every error so callers can point at
+// the entry.
 func ParseCPUs(s string, nrCPUs int) (CPUs, error) {
 	set := map[int]bool{}
 	off := 0
@@ -103,6 +104,9 @@ func cpuNumber(s string, nrCPUs int) (int, error) {
 	}
 	if n >= MaxCPUs {
 		return 0, fmt.Errorf("CPU %d is beyond the kernel's limit of %d CPUs", n, MaxCPUs)
+	}
+	if nrCPUs > 0 && n >= nrCPUs {
+		return 0, fmt.Errorf("CPU %d is outside the machine (machine.cpus: %d, CPUs 0-%d)", n, nrCPUs, nrCPUs-1)
 	}
 	return n, nil
 }
@@ -201,6 +205,17 @@ type BootParamError struct {
 
 func (e *BootParamError) Error() string { return fmt.Sprintf("%s: %v", e.Param, e.Err) }
 
+// BootParamErrors is every error of a command line, in order.
+type BootParamErrors []*BootParamError
+
+func (e BootParamErrors) Error() string {
+	msgs := make([]string, len(e))
+	for i, x := range e {
+		msgs[i] = x.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
 // SplitCmdline splits a kernel command line into parameters the way the
 // kernel does: on spaces, with double quotes grouping a value.
 func SplitCmdline(line string) []BootParam {
@@ -231,12 +246,26 @@ func SplitCmdline(line string) []BootParam {
 func isSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\n' || b == '\r' }
 
 // ParseBootParams parses a command line and the CPU lists of its isolation
-// parameters. nrCPUs, when known, also rejects CPUs the machine lacks.
+// parameters. nrCPUs, when known, also rejects CPUs the machine lacks. The
+// error, if any, is a BootParamErrors listing every bad parameter.
 func ParseBootParams(line string, nrCPUs int) (*BootParams, error) {
 	bp := &BootParams{Params: SplitCmdline(line)}
+	var errs BootParamErrors
 	for _, p := range bp.Params {
+		if err := bp.parseParam(p, nrCPUs); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return bp, nil
+}
+
+func (bp *BootParams) parseParam(p BootParam, nrCPUs int) *BootParamError {
+	{
 		if !cpuListParams[p.Name] {
-			continue
+			return nil
 		}
 		valueOff := p.Offset + len(p.Name) + 1
 		list := p.Value
@@ -248,7 +277,7 @@ func ParseBootParams(line string, nrCPUs int) (*BootParams, error) {
 					break
 				}
 				if !isolcpusFlags[flag] {
-					return nil, &BootParamError{p.Name, valueOff, fmt.Errorf("unknown flag %q (isolcpus takes nohz, domain, managed_irq, then a CPU list)", flag)}
+					return &BootParamError{p.Name, valueOff, fmt.Errorf("unknown flag %q (isolcpus takes nohz, domain, managed_irq, then a CPU list)", flag)}
 				}
 				flags = append(flags, flag)
 				if !more {
@@ -264,9 +293,9 @@ func ParseBootParams(line string, nrCPUs int) (*BootParams, error) {
 			if p.Name == "rcu_nocbs" {
 				// A bare rcu_nocbs (6.0+) offloads every CPU.
 				bp.RCUNocbs = allCPUs(nrCPUs)
-				continue
+				return nil
 			}
-			return nil, &BootParamError{p.Name, p.Offset, fmt.Errorf("no CPU list")}
+			return &BootParamError{p.Name, p.Offset, fmt.Errorf("no CPU list")}
 		}
 		cpus, err := ParseCPUs(list, nrCPUs)
 		if err != nil {
@@ -274,10 +303,7 @@ func ParseBootParams(line string, nrCPUs int) (*BootParams, error) {
 			if ce, ok := err.(*cpuError); ok {
 				off += ce.offset
 			}
-			return nil, &BootParamError{p.Name, off, err}
-		}
-		if nrCPUs > 0 && cpus.Max() >= nrCPUs {
-			return nil, &BootParamError{p.Name, valueOff, fmt.Errorf("CPU %d is outside the machine (machine.cpus: %d, CPUs 0-%d)", cpus.Max(), nrCPUs, nrCPUs-1)}
+			return &BootParamError{p.Name, off, err}
 		}
 		switch p.Name {
 		case "nohz_full":
@@ -292,7 +318,7 @@ func ParseBootParams(line string, nrCPUs int) (*BootParams, error) {
 			bp.KthreadCPUs = cpus
 		}
 	}
-	return bp, nil
+	return nil
 }
 
 func allCPUs(n int) CPUs {

@@ -298,8 +298,14 @@ func (l *loader) decodeStruct(n *yaml.Node, v reflect.Value, key string) {
 		k, val := n.Content[i], n.Content[i+1]
 		full := joinKey(key, k.Value)
 		f, ok := findField(fields, k.Value)
+		if !ok && key == "" && strings.HasPrefix(k.Value, "x-") {
+			continue // extension keys hold YAML anchors for the rest
+		}
 		if !ok {
-			l.errorf(l.pos(k), full, "%s", unknownKey(k.Value, key, fields))
+			msg, meant := unknownKey(k.Value, key, fields)
+			l.errorf(l.pos(k), full, "%s", msg)
+			// What the key was meant to set is not "missing" too.
+			l.failed = append(l.failed, meant...)
 			continue
 		}
 		if key == "" && (k.Value == "apiVersion" || k.Value == "kind" || k.Value == "include") {
@@ -326,17 +332,18 @@ func findField(fields []fieldInfo, name string) (fieldInfo, bool) {
 }
 
 // unknownKey explains an unknown key: the nearest valid one, or the section
-// where such a key belongs, or the keys this section has.
-func unknownKey(name, section string, fields []fieldInfo) string {
+// where such a key belongs, or the keys this section has. It also returns
+// the keys it suggests.
+func unknownKey(name, section string, fields []fieldInfo) (string, []string) {
 	names := make([]string, len(fields))
 	for i, f := range fields {
 		names[i] = f.name
 	}
 	if c := closest(name, names); c != "" {
-		return fmt.Sprintf("unknown key; did you mean %q?", c)
+		return fmt.Sprintf("unknown key; did you mean %q?", c), []string{joinKey(section, c)}
 	}
 	if elsewhere := keyIndex()[name]; len(elsewhere) > 0 {
-		return fmt.Sprintf("unknown key here; %s belongs at %s", name, strings.Join(elsewhere, " or "))
+		return fmt.Sprintf("unknown key here; did you mean %s?", strings.Join(elsewhere, " or ")), elsewhere
 	}
 	where := "the " + section + " section"
 	if section == "" {
@@ -344,5 +351,5 @@ func unknownKey(name, section string, fields []fieldInfo) string {
 		names = names[3:] // apiVersion, kind and include are said elsewhere
 	}
 	sort.Strings(names)
-	return fmt.Sprintf("unknown key (keys of %s: %s)", where, strings.Join(names, ", "))
+	return fmt.Sprintf("unknown key (keys of %s: %s)", where, strings.Join(names, ", ")), nil
 }

@@ -116,10 +116,6 @@ type Build struct {
 	CacheDir  Path              `yaml:"cache_dir,omitempty"`
 	CacheSize Size              `yaml:"cache_size,omitempty"`
 	OnFailure string            `yaml:"on_failure,omitempty"`
-
-	// ConfigFile is build.config resolved against the job file when it
-	// names a file rather than defconfig or host.
-	ConfigFile string `yaml:"-"`
 }
 
 // Base configurations that are not files: make's defconfig, the running
@@ -133,7 +129,8 @@ var makeConfigTarget = regexp.MustCompile(`^(defconfig|tinyconfig|allnoconfig|[a
 
 // IsMakeConfig reports whether build.config names a make target that
 // writes a base config (defconfig, tinyconfig, allnoconfig,
-// x86_64_defconfig, …) rather than a file.
+// x86_64_defconfig, …) rather than a file. build.config is then a make
+// target, "host", or else the absolute path of a config file.
 func IsMakeConfig(s string) bool { return makeConfigTarget.MatchString(s) }
 
 // Workload tools.

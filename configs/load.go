@@ -62,7 +62,10 @@ func Load(path string, opt LoadOptions) (*Job, error) {
 	if root != nil {
 		l.decode(root, reflect.ValueOf(job).Elem(), "")
 	}
-	if !l.hasErrors() && job.Kind == KindJob {
+	if root != nil && job.Kind == KindJob {
+		// Validation runs after decoding errors too, so one pass shows
+		// every problem; it stays quiet about keys that failed to decode.
+		l.validating = true
 		l.setDefaults()
 		l.validate()
 	}
@@ -84,25 +87,53 @@ func Load(path string, opt LoadOptions) (*Job, error) {
 
 // loader holds one Load's state.
 type loader struct {
-	opt       LoadOptions
-	job       *Job
-	files     map[*yaml.Node]string // node → file it came from
-	fileOrder map[string]int
-	stack     []string // absolute paths of the files being read (cycles)
-	diags     []Diagnostic
-	nodes     int // nodes visited, against maxNodes
-	nodeAt    map[string]*yaml.Node
+	opt        LoadOptions
+	job        *Job
+	files      map[*yaml.Node]string // node → file it came from
+	fileOrder  map[string]int
+	stack      []string // absolute paths of the files being read (cycles)
+	diags      []Diagnostic
+	nodes      int // nodes visited, against maxNodes
+	nodeAt     map[string]*yaml.Node
+	failed     []string // keys that failed to decode
+	validating bool
 }
 
 // nodeOf returns the node a key was decoded from, or nil.
 func (l *loader) nodeOf(key string) *yaml.Node { return l.nodeAt[key] }
 
 func (l *loader) errorf(p Pos, key, format string, args ...any) {
-	l.diags = append(l.diags, Diagnostic{Pos: p, Key: key, Msg: fmt.Sprintf(format, args...)})
+	l.report(Diagnostic{Pos: p, Key: key, Msg: fmt.Sprintf(format, args...)})
 }
 
 func (l *loader) warnf(p Pos, key, format string, args ...any) {
-	l.diags = append(l.diags, Diagnostic{Pos: p, Key: key, Msg: fmt.Sprintf(format, args...), Warning: true})
+	l.report(Diagnostic{Pos: p, Key: key, Msg: fmt.Sprintf(format, args...), Warning: true})
+}
+
+func (l *loader) report(d Diagnostic) {
+	if !l.validating {
+		if d.Key != "" {
+			l.failed = append(l.failed, d.Key)
+		}
+	} else if l.underFailed(d.Key) {
+		return // its value did not decode: that error says it all
+	}
+	l.diags = append(l.diags, d)
+}
+
+// underFailed reports whether key is, contains or lies under a key that
+// failed to decode.
+func (l *loader) underFailed(key string) bool {
+	if key == "" {
+		return false
+	}
+	for _, f := range l.failed {
+		if f == "" || key == f || strings.HasPrefix(key, f+".") || strings.HasPrefix(key, f+"[") ||
+			strings.HasPrefix(f, key+".") || strings.HasPrefix(f, key+"[") {
+			return true
+		}
+	}
+	return false
 }
 
 func (l *loader) hasErrors() bool {
@@ -177,7 +208,9 @@ func (l *loader) readTree(file, kind string, via *yaml.Node) *yaml.Node {
 			body.Content = append(body.Content, k, v)
 		}
 	}
-	l.checkHeader(file, root, header, kind)
+	if !l.checkHeader(file, root, header, kind) {
+		return nil // not a kbisect/v1 file of this kind: its keys mean nothing
+	}
 
 	// Includes first, in order; each later one and then this file win.
 	var base *yaml.Node
@@ -188,6 +221,9 @@ func (l *loader) readTree(file, kind string, via *yaml.Node) *yaml.Node {
 		}
 		sub := l.readTree(p, KindDefaults, inc)
 		if sub == nil {
+			// Without the include, "missing" would be wrong about what
+			// it sets: validation stays quiet, decoding errors remain.
+			l.failed = append(l.failed, "")
 			continue
 		}
 		base = l.merge(base, sub)
@@ -250,12 +286,28 @@ func (l *loader) parse(file string, data []byte) *yaml.Node {
 
 func (l *loader) syntaxError(file string, err error) {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	line := 1
 	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-		n, _ := strconv.Atoi(m[1])
-		l.errorf(Pos{File: file, Line: n}, "", "YAML syntax: %s", m[2])
-		return
+		line, _ = strconv.Atoi(m[1])
+		msg = m[2]
+		if isParserProblem(msg) {
+			// yaml.v3 prints the parser's 0-based line (its scanner's
+			// are 1-based): for an unclosed "{" or "[" it is the line
+			// where the collection started.
+			line++
+		}
 	}
-	l.errorf(Pos{File: file}, "", "YAML syntax: %s", msg)
+	l.errorf(Pos{File: file, Line: line}, "", "YAML syntax: %s", msg)
+}
+
+// isParserProblem tells yaml.v3's parser errors from its scanner errors.
+func isParserProblem(msg string) bool {
+	for _, p := range []string{"did not find expected", "found duplicate %", "found incompatible YAML document", "found undefined tag handle"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // markFile records the file of every node under n (aliases are followed
@@ -281,7 +333,8 @@ func (l *loader) markFile(n *yaml.Node, file string) bool {
 }
 
 // checkHeader checks apiVersion and kind of one file.
-func (l *loader) checkHeader(file string, root *yaml.Node, header map[string]*yaml.Node, kind string) {
+func (l *loader) checkHeader(file string, root *yaml.Node, header map[string]*yaml.Node, kind string) bool {
+	before := len(l.diags)
 	v := header["apiVersion"]
 	switch {
 	case v == nil:
@@ -309,6 +362,7 @@ func (l *loader) checkHeader(file string, root *yaml.Node, header map[string]*ya
 			l.job.Kind = k.Value
 		}
 	}
+	return len(l.diags) == before
 }
 
 // includes returns the file names of an include key: one name or a list.

@@ -17,13 +17,21 @@ func (c CPUs) MarshalYAML() (any, error) { return c.String(), nil }
 // included file or from kbisect's defaults. Commands are shown as written,
 // so ${NAME} secrets stay unexpanded.
 func (j *Job) Effective() ([]byte, error) {
+	// The includes are merged in already; paths are absolute: the output
+	// loads as it is from anywhere.
+	c := *j
+	c.Include = nil
 	var doc yaml.Node
-	if err := doc.Encode(j); err != nil {
+	if err := doc.Encode(&c); err != nil {
 		return nil, err
 	}
 	j.annotate(&doc, "")
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "# %s as kbisect uses it: includes merged, defaults filled in.\n", j.File)
+	fmt.Fprintf(&b, "# %s as kbisect uses it: defaults filled in", j.File)
+	if len(j.Include) > 0 {
+		fmt.Fprintf(&b, ", %s merged", strings.Join(j.Include, ", "))
+	}
+	b.WriteString(".\n")
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)
 	if err := enc.Encode(&doc); err != nil {

@@ -89,13 +89,10 @@ func (l *loader) validateMachine() {
 	var seen CPUs
 	for i, node := range m.NUMANodes {
 		key := fmt.Sprintf("machine.numa_nodes[%d]", i)
-		if m.CPUs > 0 && node.Max() >= m.CPUs {
-			l.errorf(l.at(key), key, "CPU %d is outside the machine (machine.cpus: %d)", node.Max(), m.CPUs)
-		}
 		if both := node.Intersect(seen); len(both) > 0 {
 			l.errorf(l.at(key), key, "CPUs %s are already in an earlier node", both)
 		}
-		seen = append(seen, node...)
+		seen = append(seen, node.Minus(seen)...)
 		slices.Sort(seen)
 	}
 	if len(m.NUMANodes) > 0 && m.CPUs > 0 && len(seen) != m.CPUs {
@@ -173,6 +170,9 @@ func (l *loader) fileExists(key, path string, machineLocal bool) bool {
 		return true
 	}
 	why := unwrapPathError(err)
+	if l.job.defaulted[key] {
+		path += " (the default)"
+	}
 	if machineLocal {
 		l.warnf(l.at(key), key, "%s: %v (fine if this file exists where kbisect runs)", path, why)
 		return false
@@ -195,15 +195,14 @@ func (l *loader) validateBoot() *BootParams {
 	l.oneOf("boot.on_failure", b.OnFailure, []string{FailureSkip, FailureBad})
 
 	bp, err := ParseBootParams(b.Params, l.job.Machine.CPUs)
-	if err != nil {
-		p := l.at("boot.params")
-		if n := l.nodeOf("boot.params"); n != nil {
-			if be, ok := err.(*BootParamError); ok {
+	if errs, ok := err.(BootParamErrors); ok {
+		for _, be := range errs {
+			p := l.at("boot.params")
+			if n := l.nodeOf("boot.params"); n != nil {
 				p = l.valuePos(n, be.Offset)
 			}
+			l.errorf(p, "boot.params", "%v", be)
 		}
-		l.errorf(p, "boot.params", "%v", err)
-		bp = nil
 	} else {
 		if b.Params == "" {
 			l.warnf(l.at("boot.params"), "boot.params", "empty: test kernels boot without isolation (nohz_full, isolcpus, rcu_nocbs, irqaffinity)")
@@ -308,8 +307,9 @@ func (l *loader) validateBuild() {
 			l.errorf(l.at("build.config"), "build.config", "%v", err)
 			break
 		}
-		bu.ConfigFile = p
-		l.fileExists("build.config", p, filepath.IsAbs(bu.Config))
+		written := bu.Config
+		bu.Config = p
+		l.fileExists("build.config", p, filepath.IsAbs(written))
 	}
 	requested := map[string]string{}
 	for i, f := range bu.Fragments {
@@ -359,8 +359,10 @@ func (l *loader) checkFragment(key, path string) {
 		return
 	}
 	display := path
-	if rel, err := filepath.Rel(".", path); err == nil && !strings.HasPrefix(rel, "..") {
-		display = rel
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, path); err == nil && !strings.HasPrefix(rel, "..") {
+			display = rel
+		}
 	}
 	for i, line := range strings.Split(string(data), "\n") {
 		if _, err := ParseConfigLine(line); err != nil {
@@ -378,6 +380,7 @@ type ConfigOption struct {
 
 var (
 	configLine  = regexp.MustCompile(`^(CONFIG_[A-Za-z0-9_]+)=(.*)$`)
+	configName  = regexp.MustCompile(`^CONFIG_[A-Za-z0-9_]+`)
 	notSetLine  = regexp.MustCompile(`^# (CONFIG_[A-Za-z0-9_]+) is not set$`)
 	configValue = regexp.MustCompile(`^(y|m|n|-?[0-9]+|0x[0-9a-fA-F]+|"([^"\\]|\\.)*")$`)
 )
@@ -397,7 +400,8 @@ func ParseConfigLine(line string) (ConfigOption, error) {
 		if !strings.HasPrefix(s, "CONFIG_") {
 			return ConfigOption{}, fmt.Errorf("%q is not a config option (write CONFIG_NAME=y, =m, =n, a number or a \"string\")", s)
 		}
-		return ConfigOption{}, fmt.Errorf("%q has no value (write %s=y)", s, s)
+		name := configName.FindString(s)
+		return ConfigOption{}, fmt.Errorf("%q is not NAME=value (write e.g. %s=y)", s, name)
 	}
 	if !configValue.MatchString(m[2]) {
 		return ConfigOption{}, fmt.Errorf("%s=%s: the value must be y, m, n, a number or a \"quoted string\"", m[1], m[2])

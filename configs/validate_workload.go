@@ -147,7 +147,9 @@ func (l *loader) validateCommand(w *Workload) {
 			l.errorf(l.at("workload.json_path"), "workload.json_path", "%q is not a JSON path (write keys and indexes like results.max_ns or runs[0].time)", w.JSONPath)
 		}
 	}
-	l.oneOf("workload.unit", w.Unit, CommandUnits)
+	if !slices.Contains(CommandUnits, w.Unit) {
+		l.errorf(l.at("workload.unit"), "workload.unit", "%q is not a unit of time (ns, us, ms or s; leave it out for a plain number)", w.Unit)
+	}
 }
 
 func (l *loader) validateVerdict() {
@@ -175,7 +177,9 @@ func (l *loader) validateVerdict() {
 		l.checkThreshold(m, v.Threshold)
 	}
 	l.oneOf("verdict.aggregate", v.Aggregate, Aggregates)
-	l.oneOf("verdict.direction", v.Direction, []string{HigherIsBad, LowerIsBad})
+	if v.Direction != "" { // else the metric is unknown, said above
+		l.oneOf("verdict.direction", v.Direction, []string{HigherIsBad, LowerIsBad})
+	}
 	if l.intRange("verdict.samples.min", v.Samples.Min, 1, 10000) && v.Samples.Max < v.Samples.Min {
 		l.errorf(l.at("verdict.samples.max"), "verdict.samples.max", "%d is fewer than verdict.samples.min %d", v.Samples.Max, v.Samples.Min)
 	} else {
