@@ -6,7 +6,7 @@ import (
 )
 
 // Defaults that are not per tool or per metric. docs/job-file.md states
-// each; TestDocsStateDefaults keeps the two in step.
+// each; TestDocumentedDefaultsAreTheDefaults keeps the two in step.
 const (
 	DefaultPort           = 22
 	DefaultUser           = "root"

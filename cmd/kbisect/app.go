@@ -52,8 +52,9 @@ Commit choice is exactly git bisect's (the same midpoints, skips and
 a kernel's million commits. Every verdict is synced to a state directory
 before the next step; running the same command again resumes.
 
-Today "kbisect run --exec CMD" works as "git bisect run CMD" does. Job
-files, kernel builds, remote hosts and noise measurement arrive next.
+Today "kbisect run --exec CMD" works as "git bisect run CMD" does, and
+"kbisect validate" checks job files (one per lab machine). Kernel builds,
+remote hosts and noise measurement arrive next.
 
 EXIT STATUS
    0 found (or the command did its job), 1 failure, 2 usage or job file

@@ -114,7 +114,7 @@ EXAMPLES
 			&cli.StringSliceFlag{Name: "good", Usage: "a revision known to be good (repeatable)"},
 			&cli.StringFlag{Name: "bad", Usage: "a revision known to be bad"},
 			&cli.StringFlag{Name: "exec", Usage: "test each candidate with this shell command, as git bisect run"},
-			&cli.StringFlag{Name: "job", Usage: "job file of the lab machine (build, boot, measure; not available yet)"},
+			&cli.StringFlag{Name: "job", Usage: "job file of the lab machine (checked today; build, boot and measure arrive next)"},
 			&cli.StringFlag{Name: "repo", Value: ".", Usage: "the git work tree to bisect in"},
 			&cli.BoolFlag{Name: "first-parent", Usage: "follow only the first parent of merges, as git bisect --first-parent"},
 			&cli.StringFlag{Name: "state", Usage: "state directory (default: <git-dir>/kbisect/run-<id>)"},
@@ -147,7 +147,7 @@ func (o *runOptions) validate() error {
 	case o.Job != "" && o.Exec != "":
 		return usagef("run: give --job or --exec, not both")
 	case o.Job != "":
-		return usagef("run --job: building, booting and measuring kernels from a job file is not available yet; use --exec CMD for now")
+		return nil // checked by prepareJob
 	case o.Exec == "":
 		return usagef("run: --exec CMD is required (the test command, as for git bisect run)")
 	case o.Replay != "" && (o.Bad != "" || len(o.Goods) > 0):
@@ -219,10 +219,26 @@ func (m runningMark) head() worktree.Head {
 	return worktree.Head{Branch: m.HeadBranch, Commit: m.HeadCommit}
 }
 
+// prepareJob checks the job file before anything else, so that a typo
+// surfaces in a second rather than hours into a run.
+func (r *execRun) prepareJob() error {
+	job, err := loadJob(r.o.Job, r.stderr)
+	if err != nil {
+		return err
+	}
+	if err := job.CheckEnv(nil); err != nil {
+		return usagef("run --job %v (set it, or run validate to see where it is used)", err)
+	}
+	return usagef("run --job %s: the job file is valid, but building, booting and measuring kernels from it is not available yet; use --exec CMD for now", r.o.Job)
+}
+
 func (r *execRun) prepare(ctx context.Context) error {
 	o := r.o
 	if err := o.validate(); err != nil {
 		return err
+	}
+	if o.Job != "" {
+		return r.prepareJob()
 	}
 	tree, err := worktree.Open(ctx, o.Repo)
 	if err != nil {

@@ -163,7 +163,7 @@ func loadJob(path string, stderr io.Writer) (*configs.Job, error) {
 		for _, d := range ce.All {
 			fmt.Fprintln(stderr, d)
 		}
-		return nil, usagef("%s: %s (kbisect validate %s lists them again)", path, count(len(ce.List), "error"), path)
+		return nil, usagef("%s: %s in the job file", path, count(len(ce.List), "error"))
 	}
 	if err != nil {
 		return nil, err
