@@ -243,22 +243,34 @@ func (l *loader) set(n *yaml.Node, key string, err error, apply func()) {
 	apply()
 }
 
-// valuePos is the position of byte offset off inside scalar n, when the
-// scalar is on one line; otherwise the scalar's own position.
+// valuePos is the position of byte offset off inside scalar n when the
+// file shows the value verbatim on one line (plain or quoted without
+// escapes); otherwise the scalar's own position.
 func (l *loader) valuePos(n *yaml.Node, off int) Pos {
 	p := l.pos(n)
-	if strings.ContainsAny(n.Value, "\n\\") {
+	lines := l.sources[p.File]
+	if p.Line < 1 || p.Line > len(lines) {
 		return p
 	}
-	switch n.Style {
-	case 0:
-		p.Col += off
-	case yaml.DoubleQuotedStyle, yaml.SingleQuotedStyle:
-		if !strings.Contains(n.Value, "'") {
-			p.Col += off + 1
+	line := lines[p.Line-1]
+	start := p.Col - 1 // yaml.v3 counts columns in characters
+	if n.Style == yaml.DoubleQuotedStyle || n.Style == yaml.SingleQuotedStyle {
+		start++
+	}
+	if start < 0 || start > len(line) || !isASCII(line[:start]) || !strings.HasPrefix(line[start:], n.Value) {
+		return p
+	}
+	p.Col = start + off + 1
+	return p
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
 		}
 	}
-	return p
+	return true
 }
 
 func (l *loader) resolvePath(n *yaml.Node, s string) (string, error) {
@@ -307,9 +319,6 @@ func (l *loader) decodeStruct(n *yaml.Node, v reflect.Value, key string) {
 			// What the key was meant to set is not "missing" too.
 			l.failed = append(l.failed, meant...)
 			continue
-		}
-		if key == "" && (k.Value == "apiVersion" || k.Value == "kind" || k.Value == "include") {
-			continue // read per file by readTree
 		}
 		l.decode(val, v.Field(f.index), full)
 	}

@@ -55,7 +55,7 @@ const maxNodes = 200000
 // every problem found; warnings are in Job.Warnings (or Errors.Warnings).
 func Load(path string, opt LoadOptions) (*Job, error) {
 	opt.fill()
-	l := &loader{opt: opt, files: map[*yaml.Node]string{}, fileOrder: map[string]int{}, nodeAt: map[string]*yaml.Node{}}
+	l := &loader{opt: opt, files: map[*yaml.Node]string{}, fileOrder: map[string]int{}, nodeAt: map[string]*yaml.Node{}, sources: map[string][]string{}}
 	job := &Job{File: path, pos: map[string]Pos{}, defaulted: map[string]bool{}}
 	l.job = job
 	root := l.readTree(path, KindJob, nil)
@@ -95,7 +95,8 @@ type loader struct {
 	diags      []Diagnostic
 	nodes      int // nodes visited, against maxNodes
 	nodeAt     map[string]*yaml.Node
-	failed     []string // keys that failed to decode
+	sources    map[string][]string // lines of each file, for columns inside values
+	failed     []string            // keys that failed to decode
 	validating bool
 }
 
@@ -241,6 +242,7 @@ func unwrapPathError(err error) error {
 
 // parse turns a file into its root mapping node, reporting syntax errors.
 func (l *loader) parse(file string, data []byte) *yaml.Node {
+	l.sources[file] = strings.Split(string(data), "\n")
 	for i, line := range bytes.Split(data, []byte("\n")) {
 		if ws := len(line) - len(bytes.TrimLeft(line, " \t")); bytes.IndexByte(line[:ws], '\t') >= 0 {
 			l.errorf(Pos{file, i + 1, bytes.IndexByte(line, '\t') + 1}, "", "a tab in the indentation: YAML indents with spaces")

@@ -390,3 +390,19 @@ func FuzzLoad(f *testing.F) {
 		}
 	})
 }
+
+func TestErrorsInsideValuesPointAtTheEntryWhenTheTextShowsIt(t *testing.T) {
+	head := "apiVersion: kbisect/v1\nkind: Job\nmachine: {name: box, cpus: 4}\nhost: {address: h}\nbuild: {tree: /}\nboot:\n  method: kexec\n"
+	for params, want := range map[string]string{
+		"  params: nohz_full=1-9\n":                    "x.yaml:8:21: boot.params: nohz_full: CPU 9 is outside the machine (machine.cpus: 4, CPUs 0-3)",
+		"  params: 'quiet nohz_full=1-9'\n":            "x.yaml:8:28: boot.params: nohz_full: CPU 9 is outside the machine (machine.cpus: 4, CPUs 0-3)",
+		"  params: \"quiet\\tnohz_full=1-9\"\n":        "x.yaml:8:11: boot.params: nohz_full: CPU 9 is outside the machine (machine.cpus: 4, CPUs 0-3)",
+		"  params: >-\n    quiet\n    nohz_full=1-9\n": "x.yaml:8:11: boot.params: nohz_full: CPU 9 is outside the machine (machine.cpus: 4, CPUs 0-3)",
+	} {
+		src := head + params
+		_, err := Load("x.yaml", LoadOptions{Home: "/h", ReadFile: func(string) ([]byte, error) { return []byte(src), nil }})
+		if err == nil || err.Error() != want {
+			t.Errorf("%q:\n got %v\nwant %s", params, err, want)
+		}
+	}
+}
