@@ -5,7 +5,18 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"gopkg.in/yaml.v3"
 )
+
+// allCPUs returns CPUs 0 to n-1.
+func allCPUs(n int) CPUs {
+	out := make(CPUs, 0, n)
+	for c := 0; c < n; c++ {
+		out = append(out, c)
+	}
+	return out
+}
 
 // MaxCPUs bounds CPU numbers: the kernel's NR_CPUS tops out at 8192.
 const MaxCPUs = 8192
@@ -22,7 +33,12 @@ type CPUs []int
 func ParseCPUs(s string, nrCPUs int) (CPUs, error) {
 	set := map[int]bool{}
 	off := 0
-	for _, part := range strings.Split(s, ",") {
+	parts := strings.Split(s, ",")
+	for i, part := range parts {
+		if strings.TrimSpace(part) == "" && (i == 0 || i == len(parts)-1) && len(parts) > 1 {
+			off += len(part) + 1
+			continue // the kernel accepts a leading or trailing comma
+		}
 		if err := parseCPURange(strings.TrimSpace(part), nrCPUs, set); err != nil {
 			return nil, &cpuError{offset: off + strings.Index(part, strings.TrimSpace(part)), err: err}
 		}
@@ -48,23 +64,23 @@ func parseCPURange(part string, nrCPUs int, set map[int]bool) error {
 	if part == "" {
 		return fmt.Errorf("empty CPU list entry (write CPUs like 1-16,33-48)")
 	}
-	if part == "all" {
+	rng, group, hasGroup := strings.Cut(part, ":")
+	var a, b int
+	lo, hi, isRange := strings.Cut(rng, "-")
+	if strings.EqualFold(rng, "all") {
 		if nrCPUs <= 0 {
 			return fmt.Errorf(`"all" needs machine.cpus`)
 		}
-		for c := 0; c < nrCPUs; c++ {
-			set[c] = true
+		a, b, isRange = 0, nrCPUs-1, true
+	} else {
+		var err error
+		if a, err = cpuNumber(lo, nrCPUs); err != nil {
+			return err
 		}
-		return nil
+		b = a
 	}
-	rng, group, hasGroup := strings.Cut(part, ":")
-	lo, hi, isRange := strings.Cut(rng, "-")
-	a, err := cpuNumber(lo, nrCPUs)
-	if err != nil {
-		return err
-	}
-	b := a
-	if isRange {
+	if isRange && !strings.EqualFold(rng, "all") {
+		var err error
 		if b, err = cpuNumber(hi, nrCPUs); err != nil {
 			return err
 		}
@@ -74,7 +90,11 @@ func parseCPURange(part string, nrCPUs int, set map[int]bool) error {
 	}
 	used, size := 1, 1
 	if hasGroup {
+		if !isRange {
+			return fmt.Errorf("CPU group %q needs a range (write A-B:used/group, e.g. 0-63:1/2)", part)
+		}
 		u, g, ok := strings.Cut(group, "/")
+		var err error
 		used, err = strconv.Atoi(u)
 		if err == nil && ok {
 			size, err = strconv.Atoi(g)
@@ -106,9 +126,14 @@ func cpuNumber(s string, nrCPUs int) (int, error) {
 		return 0, fmt.Errorf("CPU %d is beyond the kernel's limit of %d CPUs", n, MaxCPUs)
 	}
 	if nrCPUs > 0 && n >= nrCPUs {
-		return 0, fmt.Errorf("CPU %d is outside the machine (machine.cpus: %d, CPUs 0-%d)", n, nrCPUs, nrCPUs-1)
+		return 0, outsideMachine(n, nrCPUs)
 	}
 	return n, nil
+}
+
+// outsideMachine is the error for a CPU the machine does not have.
+func outsideMachine(cpu, nrCPUs int) error {
+	return fmt.Errorf("CPU %d is outside the machine (machine.cpus: %d, CPUs 0-%d)", cpu, nrCPUs, nrCPUs-1)
 }
 
 // String formats the set as a kernel cpulist.
@@ -168,206 +193,30 @@ func (c CPUs) Max() int {
 	return c[len(c)-1]
 }
 
-// BootParams is the isolation part of a kernel command line, parsed.
-type BootParams struct {
-	// NohzFull, IsolCPUs, RCUNocbs, IRQAffinity and KthreadCPUs are the
-	// CPU lists of those parameters; nil when the parameter is absent.
-	NohzFull    CPUs
-	IsolCPUs    CPUs
-	RCUNocbs    CPUs
-	IRQAffinity CPUs
-	KthreadCPUs CPUs
-	// IsolFlags are isolcpus's flags (nohz, domain, managed_irq).
-	IsolFlags []string
-	// Params are all parameters in order, with their offsets in the line.
-	Params []BootParam
+// cpuList is a CPU list of the job file, parsed by parseCPULists once
+// machine.cpus is known.
+type cpuList struct {
+	key  string
+	node *yaml.Node
+	set  *CPUs
 }
 
-// BootParam is one "name=value" (or bare "name") of a command line.
-type BootParam struct {
-	Name, Value string
-	Offset      int // byte offset of Name in the command line
-}
-
-// cpuListParams are the parameters whose value is (or ends in) a cpulist.
-var cpuListParams = map[string]bool{
-	"nohz_full": true, "isolcpus": true, "rcu_nocbs": true, "irqaffinity": true, "kthread_cpus": true,
-}
-
-var isolcpusFlags = map[string]bool{"nohz": true, "domain": true, "managed_irq": true}
-
-// BootParamError is an error in one parameter of a command line.
-type BootParamError struct {
-	Param  string
-	Offset int // byte offset in the command line where the problem is
-	Err    error
-}
-
-func (e *BootParamError) Error() string { return fmt.Sprintf("%s: %v", e.Param, e.Err) }
-
-// BootParamErrors is every error of a command line, in order.
-type BootParamErrors []*BootParamError
-
-func (e BootParamErrors) Error() string {
-	msgs := make([]string, len(e))
-	for i, x := range e {
-		msgs[i] = x.Error()
+// parseCPULists parses the job's CPU lists against the machine's CPUs.
+func (l *loader) parseCPULists() {
+	nr := l.job.Machine.CPUs
+	if nr < 0 || nr > MaxCPUs {
+		nr = 0 // said by validation
 	}
-	return strings.Join(msgs, "; ")
-}
-
-// SplitCmdline splits a kernel command line into parameters the way the
-// kernel does: on spaces, with double quotes grouping a value.
-func SplitCmdline(line string) []BootParam {
-	var out []BootParam
-	i := 0
-	for i < len(line) {
-		for i < len(line) && isSpace(line[i]) {
-			i++
-		}
-		if i >= len(line) {
-			break
-		}
-		start := i
-		quoted := false
-		for i < len(line) && (quoted || !isSpace(line[i])) {
-			if line[i] == '"' {
-				quoted = !quoted
-			}
-			i++
-		}
-		word := strings.ReplaceAll(line[start:i], `"`, "")
-		name, value, _ := strings.Cut(word, "=")
-		out = append(out, BootParam{Name: name, Value: value, Offset: start})
-	}
-	return out
-}
-
-func isSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\n' || b == '\r' }
-
-// ParseBootParams parses a command line and the CPU lists of its isolation
-// parameters. nrCPUs, when known, also rejects CPUs the machine lacks. The
-// error, if any, is a BootParamErrors listing every bad parameter.
-func ParseBootParams(line string, nrCPUs int) (*BootParams, error) {
-	bp := &BootParams{Params: SplitCmdline(line)}
-	var errs BootParamErrors
-	for _, p := range bp.Params {
-		if err := bp.parseParam(p, nrCPUs); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if len(errs) > 0 {
-		return nil, errs
-	}
-	return bp, nil
-}
-
-func (bp *BootParams) parseParam(p BootParam, nrCPUs int) *BootParamError {
-	{
-		if !cpuListParams[p.Name] {
-			return nil
-		}
-		valueOff := p.Offset + len(p.Name) + 1
-		list := p.Value
-		if p.Name == "isolcpus" {
-			var flags []string
-			for {
-				flag, rest, more := strings.Cut(list, ",")
-				if flag == "" || (flag[0] >= '0' && flag[0] <= '9') || flag == "all" || flag == "N" {
-					break
-				}
-				if !isolcpusFlags[flag] {
-					return &BootParamError{p.Name, valueOff, fmt.Errorf("unknown flag %q (isolcpus takes nohz, domain, managed_irq, then a CPU list)", flag)}
-				}
-				flags = append(flags, flag)
-				if !more {
-					list = ""
-					break
-				}
-				valueOff += len(flag) + 1
-				list = rest
-			}
-			bp.IsolFlags = flags
-		}
-		if list == "" {
-			if p.Name == "rcu_nocbs" {
-				// A bare rcu_nocbs (6.0+) offloads every CPU.
-				bp.RCUNocbs = allCPUs(nrCPUs)
-				return nil
-			}
-			return &BootParamError{p.Name, p.Offset, fmt.Errorf("no CPU list")}
-		}
-		cpus, err := ParseCPUs(list, nrCPUs)
+	for _, c := range l.cpuLists {
+		cpus, err := ParseCPUs(c.node.Value, nr)
 		if err != nil {
-			off := valueOff
+			p := l.pos(c.node)
 			if ce, ok := err.(*cpuError); ok {
-				off += ce.offset
+				p = l.valuePos(c.node, ce.offset)
 			}
-			return &BootParamError{p.Name, off, err}
+			l.badf(p, c.key, "%v", err)
+			continue
 		}
-		switch p.Name {
-		case "nohz_full":
-			bp.NohzFull = cpus
-		case "isolcpus":
-			bp.IsolCPUs = cpus
-		case "rcu_nocbs":
-			bp.RCUNocbs = cpus
-		case "irqaffinity":
-			bp.IRQAffinity = cpus
-		case "kthread_cpus":
-			bp.KthreadCPUs = cpus
-		}
+		*c.set = cpus
 	}
-	return nil
-}
-
-func allCPUs(n int) CPUs {
-	out := make(CPUs, 0, n)
-	for c := 0; c < n; c++ {
-		out = append(out, c)
-	}
-	return out
-}
-
-// isolcpusDomain reports whether isolcpus takes the CPUs out of the
-// scheduler domains: with the domain flag, or with no flags at all.
-func (bp *BootParams) isolcpusDomain() bool {
-	if bp.IsolCPUs == nil {
-		return false
-	}
-	if len(bp.IsolFlags) == 0 {
-		return true
-	}
-	for _, f := range bp.IsolFlags {
-		if f == "domain" {
-			return true
-		}
-	}
-	return false
-}
-
-// Isolated returns the CPUs the command line isolates: those that are both
-// nohz_full and isolcpus (domain) when both are given, else those of the
-// one given; nil when neither is.
-func (bp *BootParams) Isolated() CPUs {
-	dom := bp.isolcpusDomain()
-	switch {
-	case bp.NohzFull != nil && dom:
-		return bp.NohzFull.Intersect(bp.IsolCPUs)
-	case bp.NohzFull != nil:
-		return bp.NohzFull
-	case dom:
-		return bp.IsolCPUs
-	}
-	return nil
-}
-
-// Get returns the value of the last parameter called name.
-func (bp *BootParams) Get(name string) (string, bool) {
-	for i := len(bp.Params) - 1; i >= 0; i-- {
-		if bp.Params[i].Name == name {
-			return bp.Params[i].Value, true
-		}
-	}
-	return "", false
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -52,6 +53,8 @@ func Keys() []string {
 	return out
 }
 
+var wholeNumber = regexp.MustCompile(`^[-+]?[0-9_]+$`)
+
 var keyIndex = sync.OnceValue(func() map[string][]string {
 	idx := map[string][]string{}
 	for _, k := range Keys() {
@@ -70,12 +73,13 @@ func isLeafType(t reflect.Type) bool {
 func (l *loader) decode(n *yaml.Node, v reflect.Value, key string) {
 	if l.nodes++; l.nodes > maxNodes {
 		if l.nodes == maxNodes+1 {
-			l.errorf(l.pos(n), key, "too many YAML nodes (more than %d, counting aliases)", maxNodes)
+			l.badf(l.pos(n), key, "too many YAML nodes (more than %d, counting aliases)", maxNodes)
 		}
 		return
 	}
 	n = resolve(n)
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+		l.nullAt[key] = l.pos(n)
 		return // "key:" with no value leaves the default
 	}
 	if key != "" {
@@ -90,7 +94,7 @@ func (l *loader) decode(n *yaml.Node, v reflect.Value, key string) {
 		l.decodeStruct(n, v, key)
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
-			l.errorf(l.pos(n), key, "expected a list, got %s", describe(n))
+			l.badf(l.pos(n), key, "expected a list, got %s", describe(n))
 			return
 		}
 		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
@@ -100,7 +104,7 @@ func (l *loader) decode(n *yaml.Node, v reflect.Value, key string) {
 		v.Set(s)
 	case reflect.Map:
 		if n.Kind != yaml.MappingNode {
-			l.errorf(l.pos(n), key, "expected a mapping of NAME: value, got %s", describe(n))
+			l.badf(l.pos(n), key, "expected a mapping of NAME: value, got %s", describe(n))
 			return
 		}
 		m := reflect.MakeMap(v.Type())
@@ -116,19 +120,23 @@ func (l *loader) decode(n *yaml.Node, v reflect.Value, key string) {
 			v.SetString(s)
 		}
 	case reflect.Int:
+		if n.Kind == yaml.ScalarNode && wholeNumber.MatchString(n.Value) && n.ShortTag() != "!!int" {
+			l.badf(l.pos(n), key, "%s is out of range", n.Value)
+			return
+		}
 		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
-			l.errorf(l.pos(n), key, "expected a whole number, got %s", describe(n))
+			l.badf(l.pos(n), key, "expected a whole number, got %s", describe(n))
 			return
 		}
 		var i int
 		if err := n.Decode(&i); err != nil {
-			l.errorf(l.pos(n), key, "%s is out of range", describe(n))
+			l.badf(l.pos(n), key, "%s is out of range", describe(n))
 			return
 		}
 		v.SetInt(int64(i))
 	case reflect.Bool:
 		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
-			l.errorf(l.pos(n), key, "expected true or false, got %s", describe(n))
+			l.badf(l.pos(n), key, "expected true or false, got %s", describe(n))
 			return
 		}
 		var b bool
@@ -136,34 +144,45 @@ func (l *loader) decode(n *yaml.Node, v reflect.Value, key string) {
 		v.SetBool(b)
 	case reflect.Float64:
 		if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!float" && n.ShortTag() != "!!int") {
-			l.errorf(l.pos(n), key, "expected a number, got %s", describe(n))
+			l.badf(l.pos(n), key, "expected a number, got %s", describe(n))
 			return
 		}
 		var f float64
 		if err := n.Decode(&f); err != nil {
-			l.errorf(l.pos(n), key, "%s is not a number", describe(n))
+			l.badf(l.pos(n), key, "%s is not a number", describe(n))
 			return
 		}
 		v.SetFloat(f)
 	default:
 		// A schema type without a decoder: TestEveryKeyDecodes catches it.
-		l.errorf(l.pos(n), key, "kbisect cannot read this key (no decoder for %s)", v.Type())
+		l.badf(l.pos(n), key, "kbisect cannot read this key (no decoder for %s)", v.Type())
 	}
 }
 
-// text returns a scalar as text: strings, and numbers as written.
+// text returns a scalar as text: strings, and numbers and dates as written.
+// Only commands may hold ${NAME}.
 func (l *loader) text(n *yaml.Node, key string) (string, bool) {
+	s, ok := l.anyText(n, key)
+	if ok && strings.Contains(s, "${") {
+		l.badf(l.pos(n), key, "${NAME} is expanded only in commands (%s); write the value here", strings.Join(commandKeys, ", "))
+		return "", false
+	}
+	return s, ok
+}
+
+// anyText is text for commands, which may hold ${NAME}.
+func (l *loader) anyText(n *yaml.Node, key string) (string, bool) {
 	if n.Kind != yaml.ScalarNode {
-		l.errorf(l.pos(n), key, "expected text, got %s", describe(n))
+		l.badf(l.pos(n), key, "expected text, got %s", describe(n))
 		return "", false
 	}
 	switch n.ShortTag() {
-	case "!!str", "!!int", "!!float":
+	case "!!str", "!!int", "!!float", "!!timestamp":
 	case "!!bool":
-		l.errorf(l.pos(n), key, "expected text, got %s (put it in quotes if you mean the word)", n.Value)
+		l.badf(l.pos(n), key, "expected text, got %s (put it in quotes if you mean the word)", n.Value)
 		return "", false
 	default:
-		l.errorf(l.pos(n), key, "expected text, got %s", describe(n))
+		l.badf(l.pos(n), key, "expected text, got %s", describe(n))
 		return "", false
 	}
 	return n.Value, true
@@ -188,15 +207,9 @@ func (l *loader) decodeValue(n *yaml.Node, v reflect.Value, key string) bool {
 			l.set(n, key, err, func() { *p = t })
 		}
 	case *CPUs:
-		if s, ok := l.text(n, key); ok {
-			c, err := ParseCPUs(s, l.job.Machine.CPUs)
-			if err != nil {
-				if ce, ok := err.(*cpuError); ok {
-					l.errorf(l.valuePos(n, ce.offset), key, "%v", err)
-					return true
-				}
-			}
-			l.set(n, key, err, func() { *p = c })
+		// Parsed once machine.cpus is known, whatever the key order.
+		if _, ok := l.text(n, key); ok {
+			l.cpuLists = append(l.cpuLists, cpuList{key: key, node: n, set: p})
 		}
 	case *Path:
 		if s, ok := l.text(n, key); ok {
@@ -204,7 +217,7 @@ func (l *loader) decodeValue(n *yaml.Node, v reflect.Value, key string) bool {
 			l.set(n, key, err, func() { *p = Path(path) })
 		}
 	case *Command:
-		if s, ok := l.text(n, key); ok {
+		if s, ok := l.anyText(n, key); ok {
 			*p = Command(s)
 		}
 	case *Samples:
@@ -212,20 +225,17 @@ func (l *loader) decodeValue(n *yaml.Node, v reflect.Value, key string) bool {
 			var i int
 			if err := n.Decode(&i); err == nil {
 				*p = Samples{Min: i, Max: i}
+				l.job.pos[key+".min"], l.job.pos[key+".max"] = l.pos(n), l.pos(n)
 				return true
 			}
 		}
 		if n.Kind != yaml.MappingNode {
-			l.errorf(l.pos(n), key, "expected a number of samples or {min: N, max: M}, got %s", describe(n))
+			l.badf(l.pos(n), key, "expected a number of samples or {min: N, max: M}, got %s", describe(n))
 			return true
 		}
 		return false
 	case *string:
 		if s, ok := l.text(n, key); ok {
-			if strings.Contains(s, "${") {
-				l.errorf(l.pos(n), key, "${NAME} is expanded only in commands (boot.script, boot.power_cycle, boot.console, workload.command, workload.load); write the value here")
-				return true
-			}
 			*p = s
 		}
 	default:
@@ -237,20 +247,24 @@ func (l *loader) decodeValue(n *yaml.Node, v reflect.Value, key string) bool {
 // set reports err at n, or runs apply.
 func (l *loader) set(n *yaml.Node, key string, err error, apply func()) {
 	if err != nil {
-		l.errorf(l.pos(n), key, "%v", err)
+		l.badf(l.pos(n), key, "%v", err)
 		return
 	}
 	apply()
 }
 
-// valuePos is the position of byte offset off inside scalar n when the
-// file shows the value verbatim on one line (plain or quoted without
-// escapes); otherwise the scalar's own position.
+// valuePos is the position of byte offset off inside scalar n where the
+// file shows it: the same line for a plain or quoted value without escapes,
+// the line that holds the word for a block value (| or >); otherwise the
+// scalar's own position.
 func (l *loader) valuePos(n *yaml.Node, off int) Pos {
 	p := l.pos(n)
 	lines := l.sources[p.File]
-	if p.Line < 1 || p.Line > len(lines) {
+	if p.Line < 1 || p.Line > len(lines) || off < 0 || off > len(n.Value) {
 		return p
+	}
+	if n.Style == yaml.LiteralStyle || n.Style == yaml.FoldedStyle {
+		return blockPos(p, lines, n.Value, off)
 	}
 	line := lines[p.Line-1]
 	start := p.Col - 1 // yaml.v3 counts columns in characters
@@ -261,6 +275,40 @@ func (l *loader) valuePos(n *yaml.Node, off int) Pos {
 		return p
 	}
 	p.Col = start + off + 1
+	return p
+}
+
+// blockPos finds the word of value at off in the lines of a block scalar
+// that starts after p.Line: the k-th time the word appears in the value is
+// the k-th time it appears in those lines.
+func blockPos(p Pos, lines []string, value string, off int) Pos {
+	ws := strings.LastIndexAny(value[:off], " \n\t") + 1
+	we := strings.IndexAny(value[ws:], " \n\t")
+	if we < 0 {
+		we = len(value) - ws
+	}
+	word := value[ws : ws+we]
+	if word == "" {
+		return p
+	}
+	k := strings.Count(value[:ws], word)
+	for i := p.Line; i < len(lines); i++ {
+		line := lines[i]
+		for from := 0; ; {
+			j := strings.Index(line[from:], word)
+			if j < 0 {
+				break
+			}
+			if k == 0 {
+				if !isASCII(line[:from+j]) {
+					return p
+				}
+				return Pos{File: p.File, Line: i + 1, Col: from + j + off - ws + 1}
+			}
+			k--
+			from += j + len(word)
+		}
+	}
 	return p
 }
 
@@ -277,8 +325,6 @@ func (l *loader) resolvePath(n *yaml.Node, s string) (string, error) {
 	switch {
 	case s == "":
 		return "", nil
-	case strings.Contains(s, "${"):
-		return "", fmt.Errorf("${NAME} is expanded only in commands; write the path (~/ and paths relative to this file work)")
 	case s == "~" || strings.HasPrefix(s, "~/"):
 		if l.opt.Home == "" {
 			return "", fmt.Errorf("%s starts with ~ but the home directory is unknown", s)
@@ -302,7 +348,7 @@ func (l *loader) decodeStruct(n *yaml.Node, v reflect.Value, key string) {
 		if key == "" {
 			what = "job"
 		}
-		l.errorf(l.pos(n), key, "expected a mapping (the keys of this %s), got %s", what, describe(n))
+		l.badf(l.pos(n), key, "expected a mapping (the keys of this %s), got %s", what, describe(n))
 		return
 	}
 	fields := keysOf(v.Type())
@@ -315,9 +361,10 @@ func (l *loader) decodeStruct(n *yaml.Node, v reflect.Value, key string) {
 		}
 		if !ok {
 			msg, meant := unknownKey(k.Value, key, fields)
-			l.errorf(l.pos(k), full, "%s", msg)
-			// What the key was meant to set is not "missing" too.
-			l.failed = append(l.failed, meant...)
+			l.badf(l.pos(k), full, "%s", msg)
+			for _, m := range meant {
+				l.meant[m] = true // not "missing" as well
+			}
 			continue
 		}
 		l.decode(val, v.Field(f.index), full)

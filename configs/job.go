@@ -62,7 +62,7 @@ type Host struct {
 	Jump             string   `yaml:"jump,omitempty"`
 	Sudo             bool     `yaml:"sudo,omitempty"`
 	ConnectTimeout   Duration `yaml:"connect_timeout,omitempty"`
-	Keepalive        Duration `yaml:"keepalive,omitempty"`
+	Keepalive        Duration `yaml:"keepalive"` // 0s: none
 }
 
 // Boot methods.
@@ -87,7 +87,7 @@ type Boot struct {
 	ExtraCmdline string   `yaml:"extra_cmdline,omitempty"`
 	Initramfs    Command  `yaml:"initramfs,omitempty"`
 	Timeout      Duration `yaml:"timeout,omitempty"`
-	Settle       Duration `yaml:"settle,omitempty"`
+	Settle       Duration `yaml:"settle"`
 	Script       Command  `yaml:"script,omitempty"`
 	PowerCycle   Command  `yaml:"power_cycle,omitempty"`
 	Console      Command  `yaml:"console,omitempty"`
@@ -202,15 +202,9 @@ func (j *Job) Pos(key string) (Pos, bool) {
 // rather than from a job file.
 func (j *Job) Defaulted(key string) bool { return j.defaulted[key] }
 
-// IsolatedCPUs returns the CPUs that boot.params isolate (see
-// ParseBootParams); nil when they isolate none.
-func (j *Job) IsolatedCPUs() CPUs {
-	bp, err := ParseBootParams(j.Boot.Params, j.Machine.CPUs)
-	if err != nil {
-		return nil
-	}
-	return bp.Isolated()
-}
+// commandKeys are the keys whose values are shell commands, the only ones
+// that may use ${NAME}.
+var commandKeys = []string{"boot.script", "boot.power_cycle", "boot.console", "boot.initramfs", "workload.command", "workload.load"}
 
 // Commands returns the job's shell commands by key ("boot.power_cycle"),
 // for what treats them alike: environment checks, display.

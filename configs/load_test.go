@@ -309,7 +309,7 @@ func TestSyntaxErrorsPointAtTheRightLine(t *testing.T) {
 		"apiVersion: kbisect/v1\nkind: Job\nboot:\n  - 1\n params: x\n":                 "x.yaml:5: YAML syntax: did not find expected key",
 		"apiVersion: kbisect/v1\nkind: Job\nmachine: @x\n":                              "x.yaml:3: YAML syntax: found character that cannot start any token",
 		"machine: [\n": "x.yaml:2: YAML syntax: did not find expected node content",
-		"- a\n- b\n":   "x.yaml:1:1: expected a mapping of keys (apiVersion, kind, machine, host, boot, …), got a list",
+		"- a\n- b\n":   "x.yaml:1:1: expected a mapping of keys (apiVersion, kind, machine, host, boot, …); this is not a job file",
 	} {
 		_, err := Load("x.yaml", LoadOptions{ReadFile: func(string) ([]byte, error) { return []byte(src), nil }})
 		if err == nil || err.Error() != want {
@@ -397,7 +397,7 @@ func TestErrorsInsideValuesPointAtTheEntryWhenTheTextShowsIt(t *testing.T) {
 		"  params: nohz_full=1-9\n":                    "x.yaml:8:21: boot.params: nohz_full: CPU 9 is outside the machine (machine.cpus: 4, CPUs 0-3)",
 		"  params: 'quiet nohz_full=1-9'\n":            "x.yaml:8:28: boot.params: nohz_full: CPU 9 is outside the machine (machine.cpus: 4, CPUs 0-3)",
 		"  params: \"quiet\\tnohz_full=1-9\"\n":        "x.yaml:8:11: boot.params: nohz_full: CPU 9 is outside the machine (machine.cpus: 4, CPUs 0-3)",
-		"  params: >-\n    quiet\n    nohz_full=1-9\n": "x.yaml:8:11: boot.params: nohz_full: CPU 9 is outside the machine (machine.cpus: 4, CPUs 0-3)",
+		"  params: >-\n    quiet\n    nohz_full=1-9\n": "x.yaml:10:15: boot.params: nohz_full: CPU 9 is outside the machine (machine.cpus: 4, CPUs 0-3)",
 	} {
 		src := head + params
 		_, err := Load("x.yaml", LoadOptions{Home: "/h", ReadFile: func(string) ([]byte, error) { return []byte(src), nil }})

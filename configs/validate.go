@@ -19,6 +19,9 @@ func (l *loader) at(key string) Pos {
 		if p, ok := l.job.pos[k]; ok {
 			return p
 		}
+		if p, ok := l.nullAt[k]; ok {
+			return p
+		}
 		i := strings.LastIndexAny(k, ".[")
 		if i < 0 {
 			break
@@ -76,7 +79,7 @@ func (l *loader) validateMachine() {
 	m := &l.job.Machine
 	switch {
 	case m.Name == "":
-		l.errorf(l.at("machine.name"), "machine.name", "missing: name the machine (it names state directories and reports)")
+		l.missingf("machine.name", "missing: name the machine (it names state directories and reports)")
 	case !machineName.MatchString(m.Name):
 		l.errorf(l.at("machine.name"), "machine.name", "%q: use letters, digits, '.', '_' and '-' (it names files)", m.Name)
 	}
@@ -109,7 +112,7 @@ func (l *loader) validateHost() {
 	case qemu && h.Address != "":
 		l.errorf(l.at("host.address"), "host.address", "boot.method qemu connects to its own guest on 127.0.0.1; remove host.address")
 	case !qemu && h.Address == "":
-		l.errorf(l.at("host.address"), "host.address", "missing: the lab machine's name or IP address")
+		l.missingf("host.address", "missing: the lab machine's name or IP address")
 	case h.Address != "" && (!hostWord.MatchString(h.Address) || strings.HasPrefix(h.Address, "-")):
 		l.errorf(l.at("host.address"), "host.address", "%q is not a host name or IP address", h.Address)
 	}
@@ -181,45 +184,18 @@ func (l *loader) fileExists(key, path string, machineLocal bool) bool {
 	return false
 }
 
-// isolationParams may only be in boot.params, where kbisect reads them.
-var isolationParams = []string{"nohz_full", "isolcpus", "rcu_nocbs", "irqaffinity", "kthread_cpus"}
-
 func (l *loader) validateBoot() *BootParams {
 	b := &l.job.Boot
 	methods := []string{BootKexec, BootGrub, BootScript, BootQEMU}
 	if b.Method == "" {
-		l.errorf(l.at("boot.method"), "boot.method", "missing: how test kernels boot (%s)", strings.Join(methods, ", "))
+		l.missingf("boot.method", "missing: how test kernels boot (%s)", strings.Join(methods, ", "))
 	} else {
 		l.oneOf("boot.method", b.Method, methods)
 	}
 	l.oneOf("boot.on_failure", b.OnFailure, []string{FailureSkip, FailureBad})
-
-	bp, err := ParseBootParams(b.Params, l.job.Machine.CPUs)
-	if errs, ok := err.(BootParamErrors); ok {
-		for _, be := range errs {
-			p := l.at("boot.params")
-			if n := l.nodeOf("boot.params"); n != nil {
-				p = l.valuePos(n, be.Offset)
-			}
-			l.errorf(p, "boot.params", "%v", be)
-		}
-	} else {
-		if b.Params == "" {
-			l.warnf(l.at("boot.params"), "boot.params", "empty: test kernels boot without isolation (nohz_full, isolcpus, rcu_nocbs, irqaffinity)")
-		}
-		seen := map[string]bool{}
-		for _, p := range bp.Params {
-			if seen[p.Name] && slices.Contains(isolationParams, p.Name) {
-				l.warnf(l.at("boot.params"), "boot.params", "%s is given twice; the kernel keeps one of them", p.Name)
-			}
-			seen[p.Name] = true
-		}
-		if bp.NohzFull != nil && bp.isolcpusDomain() && !slices.Equal(bp.NohzFull, bp.IsolCPUs) {
-			l.warnf(l.at("boot.params"), "boot.params", "nohz_full (%s) and isolcpus (%s) differ; the isolated CPUs are those in both: %s", bp.NohzFull, bp.IsolCPUs, bp.Isolated())
-		}
-	}
+	bp := l.validateParams(b.Params)
 	for _, p := range SplitCmdline(b.ExtraCmdline) {
-		if slices.Contains(isolationParams, p.Name) {
+		if slices.Contains(IsolationParams, p.Name) {
 			l.errorf(l.at("boot.extra_cmdline"), "boot.extra_cmdline", "%s belongs in boot.params, where kbisect reads and verifies the isolation", p.Name)
 		}
 	}
@@ -239,7 +215,7 @@ func (l *loader) validateBoot() *BootParams {
 	switch b.Method {
 	case BootScript:
 		if b.Script == "" {
-			l.errorf(l.at("boot.script"), "boot.script", "missing: boot.method script runs this command to boot the installed kernel (KBISECT_RELEASE names it)")
+			l.missingf("boot.script", "missing: boot.method script runs this command to boot the installed kernel (KBISECT_RELEASE names it)")
 		}
 	default:
 		if b.Script != "" {
@@ -266,13 +242,56 @@ func (l *loader) validateBoot() *BootParams {
 		if l.isSet("boot.qemu") {
 			l.errorf(l.at("boot.qemu"), "boot.qemu", "applies to boot.method qemu only (this job boots with %s)", b.Method)
 		}
-		if b.PowerCycle == "" && b.Method != "" {
+		if b.PowerCycle == "" && b.Method != "" && !l.quietAbout("boot.power_cycle") {
 			l.warnf(l.at("boot.power_cycle"), "boot.power_cycle", "not set: a kernel that hangs cannot be recovered without someone at the machine")
 		}
 	}
 	l.checkEnv()
 	return bp
 }
+
+// validateParams checks boot.params as the kernel will read them, and
+// returns them parsed (nil when they do not parse).
+func (l *loader) validateParams(params string) *BootParams {
+	const key = "boot.params"
+	bp, err := ParseBootParams(params, l.job.Machine.CPUs)
+	if errs, ok := err.(BootParamErrors); ok {
+		for _, be := range errs {
+			p := l.at(key)
+			if n := l.nodeOf(key); n != nil {
+				p = l.valuePos(n, be.Offset)
+			}
+			l.badf(p, key, "%v", be) // what depends on the CPUs stays quiet
+		}
+		return nil
+	}
+	if params == "" && !l.quietAbout(key) {
+		l.warnf(l.at(key), key, "empty: test kernels boot without isolation (nohz_full, isolcpus, rcu_nocbs, irqaffinity)")
+	}
+	seen := map[string]bool{}
+	for _, p := range bp.Params {
+		switch {
+		case !seen[p.Name] || !slices.Contains(IsolationParams, p.Name):
+		case slices.Contains(firstWins, p.Name):
+			l.warnf(l.at(key), key, "%s is given twice: the kernel keeps the first and refuses a second that differs", p.Name)
+		default:
+			l.warnf(l.at(key), key, "%s is given twice: the kernel keeps the last", p.Name)
+		}
+		seen[p.Name] = true
+	}
+	switch {
+	case bp.NohzFull == nil || bp.IsolCPUs == nil || slices.Equal(bp.NohzFull, bp.IsolCPUs):
+	case bp.isolcpusHas("nohz"):
+		l.errorf(l.at(key), key, "nohz_full (%s) and isolcpus=nohz (%s) differ: the kernel refuses the second (\"nohz_full= must match isolcpus=\")", bp.NohzFull, bp.IsolCPUs)
+	default:
+		l.warnf(l.at(key), key, "nohz_full (%s) and isolcpus (%s) differ (older kernels refuse that); the isolated CPUs are those in both: %s", bp.NohzFull, bp.IsolCPUs, bp.Isolated())
+	}
+	return bp
+}
+
+// quietAbout reports whether an absent key is better left unmentioned: a
+// misspelt key or an include that could not be read probably sets it.
+func (l *loader) quietAbout(key string) bool { return l.incomplete || l.meant[key] }
 
 // checkEnv warns about ${NAME}s of commands that are not set here: the
 // command would fail, but validate may run where the secrets are not.
@@ -291,7 +310,7 @@ var makeVarName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 func (l *loader) validateBuild() {
 	bu := &l.job.Build
 	if bu.Tree == "" {
-		l.errorf(l.at("build.tree"), "build.tree", "missing: the kernel git tree to build from")
+		l.missingf("build.tree", "missing: the kernel git tree to build from")
 	} else if fi, err := os.Stat(string(bu.Tree)); err != nil || !fi.IsDir() {
 		l.warnf(l.at("build.tree"), "build.tree", "%s is not a directory here (fine if it exists where kbisect runs)", bu.Tree)
 	}
@@ -366,6 +385,8 @@ func (l *loader) checkFragment(key, path string) {
 	}
 	for i, line := range strings.Split(string(data), "\n") {
 		if _, err := ParseConfigLine(line); err != nil {
+			// The line itself is not repeated: a file named here by
+			// mistake may hold secrets.
 			col := len(line) - len(strings.TrimLeft(line, " \t")) + 1
 			l.errorf(Pos{display, i + 1, col}, "", "%v (in %s)", err, key)
 		}
@@ -398,13 +419,13 @@ func ParseConfigLine(line string) (ConfigOption, error) {
 	m := configLine.FindStringSubmatch(s)
 	if m == nil {
 		if !strings.HasPrefix(s, "CONFIG_") {
-			return ConfigOption{}, fmt.Errorf("%q is not a config option (write CONFIG_NAME=y, =m, =n, a number or a \"string\")", s)
+			return ConfigOption{}, fmt.Errorf("not a config option (write CONFIG_NAME=y, =m, =n, a number or a \"string\")")
 		}
 		name := configName.FindString(s)
-		return ConfigOption{}, fmt.Errorf("%q is not NAME=value (write e.g. %s=y)", s, name)
+		return ConfigOption{}, fmt.Errorf("%s is not NAME=value (write e.g. %s=y)", name, name)
 	}
 	if !configValue.MatchString(m[2]) {
-		return ConfigOption{}, fmt.Errorf("%s=%s: the value must be y, m, n, a number or a \"quoted string\"", m[1], m[2])
+		return ConfigOption{}, fmt.Errorf("%s: the value must be y, m, n, a number or a \"quoted string\"", m[1])
 	}
 	return ConfigOption{Name: m[1], Value: m[2]}, nil
 }

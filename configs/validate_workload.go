@@ -39,19 +39,17 @@ func (l *loader) validateWorkload(bp *BootParams) {
 		}
 	}
 	nr := l.job.Machine.CPUs
-	if !l.isSet("workload.cpus") {
-		if bp != nil && len(bp.Isolated()) > 0 {
-			w.CPUs = bp.Isolated()
-			l.job.defaulted["workload.cpus"] = true
-		} else if bp != nil && w.Tool != ToolCommand {
-			l.errorf(l.at("workload"), "workload.cpus", "no CPUs to measure: boot.params isolates none (nohz_full, isolcpus); list them in workload.cpus")
-		}
-	} else {
-		if nr > 0 && w.CPUs.Max() >= nr {
-			l.errorf(l.at("workload.cpus"), "workload.cpus", "CPU %d is outside the machine (machine.cpus: %d, CPUs 0-%d)", w.CPUs.Max(), nr, nr-1)
-		} else if bp != nil {
-			l.checkIsolation(w.CPUs, bp)
-		}
+	switch {
+	case bp == nil || l.keyFailed("workload.cpus"):
+		// boot.params or the list itself is wrong, as said already.
+	case l.isSet("workload.cpus"):
+		l.checkIsolation(w.CPUs, bp)
+	case len(bp.Isolated()) > 0:
+		w.CPUs = bp.Isolated()
+		l.job.defaulted["workload.cpus"] = true
+		l.checkIsolation(w.CPUs, bp)
+	case w.Tool != ToolCommand && !l.quietAbout("boot.params"):
+		l.errorf(l.at("workload"), "workload.cpus", "no CPUs to measure: boot.params isolates none (nohz_full, isolcpus); list them in workload.cpus")
 	}
 
 	l.durationRange("workload.duration", w.Duration, time.Second, 24*time.Hour)
@@ -82,9 +80,7 @@ func (l *loader) validateWorkload(bp *BootParams) {
 		}
 		return
 	}
-	if nr > 0 && w.LoadCPUs.Max() >= nr {
-		l.errorf(l.at("workload.load_cpus"), "workload.load_cpus", "CPU %d is outside the machine (machine.cpus: %d, CPUs 0-%d)", w.LoadCPUs.Max(), nr, nr-1)
-	} else if both := w.LoadCPUs.Intersect(w.CPUs); len(both) > 0 {
+	if both := w.LoadCPUs.Intersect(w.CPUs); len(both) > 0 {
 		l.warnf(l.at("workload.load_cpus"), "workload.load_cpus", "the load runs on measured CPUs %s: its own noise counts against every kernel", both)
 	}
 }
@@ -93,23 +89,21 @@ func (l *loader) validateWorkload(bp *BootParams) {
 // exposed: a verdict on them measures the configuration, not the kernel.
 func (l *loader) checkIsolation(cpus CPUs, bp *BootParams) {
 	var why []string
-	if bp.NohzFull == nil && !bp.isolcpusDomain() {
+	tick, dom := bp.Tickless(), bp.isolcpusHas("domain")
+	if tick == nil && !dom && l.quietAbout("boot.params") {
+		return // the parameters are probably under a misspelt key
+	}
+	if tick == nil && !dom {
 		why = append(why, "boot.params isolates no CPU (nohz_full, isolcpus)")
 	}
-	if bp.NohzFull != nil {
-		if out := cpus.Minus(bp.NohzFull); len(out) > 0 {
-			why = append(why, fmt.Sprintf("CPUs %s are not nohz_full", out))
-		}
+	if out := cpus.Minus(tick); tick != nil && len(out) > 0 {
+		why = append(why, fmt.Sprintf("CPUs %s keep their tick (not nohz_full)", out))
 	}
-	if bp.isolcpusDomain() {
-		if out := cpus.Minus(bp.IsolCPUs); len(out) > 0 {
-			why = append(why, fmt.Sprintf("CPUs %s are not in isolcpus", out))
-		}
+	if out := cpus.Minus(bp.IsolCPUs); dom && len(out) > 0 {
+		why = append(why, fmt.Sprintf("CPUs %s are in the scheduler domains (not in isolcpus)", out))
 	}
-	if bp.RCUNocbs != nil {
-		if out := cpus.Minus(bp.RCUNocbs); len(out) > 0 {
-			why = append(why, fmt.Sprintf("CPUs %s still run RCU callbacks (not in rcu_nocbs)", out))
-		}
+	if out := cpus.Minus(bp.NoCallbackCPUs()); bp.RCUNocbs != nil && len(out) > 0 {
+		why = append(why, fmt.Sprintf("CPUs %s still run RCU callbacks (neither rcu_nocbs nor nohz_full)", out))
 	}
 	if in := cpus.Intersect(bp.IRQAffinity); len(in) > 0 {
 		why = append(why, fmt.Sprintf("irqaffinity sends interrupts to CPUs %s", in))
@@ -126,11 +120,11 @@ var jsonPath = regexp.MustCompile(`^(\$\.?)?\.?[A-Za-z_][A-Za-z0-9_-]*(\[[0-9]+\
 
 func (l *loader) validateCommand(w *Workload) {
 	if w.Command == "" {
-		l.errorf(l.at("workload.command"), "workload.command", "missing: tool command runs this command and reads its number")
+		l.missingf("workload.command", "missing: tool command runs this command and reads its number")
 	}
 	switch {
 	case w.Pattern == "" && w.JSONPath == "":
-		l.errorf(l.at("workload"), "workload.pattern", "missing: say where the number is in the command's output (workload.pattern, a regular expression, or workload.json_path)")
+		l.missingf("workload.pattern", "missing: say where the number is in the command's output (workload.pattern, a regular expression, or workload.json_path)")
 	case w.Pattern != "" && w.JSONPath != "":
 		l.errorf(l.at("workload.json_path"), "workload.json_path", "give workload.pattern or workload.json_path, not both")
 	case w.Pattern != "":

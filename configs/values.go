@@ -219,10 +219,11 @@ func (p Path) MarshalYAML() (any, error) { return string(p), nil }
 // that runs the command, which expands them itself.
 type Command string
 
-var envRef = regexp.MustCompile(`\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+var envRef = regexp.MustCompile(`\\\$|\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
 // Refs returns the ${NAME} variables the command uses, sorted, without
-// those kbisect itself sets (KBISECT_*). "$${X}" is a literal "${X}".
+// those kbisect itself sets (KBISECT_*) and escaped ones (\${NAME}, which
+// the shell leaves as text).
 func (c Command) Refs() []string {
 	seen := map[string]bool{}
 	for _, m := range envRef.FindAllStringSubmatch(string(c), -1) {

@@ -31,6 +31,9 @@ func TestParseCPUsReadsKernelCpulists(t *testing.T) {
 		{in: "+1", err: `"+1" is not a CPU number`},
 		{in: "0-4000000000", err: "CPU 4000000000 is beyond the kernel's limit of 8192 CPUs"},
 		{in: "0-7:3/2", err: `bad CPU group "3/2" in "0-7:3/2" (write A-B:used/group, e.g. 0-63:1/2)`},
+		{in: "3:1/2", err: `CPU group "3:1/2" needs a range (write A-B:used/group, e.g. 0-63:1/2)`},
+		{in: "ALL:1/2", nr: 4, want: "0,2"},
+		{in: ",1-2,", want: "1-2"},
 	} {
 		got, err := ParseCPUs(tc.in, tc.nr)
 		if tc.err != "" {
@@ -78,12 +81,12 @@ func TestBootParamsOfTheSeedMachine(t *testing.T) {
 func TestIsolatedCPUsFollowTheKernelsRules(t *testing.T) {
 	for _, tc := range []struct{ line, want string }{
 		{"nohz_full=1-7", "1-7"},
-		{"isolcpus=2-3", "2-3"},                          // no flags: domain
-		{"isolcpus=nohz,managed_irq,2-3", ""},            // no domain flag: not isolated
-		{"nohz_full=1-7 isolcpus=domain,4-9", "4-7"},     // both: the CPUs in both
-		{"nohz_full=1-3 isolcpus=nohz,1-2 quiet", "1-3"}, // isolcpus without domain adds nothing
-		{`quiet dyndbg="file x +p" nohz_full=2`, "2"},    // quoted values with spaces
-		{"rcu_nocbs irqaffinity=0", ""},                  // bare rcu_nocbs offloads all CPUs
+		{"isolcpus=2-3", "2-3"},                                 // no flags: domain
+		{"isolcpus=nohz,managed_irq,2-3", "2-3"},                // tick isolation without domain
+		{"nohz_full=1-7 isolcpus=domain,4-9", "4-7"},            // both: the CPUs in both
+		{"nohz_full=1-3 isolcpus=managed_irq,1-2 quiet", "1-3"}, // managed_irq alone isolates nothing
+		{`quiet dyndbg="file x +p" nohz_full=2`, "2"},           // quoted values with spaces
+		{"rcu_nocbs irqaffinity=0", ""},                         // bare rcu_nocbs offloads all CPUs
 	} {
 		bp, err := ParseBootParams(tc.line, 10)
 		if err != nil {
@@ -93,9 +96,9 @@ func TestIsolatedCPUsFollowTheKernelsRules(t *testing.T) {
 			t.Errorf("Isolated(%q) = %q, want %q", tc.line, got, tc.want)
 		}
 	}
-	bp, _ := ParseBootParams("rcu_nocbs", 4)
-	if bp.RCUNocbs.String() != "0-3" {
-		t.Errorf("bare rcu_nocbs = %s, want every CPU", bp.RCUNocbs)
+	bp, _ := ParseBootParams("rcu_nocbs nohz_full=2", 4)
+	if bp.RCUNocbs == nil || len(bp.RCUNocbs) != 0 || bp.NoCallbackCPUs().String() != "2" {
+		t.Errorf("bare rcu_nocbs = %v, offloaded %s; want none at boot but the nohz_full CPU", bp.RCUNocbs, bp.NoCallbackCPUs())
 	}
 }
 
@@ -198,7 +201,7 @@ func TestSizesAndThresholds(t *testing.T) {
 }
 
 func TestCommandSecretsStayNames(t *testing.T) {
-	c := Command(`IPMI_PASSWORD="${BMC_PASSWORD}" ipmitool -E -U ${BMC_USER} $${LITERAL} $HOME ${KBISECT_RELEASE} ${BMC_PASSWORD}`)
+	c := Command(`IPMI_PASSWORD="${BMC_PASSWORD}" ipmitool -E -U ${BMC_USER} \${LITERAL} $HOME ${KBISECT_RELEASE} ${BMC_PASSWORD}`)
 	if got := strings.Join(c.Refs(), ","); got != "BMC_PASSWORD,BMC_USER" {
 		t.Errorf("Refs = %s", got)
 	}
