@@ -1,0 +1,191 @@
+package noise
+
+import (
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The column headers of rtla osnoise top and of rtla hwnoise, which stops
+// at NMI because it runs with interrupts disabled.
+const (
+	rtlaOsnoiseTopHeader = "CPU Period Runtime Noise % CPU Aval Max Noise Max Single HW NMI IRQ Softirq Thread"
+	rtlaHwnoiseTopHeader = "CPU Period Runtime Noise % CPU Aval Max Noise Max Single HW NMI"
+)
+
+// parseRtlaOsnoiseHist reads rtla osnoise hist: a histogram of the single
+// noises of each CPU.
+func parseRtlaOsnoiseHist(o *rtlaOutput) (*Measurement, error) {
+	return parseRtlaHist(o, []rtlaColumnName{{prefix: "CPU-", kind: rtlaSingle}})
+}
+
+// rtlaOsnoiseTop parses rtla osnoise top and rtla hwnoise.
+type rtlaOsnoiseTop struct {
+	o      *rtlaOutput
+	cols   int         // fields per row: 12, or 9 for hwnoise; 0 before the header
+	header int         // line of the column header of the current table
+	seen   map[int]int // CPU → its line in the current table
+	most   int         // the most rows an earlier table had
+}
+
+func parseRtlaOsnoiseTop(o *rtlaOutput) (*Measurement, error) {
+	t := &rtlaOsnoiseTop{o: o}
+	for i, line := range o.lines[:o.end] {
+		if err := t.line(i+1, line); err != nil {
+			return nil, err
+		}
+	}
+	return t.finish()
+}
+
+func (t *rtlaOsnoiseTop) line(n int, line string) error {
+	f := strings.Fields(line)
+	s := strings.Join(f, " ")
+	switch {
+	case len(f) == 0 || t.o.note(line):
+		return nil
+	case s == "Operating System Noise" || s == "Hardware-related Noise":
+		t.restart()
+		return nil
+	case f[0] == "duration:":
+		return t.duration(n, s)
+	case strings.HasPrefix(s, "CPU Period"):
+		return t.columns(n, s)
+	case t.cols == 0:
+		if rtlaDigits(f[0]) {
+			return t.o.errorf(n, "a CPU row before the column header")
+		}
+		// Text before the table, such as the command line, has no data.
+		return nil
+	}
+	return t.row(n, f)
+}
+
+// restart begins a new table: without -q, rtla reprints the whole table
+// every second, and the last one holds the final sums.
+func (t *rtlaOsnoiseTop) restart() {
+	t.most = max(t.most, len(t.o.m.CPUs))
+	t.o.m.CPUs, t.o.m.Warnings = nil, nil
+	t.cols, t.header, t.seen = 0, 0, nil
+}
+
+// duration reads "duration:   0 00:01:00 | time is in us".
+func (t *rtlaOsnoiseTop) duration(n int, s string) error {
+	elapsed, unit, ok := strings.Cut(strings.TrimPrefix(s, "duration:"), "|")
+	if !ok || strings.TrimSpace(unit) != "time is in us" {
+		return t.o.errorf(n, "expected \"duration: days hh:mm:ss | time is in us\"")
+	}
+	d, err := rtlaDuration(elapsed)
+	if err != nil {
+		return t.o.errorf(n, "%v", err)
+	}
+	t.o.m.Duration = d
+	return nil
+}
+
+func (t *rtlaOsnoiseTop) columns(n int, s string) error {
+	switch s {
+	case rtlaOsnoiseTopHeader:
+		t.cols = 12
+	case rtlaHwnoiseTopHeader:
+		t.cols = 9
+	default:
+		return t.o.errorf(n, "unknown rtla osnoise top column header")
+	}
+	if t.header != 0 {
+		return t.o.errorf(n, "a second column header in one table (first on line %d)", t.header)
+	}
+	t.header, t.seen = n, map[int]int{}
+	return nil
+}
+
+// row reads one CPU's sums over its periods; every time is in µs.
+func (t *rtlaOsnoiseTop) row(n int, f []string) error {
+	switch {
+	case len(f) < t.cols:
+		return t.o.errorf(n, "truncated row: %d of %d columns", len(f), t.cols)
+	case len(f) > t.cols:
+		return t.o.errorf(n, "the row has %d columns, the header %d", len(f), t.cols)
+	}
+	cpu, err := rtlaCPU(f[0])
+	if err != nil {
+		return t.o.errorf(n, "%s", rtlaNumberError("CPU", f[0], err))
+	}
+	if first, dup := t.seen[cpu]; dup {
+		return t.o.errorf(n, "CPU %d appears twice (first on line %d)", cpu, first)
+	}
+	o, err := t.osnoise(n, f)
+	if err != nil {
+		return err
+	}
+	t.seen[cpu] = n
+	t.o.m.cpu(cpu).Osnoise = o
+	return nil
+}
+
+func (t *rtlaOsnoiseTop) osnoise(n int, f []string) (*Osnoise, error) {
+	o := &Osnoise{}
+	periods, ok := strings.CutPrefix(f[1], "#")
+	p, err := strconv.Atoi(periods)
+	if !ok || !rtlaDigits(periods) || err != nil {
+		return nil, t.o.errorf(n, "%s", rtlaNumberError("Period", f[1], errNumber))
+	}
+	o.Periods = p
+	if o.Available, err = rtlaAvailable(f[4]); err != nil {
+		return nil, t.o.errorf(n, "%s", rtlaNumberError("% CPU Aval", f[4], err))
+	}
+	// rtla top only sums the periods, so the worst period's share is
+	// unknown; the overall share is the best bound it gives.
+	o.MinAvailable = o.Available
+	times := []struct {
+		dst  *time.Duration
+		col  int
+		name string
+	}{{&o.Runtime, 2, "Runtime"}, {&o.Noise, 3, "Noise"}, {&o.MaxNoise, 5, "Max Noise"}, {&o.MaxSingle, 6, "Max Single"}}
+	for _, c := range times {
+		if *c.dst, err = rtlaTime(f[c.col], time.Microsecond); err != nil {
+			return nil, t.o.errorf(n, "%s", rtlaNumberError(c.name, f[c.col], err))
+		}
+	}
+	// hwnoise stops at NMI: it disables interrupts, so it has no IRQ,
+	// softirq or thread noise to count.
+	counts := []struct {
+		dst  *Count
+		name string
+	}{{&o.HW, "HW"}, {&o.NMI, "NMI"}, {&o.IRQ, "IRQ"}, {&o.SIRQ, "Softirq"}, {&o.Thread, "Thread"}}
+	for i, s := range f[7:] {
+		if *counts[i].dst, err = rtlaCount(s); err != nil {
+			return nil, t.o.errorf(n, "%s", rtlaNumberError(counts[i].name, s, err))
+		}
+	}
+	return o, nil
+}
+
+// rtlaAvailable reads rtla's "%3d.%05d" share, truncated by the kernel to
+// five decimals; ParseFloat gives the float64 nearest to what was printed.
+func rtlaAvailable(s string) (Percent, error) {
+	whole, frac, ok := strings.Cut(s, ".")
+	if !ok || len(whole) > 3 || len(frac) != 5 || !rtlaDigits(whole) || !rtlaDigits(frac) {
+		return 0, errNumber
+	}
+	p, err := strconv.ParseFloat(s, 64)
+	if err != nil || p > 100 {
+		return 0, errNumber
+	}
+	return Percent(p), nil
+}
+
+func (t *rtlaOsnoiseTop) finish() (*Measurement, error) {
+	m := t.o.m
+	switch {
+	case t.header == 0:
+		return nil, t.o.errorf(t.o.lastText(), "the output ends before the column header")
+	case len(m.CPUs) == 0:
+		return nil, t.o.errorf(t.header, "the table has no CPU rows")
+	case len(m.CPUs) < t.most:
+		return nil, t.o.errorf(t.o.lastText(), "the last table is shorter than an earlier one (%d CPUs, not %d): the output is cut short",
+			len(m.CPUs), t.most)
+	}
+	m.sortCPUs()
+	return m, nil
+}
