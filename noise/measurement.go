@@ -40,6 +40,10 @@ type Measurement struct {
 	// Tainted is the osnoise tracer's "# osnoise is tainted!": the kernel
 	// found its own accounting inconsistent, so the run is not evidence.
 	Tainted bool `json:"tainted,omitempty"`
+	// Numbers are a custom command's numbers, in Unit (nanoseconds when the
+	// command's unit is a time, else as printed); the command has no CPUs.
+	Numbers []float64 `json:"numbers,omitempty"`
+	Unit    string    `json:"unit,omitempty"`
 	// Warnings are facts about the run a reader should know (lost events,
 	// a CPU asked for that reported nothing).
 	Warnings []string `json:"warnings,omitempty"`
@@ -47,7 +51,7 @@ type Measurement struct {
 
 // CPU is one CPU's result. A tool fills the fields it reports: Osnoise
 // for the osnoise tracer and rtla osnoise, Latency (and IRQLatency,
-// UserLatency for timerlat) for the latency tools, Value for a command.
+// UserLatency for timerlat) for the latency tools.
 type CPU struct {
 	CPU     int      `json:"cpu"`
 	Osnoise *Osnoise `json:"osnoise,omitempty"`
@@ -59,9 +63,6 @@ type CPU struct {
 	// UserLatency is timerlat's latency as seen by a user-space thread
 	// (rtla timerlat -u, the default of rtla 6.10 and newer).
 	UserLatency *Latency `json:"user_latency,omitempty"`
-	// Value is a custom command's number, in the command's unit (see
-	// Measurement.Unit of the command workload).
-	Value *float64 `json:"value,omitempty"`
 }
 
 // Osnoise is the osnoise tracer's account of one CPU over one or more

@@ -1,0 +1,201 @@
+package noise
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The osnoise tracer prints one summary line per CPU and period (kernel
+// trace_osnoise_print, unchanged since 5.14); only the prefix varies: 4, 5
+// or 7 latency flags or none, a "(tgid)" column or not, a timestamp with or
+// without a dot. The CPU comes from "[NNN]", never from the task name.
+var osnoiseLine = regexp.MustCompile(`^\s*(.+?)-(\d+)\s+(?:\(\s*[\d-]+\)\s+)?\[(\d+)\]\s+(?:[.a-zA-Z0-9]{4,8}\s+)?\d+(?:\.\d+)?:\s+` +
+	`(\d+)\s+(\d+)\s+(\d+\.\d{5})\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s*$`)
+
+// traceEvent is any other event line of the same buffer ("irq_noise:",
+// "sample_threshold:", a trace_printk): kept out of the summary.
+var traceEvent = regexp.MustCompile(`^\s*.+-\d+\s+(?:\(\s*[\d-]+\)\s+)?\[\d+\]\s+(?:[.a-zA-Z0-9]{4,8}\s+)?\d+(?:\.\d+)?:\s+[\w.]+:`)
+
+// The first seed's table: a reduction of the same per-period line with HW
+// dropped and two labels swapped (its "MAX_NOISE" values are the period's
+// total noise, its "NOISE" values the longest single one). Read by
+// position.
+var (
+	seedHeader = regexp.MustCompile(`(?i)^\s*CPU\s+RUNTIME\s+MAX_NOISE\s+AVAIL%\s+NOISE\s+NMI\s+IRQ\s+SIRQ\s+THREAD\s*$`)
+	seedRow    = regexp.MustCompile(`^\s*\[(\d+)\]\s+(\d+)\s+(\d+)\s+(\d+\.\d+)%\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s*$`)
+	lostEvents = regexp.MustCompile(`^\s*CPU:\s*(\d+)\s+\[LOST (\d+) EVENTS\]`)
+)
+
+// Period is one osnoise summary line: one CPU's account of one period.
+type Period struct {
+	CPU       int
+	Runtime   time.Duration
+	Noise     time.Duration
+	Available Percent // as printed: truncated to 5 decimals
+	MaxSingle time.Duration
+	HW        Count
+	NMI       Count
+	IRQ       Count
+	SIRQ      Count
+	Thread    Count
+	// HWKnown is false for the seed layout, which drops the HW column.
+	HWKnown bool
+}
+
+// ParseOsnoise reads the osnoise tracer's trace output (the trace file of
+// tracefs), or the first seed's per-CPU table, into one result per CPU
+// summed over its periods.
+func ParseOsnoise(out []byte) (*Measurement, error) {
+	periods, m, err := ParseOsnoisePeriods(out)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range periods {
+		m.cpu(p.CPU).addPeriod(p)
+	}
+	for i := range m.CPUs {
+		o := m.CPUs[i].Osnoise
+		o.Available = availability(o.Runtime, o.Noise)
+	}
+	m.sortCPUs()
+	return m, nil
+}
+
+// ParseOsnoisePeriods is ParseOsnoise without the summing: every period
+// line in order, and the measurement's flags (tainted, stop hit, lost
+// events) with no CPUs yet.
+func ParseOsnoisePeriods(out []byte) ([]Period, *Measurement, error) {
+	m := &Measurement{Tool: ToolOsnoise}
+	lines := outputLines(out)
+	fail := func(n int, format string, args ...any) error {
+		return &ParseError{Tool: ToolOsnoise, Line: n + 1, Text: lines[n], Msg: fmt.Sprintf(format, args...)}
+	}
+	var periods []Period
+	seedLayout := false
+	for n, line := range lines {
+		text := strings.TrimSpace(line)
+		switch {
+		case text == "":
+		case strings.HasPrefix(text, "#"):
+			if strings.HasPrefix(text, "# tracer:") && !strings.HasSuffix(text, " osnoise") {
+				return nil, nil, fail(n, "this is the %s tracer's output, not osnoise's", strings.TrimSpace(strings.TrimPrefix(text, "# tracer:")))
+			}
+			if text == "# osnoise is tainted!" {
+				m.Tainted = true
+				m.Warnings = appendOnce(m.Warnings, "osnoise is tainted: the kernel found its own noise accounting inconsistent, so this run is not evidence")
+			}
+		case seedHeader.MatchString(line):
+			seedLayout = true
+		case strings.Contains(text, "stop tracing hit on cpu"):
+			m.StopHit = true
+		case lostEvents.MatchString(line):
+			mm := lostEvents.FindStringSubmatch(line)
+			m.Warnings = append(m.Warnings, fmt.Sprintf("CPU %s lost %s events: the ring buffer overflowed", mm[1], mm[2]))
+		default:
+			p, ok, err := parseOsnoiseLine(line, seedLayout)
+			switch {
+			case err != nil:
+				return nil, nil, fail(n, "%v", err)
+			case ok:
+				periods = append(periods, p)
+			case traceEvent.MatchString(line):
+				// another event in the same buffer: not a summary
+			default:
+				return nil, nil, fail(n, "not an osnoise summary line, event or comment")
+			}
+		}
+	}
+	if len(periods) == 0 {
+		return nil, nil, &ParseError{Tool: ToolOsnoise, Msg: "no per-period summary lines: was the osnoise tracer running, with its workload on (osnoise/options OSNOISE_WORKLOAD)?"}
+	}
+	return periods, m, nil
+}
+
+// parseOsnoiseLine reads one summary line of either layout; ok is false
+// for a line of neither.
+func parseOsnoiseLine(line string, seedLayout bool) (p Period, ok bool, err error) {
+	var f []string // cpu, runtime, noise, avail, max single, hw, nmi, irq, sirq, thread
+	if m := osnoiseLine.FindStringSubmatch(line); m != nil {
+		f = m[3:]
+		p.HWKnown = true
+	} else if m := seedRow.FindStringSubmatch(line); m != nil && seedLayout {
+		f = []string{m[1], m[2], m[3], m[4], m[5], "0", m[6], m[7], m[8], m[9]}
+	} else {
+		return p, false, nil
+	}
+	if p.CPU, err = strconv.Atoi(f[0]); err != nil || p.CPU > 1<<16 {
+		return p, false, fmt.Errorf("CPU %s is out of range", f[0])
+	}
+	durations := []*time.Duration{&p.Runtime, &p.Noise}
+	for i, d := range durations {
+		if *d, err = usec(f[1+i]); err != nil {
+			return p, false, fmt.Errorf("%s: %v", f[1+i], err)
+		}
+	}
+	if p.MaxSingle, err = usec(f[4]); err != nil {
+		return p, false, fmt.Errorf("%s: %v", f[4], err)
+	}
+	avail, err := strconv.ParseFloat(f[3], 64)
+	if err != nil || avail > 100 {
+		return p, false, fmt.Errorf("availability %s is not a percentage", f[3])
+	}
+	p.Available = Percent(avail)
+	for i, c := range []*Count{&p.HW, &p.NMI, &p.IRQ, &p.SIRQ, &p.Thread} {
+		if *c, err = count(f[5+i]); err != nil {
+			return p, false, fmt.Errorf("%s: %v", f[5+i], err)
+		}
+	}
+	if p.Noise > p.Runtime {
+		return p, false, fmt.Errorf("noise %s is more than the runtime %s", p.Noise, p.Runtime)
+	}
+	if p.MaxSingle > p.Noise && p.HWKnown {
+		// The kernel counts the longest single noise into the total, so
+		// it cannot be larger: the columns are not osnoise's.
+		return p, false, fmt.Errorf("max single noise %s is more than the period's noise %s", p.MaxSingle, p.Noise)
+	}
+	return p, true, nil
+}
+
+// addPeriod adds one period to a CPU's account.
+func (c *CPU) addPeriod(p Period) {
+	if c.Osnoise == nil {
+		c.Osnoise = &Osnoise{MinAvailable: 100}
+	}
+	o := c.Osnoise
+	o.Periods++
+	o.Runtime += p.Runtime
+	o.Noise += p.Noise
+	o.MaxNoise = max(o.MaxNoise, p.Noise)
+	o.MaxSingle = max(o.MaxSingle, p.MaxSingle)
+	o.MinAvailable = min(o.MinAvailable, p.Available)
+	o.HW += p.HW
+	o.NMI += p.NMI
+	o.IRQ += p.IRQ
+	o.SIRQ += p.SIRQ
+	o.Thread += p.Thread
+}
+
+// availability is the share of runtime left, truncated to 5 decimals as
+// the kernel and rtla print it.
+func availability(runtime, noise time.Duration) Percent {
+	if runtime <= 0 {
+		return 0
+	}
+	us := func(d time.Duration) int64 { return int64(d / time.Microsecond) }
+	r, n := us(runtime), us(noise)
+	scaled := (r - n) * 10_000_000 / r // percent with 5 decimals
+	return Percent(math.Round(float64(scaled)) / 100_000)
+}
+
+func appendOnce(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
+}

@@ -1,0 +1,322 @@
+package noise
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// Verdict is the answer for one kernel.
+type Verdict string
+
+// Verdicts.
+const (
+	Good   Verdict = "good"
+	Bad    Verdict = "bad"
+	Unsure Verdict = "unsure"
+)
+
+// ThresholdKind says how a rule's threshold is set.
+type ThresholdKind int
+
+// Kinds of thresholds.
+const (
+	// Absolute: bad beyond Threshold, in the metric's unit.
+	Absolute ThresholdKind = iota
+	// Ratio: bad beyond Threshold times the good endpoint's median (or
+	// below it divided by Threshold, when lower is bad).
+	Ratio
+	// Auto: bad when more like the bad endpoint than the good one, both
+	// measured at calibration.
+	Auto
+)
+
+// Rule turns a kernel's samples (one value per sample: the aggregate of
+// its CPUs) into good, bad or unsure. Sampling is sequential: after each
+// sample, Decide says whether the evidence is enough at the rule's
+// confidence, so clear kernels stop after MinSamples and only doubtful
+// ones take up to MaxSamples.
+type Rule struct {
+	Kind      ThresholdKind
+	Threshold float64
+	// Kind of the metric (KindTime, KindPercent, …) and its direction.
+	MetricKind  string
+	HigherIsBad bool
+	MinSamples  int
+	MaxSamples  int
+	// Confidence bounds both wrong verdicts: good called bad, bad good.
+	Confidence float64
+	// Good and Bad are the endpoints' samples from calibration: required
+	// for Ratio (Good) and Auto (both); with the others they give the
+	// spread of the measurements.
+	Good, Bad []float64
+}
+
+// Decision is the rule's answer on the samples so far, with its numbers.
+type Decision struct {
+	Verdict Verdict `json:"verdict"`
+	// More says the verdict is unsure and the rule wants another sample.
+	More bool `json:"more,omitempty"`
+	N    int  `json:"n"`
+	// Median of the samples, and the threshold as a value of the metric.
+	Median    float64 `json:"median"`
+	Threshold float64 `json:"threshold"`
+	// Evidence is the log-likelihood ratio for bad over good; the rule
+	// stops at ±Bound.
+	Evidence float64 `json:"evidence"`
+	Bound    float64 `json:"bound"`
+	Reason   string  `json:"reason"`
+}
+
+// Model constants, in the log scale the rule works in (noise is
+// heavy-tailed and multiplicative: 10 µs vs 20 µs is as far as 50 vs 100).
+const (
+	// minSpread is the smallest spread believed: no machine measures its
+	// noise to better than 5 %.
+	minSpread = 0.05
+	// indifference is half the effect looked for when no bad endpoint
+	// says how large it is: ±25 % around the threshold is "near it".
+	indifference = 0.2231 // ln(1.25)
+	// maxOdds caps what one sample can say, at 4:1 (its log): a spike
+	// from an SMI or a firmware hiccup, which the normal model calls
+	// impossible, must not decide alone, so a verdict always rests on
+	// several samples agreeing.
+	maxOdds = 1.3863 // ln(4)
+)
+
+// Decide applies the rule to the samples taken so far.
+func (r Rule) Decide(samples []float64) (Decision, error) {
+	if err := r.check(); err != nil {
+		return Decision{}, err
+	}
+	m, err := r.model(samples)
+	if err != nil {
+		return Decision{}, err
+	}
+	d := Decision{N: len(samples), Threshold: m.threshold, Median: median(samples)}
+	d.Bound = math.Log((1 - (1-r.Confidence)/2) / ((1 - r.Confidence) / 2))
+	for _, x := range samples {
+		e := m.delta / (m.sigma * m.sigma) * (m.scale(x) - m.mid)
+		d.Evidence += math.Max(-maxOdds, math.Min(maxOdds, e))
+	}
+	switch {
+	case len(samples) < r.MinSamples:
+		d.Verdict, d.More = Unsure, true
+		d.Reason = fmt.Sprintf("%d of at least %d samples", len(samples), r.MinSamples)
+	case d.Evidence >= d.Bound:
+		d.Verdict, d.Reason = Bad, fmt.Sprintf("median %s beyond the threshold %s, sure at %g", r.format(d.Median), r.format(d.Threshold), r.Confidence)
+	case d.Evidence <= -d.Bound:
+		d.Verdict, d.Reason = Good, fmt.Sprintf("median %s within the threshold %s, sure at %g", r.format(d.Median), r.format(d.Threshold), r.Confidence)
+	case len(samples) >= r.MaxSamples:
+		d.Verdict = Unsure
+		d.Reason = fmt.Sprintf("median %s against the threshold %s: not sure at %g after %d samples", r.format(d.Median), r.format(d.Threshold), r.Confidence, len(samples))
+	default:
+		d.Verdict, d.More = Unsure, true
+		d.Reason = fmt.Sprintf("median %s against the threshold %s: not sure yet", r.format(d.Median), r.format(d.Threshold))
+	}
+	return d, nil
+}
+
+func (r Rule) check() error {
+	switch {
+	case r.MinSamples < 1 || r.MaxSamples < r.MinSamples:
+		return fmt.Errorf("verdict rule: samples min %d, max %d", r.MinSamples, r.MaxSamples)
+	case !(r.Confidence > 0.5 && r.Confidence < 1):
+		return fmt.Errorf("verdict rule: confidence %g is not between 0.5 and 1", r.Confidence)
+	case r.Kind == Absolute && !(r.Threshold > 0):
+		return fmt.Errorf("verdict rule: threshold %g", r.Threshold)
+	case r.Kind == Ratio && (!(r.Threshold > 1) || len(r.Good) == 0):
+		return fmt.Errorf("verdict rule: a ratio threshold needs a ratio above 1 and the good endpoint's samples")
+	case r.Kind == Auto && (len(r.Good) < 2 || len(r.Bad) < 2):
+		return fmt.Errorf("verdict rule: threshold auto needs at least 2 samples of each endpoint")
+	}
+	return nil
+}
+
+// model is the test the rule runs: in a log scale where larger is worse,
+// "like good" is mid−delta/2, "like bad" mid+delta/2, with spread sigma;
+// each sample's distance from mid is clipped so that one wild sample
+// cannot decide alone.
+type model struct {
+	scale       func(float64) float64
+	mid, delta  float64
+	sigma, clip float64
+	threshold   float64 // mid as a value of the metric
+	fromScale   func(float64) float64
+}
+
+func (r Rule) model(samples []float64) (model, error) {
+	var m model
+	threshold := r.Threshold
+	if r.Kind == Ratio {
+		g := median(r.Good)
+		if r.HigherIsBad {
+			threshold = g * r.Threshold
+		} else {
+			threshold = g / r.Threshold
+		}
+	}
+	// Values at or below zero (a silent CPU) are floored two decades below
+	// the threshold or the good endpoint: below that, less is not better.
+	ref := threshold
+	if r.Kind == Auto {
+		ref = math.Sqrt(math.Abs(median(r.Good) * median(r.Bad)))
+	}
+	m.scale, m.fromScale = r.scales(ref)
+
+	// The spread is the median absolute deviation from each group's
+	// median (scaled to a normal sigma), pooled: spikes do not inflate it.
+	spreadOf := func(xs ...[]float64) (float64, int) {
+		var devs []float64
+		df := 0
+		for _, x := range xs {
+			if len(x) < 2 {
+				continue
+			}
+			s := mapped(x, m.scale)
+			mid := median(s)
+			for _, v := range s {
+				devs = append(devs, math.Abs(v-mid))
+			}
+			df += len(s) - 1
+		}
+		if df == 0 {
+			return 0, 0
+		}
+		return 1.4826 * median(devs), df
+	}
+
+	switch r.Kind {
+	case Auto:
+		g, b := median(mapped(r.Good, m.scale)), median(mapped(r.Bad, m.scale))
+		if b <= g {
+			return m, fmt.Errorf("verdict rule: the bad endpoint (median %s) is not worse than the good one (median %s)", r.format(median(r.Bad)), r.format(median(r.Good)))
+		}
+		m.mid, m.delta = (g+b)/2, b-g
+	default:
+		m.mid, m.delta = m.scale(threshold), 2*indifference
+	}
+	sigma, df := spreadOf(r.Good, r.Bad)
+	if df < 4 {
+		// Too few calibration samples: take the kernel's own spread, made
+		// larger the fewer samples it rests on.
+		own, odf := spreadOf(samples)
+		sigma = math.Max(sigma, own*spreadInflation(odf))
+	}
+	m.sigma = math.Max(sigma, minSpread)
+	m.threshold = m.fromScale(m.mid)
+	return m, nil
+}
+
+// scales returns the log scale in which larger is worse, and its inverse.
+func (r Rule) scales(ref float64) (func(float64) float64, func(float64) float64) {
+	floor := math.Abs(ref) / 100
+	if floor == 0 || math.IsNaN(floor) {
+		floor = 1e-9
+	}
+	switch {
+	case r.MetricKind == KindPercent && !r.HigherIsBad:
+		// Availability: what is stolen, 100 − x, is what grows.
+		f := math.Max(floor, 1e-6)
+		return func(x float64) float64 { return math.Log(math.Max(100-x, f)) },
+			func(y float64) float64 { return 100 - math.Exp(y) }
+	case r.HigherIsBad:
+		return func(x float64) float64 { return math.Log(math.Max(x, floor)) }, math.Exp
+	}
+	return func(x float64) float64 { return -math.Log(math.Max(x, floor)) },
+		func(y float64) float64 { return math.Exp(-y) }
+}
+
+// spreadInflation makes a spread estimated from df degrees of freedom an
+// upper bound at 90 %: sqrt(df / chi-square 10th percentile).
+func spreadInflation(df int) float64 {
+	q10 := []float64{0, 0.0158, 0.2107, 0.5844, 1.0636, 1.6103, 2.2041, 2.8331, 3.4895, 4.1682, 4.8652,
+		5.5778, 6.3038, 7.0415, 7.7895, 8.5468, 9.3122, 10.0852, 10.8649, 11.6509, 12.4426}
+	if df < 1 {
+		return 0
+	}
+	if df < len(q10) {
+		return math.Sqrt(float64(df) / q10[df])
+	}
+	// Wilson-Hilferty, accurate beyond 20.
+	k := float64(df)
+	c := 1 - 2/(9*k) - 1.2816*math.Sqrt(2/(9*k))
+	return math.Sqrt(k / (k * c * c * c))
+}
+
+// format writes a metric value for a reason.
+func (r Rule) format(v float64) string {
+	return FormatValue(r.MetricKind, v)
+}
+
+// FormatValue writes a value of a metric kind with its unit.
+func FormatValue(kind string, v float64) string {
+	switch kind {
+	case KindTime:
+		return formatNS(v)
+	case KindPercent:
+		return fmt.Sprintf("%.3f%%", v)
+	}
+	return fmt.Sprintf("%.4g", v)
+}
+
+// formatNS writes nanoseconds in the unit RT people read: ns below a
+// microsecond, µs below ten milliseconds, then ms.
+func formatNS(v float64) string {
+	switch a := math.Abs(v); {
+	case a < 1e3:
+		return fmt.Sprintf("%.0f ns", v)
+	case a < 1e7:
+		return trimZeros(fmt.Sprintf("%.1f", v/1e3)) + " µs"
+	case a < 1e10:
+		return trimZeros(fmt.Sprintf("%.2f", v/1e6)) + " ms"
+	}
+	return trimZeros(fmt.Sprintf("%.2f", v/1e9)) + " s"
+}
+
+func trimZeros(s string) string {
+	for len(s) > 1 && s[len(s)-1] == '0' && containsDot(s) {
+		s = s[:len(s)-1]
+	}
+	if s[len(s)-1] == '.' {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+func containsDot(s string) bool {
+	for i := range s {
+		if s[i] == '.' {
+			return true
+		}
+	}
+	return false
+}
+
+func mapped(xs []float64, f func(float64) float64) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
+	}
+	return out
+}
+
+func mean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return quantile(s, 0.5)
+}
