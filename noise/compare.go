@@ -65,9 +65,12 @@ type Comparison struct {
 }
 
 // Significant reports whether P < 1 - Confidence, i.e. whether A and B
-// differ at the confidence of the comparison.
+// differ at the confidence of the comparison. The comparison allows for the
+// rounding of 1 - Confidence (0.050000000000000044 for 0.95), so that an
+// exact P of 0.05, e.g. 1 value against 39 all above it, is not
+// significant at 95%.
 func (c Comparison) Significant() bool {
-	return c.P < 1-c.Confidence
+	return below(c.P, 1-c.Confidence)
 }
 
 // Compare compares A and B at the given confidence (0.5 < confidence < 1;
@@ -131,7 +134,7 @@ func (c *Comparison) finiteSorted(v []float64, name string) []float64 {
 // significant at c.Confidence: the smallest two-sided p is that of U = 0.
 func (c *Comparison) warnIfUnreachable(null uNull) {
 	alpha := 1 - c.Confidence
-	if minP := null.twoSidedP(0); !(minP < alpha) {
+	if minP := null.twoSidedP(0); !below(minP, alpha) {
 		c.warn("too few samples: with %d and %d values the smallest two-sided p is %.3g, so %.4g%% confidence can never be reached",
 			c.NA, c.NB, minP, 100*c.Confidence)
 	}
@@ -298,10 +301,20 @@ func (d uNull) intervalRank(confidence float64) int {
 	return int(max(0, min(k, float64((d.m*d.n+1)/2))))
 }
 
+// compareRounding is the relative slack for comparing a probability with
+// 1 − confidence: both carry float64 rounding, and a p equal to alpha in
+// exact arithmetic must compare as equal.
+const compareRounding = 1e-9
+
 // atMost is p ≤ alpha allowing for rounding, so that 3 and 3 samples do
 // reach 90% (2/20 against 1 − 0.9 = 0.09999999999999998).
 func atMost(p, alpha float64) bool {
-	return p <= alpha*(1+1e-9)
+	return p <= alpha*(1+compareRounding)
+}
+
+// below is p < alpha allowing for rounding: p must be clearly below.
+func below(p, alpha float64) bool {
+	return p < alpha*(1-compareRounding)
 }
 
 // exactLowerCDF returns P(U ≤ k) for k = 0..⌊mn/2⌋ without ties. The number

@@ -268,7 +268,7 @@ func formatNS(v float64) string {
 		return fmt.Sprintf("%.0f ns", v)
 	case a < 1e7:
 		return trimZeros(fmt.Sprintf("%.1f", v/1e3)) + " µs"
-	case a < 1e10:
+	case a < 1e9:
 		return trimZeros(fmt.Sprintf("%.2f", v/1e6)) + " ms"
 	}
 	return trimZeros(fmt.Sprintf("%.2f", v/1e9)) + " s"
