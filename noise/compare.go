@@ -145,6 +145,12 @@ func (c *Comparison) warnIfUnreachable(null uNull) {
 // null.intervalRank gives. When no k ≥ 1 reaches the confidence it falls
 // back to the widest interval, [min d, max d], and says what that covers.
 func (c *Comparison) estimateShift(xs, ys []float64, null uNull) {
+	// The extreme differences are the first and last; if neither
+	// overflows, none does, and Inf − Inf can never make a NaN shift.
+	if math.IsInf(ys[0]-xs[len(xs)-1], 0) || math.IsInf(ys[len(ys)-1]-xs[0], 0) {
+		c.warn("values too large: differences b − a overflow float64, so no shift is estimated")
+		return
+	}
 	mn := len(xs) * len(ys)
 	k := null.intervalRank(c.Confidence)
 	widest := k < 1
@@ -323,10 +329,12 @@ func below(p, alpha float64) bool {
 // s = min(m,n) and l = max(m,n). Each factor is one pass of a subtraction
 // and one of running sums with stride i over an array of ⌊mn/2⌋+1 float64
 // counts: O(s·mn) time, O(mn) memory. Coefficient k only depends on lower
-// coefficients, so the array can stop at the middle. The partial products
-// count partitions into at most i parts no larger than l, which never exceed
-// the final count at the same k, so the small tail counts stay exact
-// integers and larger ones carry only float64 rounding.
+// coefficients, so the array can stop at the middle. After factor i the
+// array counts partitions of k into at most i parts no larger than l, never
+// more than the final count at the same k (and the subtraction's operands
+// are such counts too), so tail counts below 2^53 stay exact integers and
+// larger ones carry only float64 rounding (checked against big.Int at 100
+// and 100).
 func exactLowerCDF(m, n int) []float64 {
 	s, l := min(m, n), max(m, n)
 	half := m * n / 2

@@ -12,8 +12,8 @@ import (
 	"testing"
 )
 
-// bruteU is U of B over A straight from its definition.
-func bruteU(a, b []float64) float64 {
+// compareBruteU is U of B over A straight from its definition.
+func compareBruteU(a, b []float64) float64 {
 	var u float64
 	for _, y := range b {
 		for _, x := range a {
@@ -28,11 +28,11 @@ func bruteU(a, b []float64) float64 {
 	return u
 }
 
-// permutationP is the two-sided p of U found by relabelling the pooled
+// comparePermutationP is the two-sided p of U found by relabelling the pooled
 // values in all C(n+m, n) ways: min(1, 2·min(#U ≤ u, #U ≥ u)/total).
-func permutationP(a, b []float64) float64 {
+func comparePermutationP(a, b []float64) float64 {
 	pooled := slices.Concat(a, b)
-	u := bruteU(a, b)
+	u := compareBruteU(a, b)
 	var le, ge, total int
 	for mask := uint(0); mask < 1<<len(pooled); mask++ {
 		if bits.OnesCount(mask) != len(a) {
@@ -46,7 +46,7 @@ func permutationP(a, b []float64) float64 {
 				pb = append(pb, v)
 			}
 		}
-		switch pu := bruteU(pa, pb); {
+		switch pu := compareBruteU(pa, pb); {
 		case pu < u:
 			le++
 		case pu > u:
@@ -60,8 +60,8 @@ func permutationP(a, b []float64) float64 {
 	return min(1, 2*float64(min(le, ge))/float64(total))
 }
 
-// ramp returns n values start, start+step, ...
-func ramp(n int, start, step float64) []float64 {
+// compareRamp returns n values start, start+step, ...
+func compareRamp(n int, start, step float64) []float64 {
 	v := make([]float64, n)
 	for i := range v {
 		v[i] = start + float64(i)*step
@@ -69,8 +69,8 @@ func ramp(n int, start, step float64) []float64 {
 	return v
 }
 
-// draw returns n values of f.
-func draw(n int, f func() float64) []float64 {
+// compareDraw returns n values of f.
+func compareDraw(n int, f func() float64) []float64 {
 	v := make([]float64, n)
 	for i := range v {
 		v[i] = f()
@@ -78,8 +78,8 @@ func draw(n int, f func() float64) []float64 {
 	return v
 }
 
-// hasWarning reports whether one of c's warnings contains every part.
-func hasWarning(c Comparison, parts ...string) bool {
+// compareHasWarning reports whether one of c's warnings contains every part.
+func compareHasWarning(c Comparison, parts ...string) bool {
 	for _, w := range c.Warnings {
 		all := true
 		for _, p := range parts {
@@ -98,13 +98,13 @@ func TestCompareExactPValueMatchesPermutationCount(t *testing.T) {
 		a, b []float64
 		want float64
 	}{
-		{ramp(3, 0, 1), ramp(3, 10, 1), 0.1},
-		{ramp(5, 0, 1), ramp(5, 10, 1), 2.0 / 252},
-		{ramp(5, 10, 1), ramp(5, 0, 1), 2.0 / 252},
+		{compareRamp(3, 0, 1), compareRamp(3, 10, 1), 0.1},
+		{compareRamp(5, 0, 1), compareRamp(5, 10, 1), 2.0 / 252},
+		{compareRamp(5, 10, 1), compareRamp(5, 0, 1), 2.0 / 252},
 	} {
 		c := Compare(tc.a, tc.b, 0.95)
-		if !c.Exact || math.Abs(c.P-tc.want) > 1e-15 || math.Abs(permutationP(tc.a, tc.b)-tc.want) > 1e-15 {
-			t.Errorf("Compare(%v, %v): P %v (exact %v), permutations %v, want %v", tc.a, tc.b, c.P, c.Exact, permutationP(tc.a, tc.b), tc.want)
+		if !c.Exact || math.Abs(c.P-tc.want) > 1e-15 || math.Abs(comparePermutationP(tc.a, tc.b)-tc.want) > 1e-15 {
+			t.Errorf("Compare(%v, %v): P %v (exact %v), permutations %v, want %v", tc.a, tc.b, c.P, c.Exact, comparePermutationP(tc.a, tc.b), tc.want)
 		}
 	}
 	// Every size up to 7 and 7, continuous data (no ties) at several shifts
@@ -113,23 +113,23 @@ func TestCompareExactPValueMatchesPermutationCount(t *testing.T) {
 	for n := 1; n <= 7; n++ {
 		for m := 1; m <= 7; m++ {
 			for _, shift := range []float64{0, 0.7, 2} {
-				a := draw(n, rng.NormFloat64)
-				b := draw(m, func() float64 { return rng.NormFloat64() + shift })
+				a := compareDraw(n, rng.NormFloat64)
+				b := compareDraw(m, func() float64 { return rng.NormFloat64() + shift })
 				c := Compare(a, b, 0.95)
-				want := permutationP(a, b)
-				if !c.Exact || c.U != bruteU(a, b) || math.Abs(c.P-want) > 1e-12 {
-					t.Errorf("%d and %d, shift %v: U %v P %v exact %v, want U %v P %v", n, m, shift, c.U, c.P, c.Exact, bruteU(a, b), want)
+				want := comparePermutationP(a, b)
+				if !c.Exact || c.U != compareBruteU(a, b) || math.Abs(c.P-want) > 1e-12 {
+					t.Errorf("%d and %d, shift %v: U %v P %v exact %v, want U %v P %v", n, m, shift, c.U, c.P, c.Exact, compareBruteU(a, b), want)
 				}
 			}
 		}
 	}
 }
 
-// exactCountsByPlacement counts the labelings by U the slow, independent
+// compareCountsByPlacement counts the labelings by U the slow, independent
 // way: place the pooled values in rank order, each either A or B; a B adds
 // the number of A already placed to U. Exact in uint64 while C(m+n, m)
 // fits.
-func exactCountsByPlacement(m, n int) []uint64 {
+func compareCountsByPlacement(m, n int) []uint64 {
 	// dp[j][u]: labelings of the values so far with j B's and U = u.
 	dp := make([][]uint64, n+1)
 	for j := range dp {
@@ -153,7 +153,7 @@ func exactCountsByPlacement(m, n int) []uint64 {
 func TestCompareExactDistributionMatchesIntegerCounts(t *testing.T) {
 	for _, s := range [][2]int{{1, 1}, {2, 3}, {7, 7}, {5, 300}, {1, 2500}, {32, 32}} {
 		m, n := s[0], s[1]
-		counts := exactCountsByPlacement(m, n)
+		counts := compareCountsByPlacement(m, n)
 		var total uint64
 		for _, c := range counts {
 			total += c
@@ -208,11 +208,11 @@ func TestCompareIsSymmetricInAAndB(t *testing.T) {
 		name string
 		a, b []float64
 	}{
-		{"exact", draw(9, rng.NormFloat64), draw(7, func() float64 { return rng.NormFloat64() + 1 })},
+		{"exact", compareDraw(9, rng.NormFloat64), compareDraw(7, func() float64 { return rng.NormFloat64() + 1 })},
 		{"ties", []float64{1, 2, 2, 3, 5}, []float64{2, 3, 3, 4}},
-		{"normal approximation", draw(150, rng.ExpFloat64), draw(120, func() float64 { return rng.ExpFloat64() + 0.2 })},
-		{"too few", ramp(3, 0, 1), ramp(3, 10, 1)},
-		{"even pairs", ramp(4, 0, 1.5), ramp(6, 1, 0.7)},
+		{"normal approximation", compareDraw(150, rng.ExpFloat64), compareDraw(120, func() float64 { return rng.ExpFloat64() + 0.2 })},
+		{"too few", compareRamp(3, 0, 1), compareRamp(3, 10, 1)},
+		{"even pairs", compareRamp(4, 0, 1.5), compareRamp(6, 1, 0.7)},
 	} {
 		ab, ba := Compare(tc.a, tc.b, 0.95), Compare(tc.b, tc.a, 0.95)
 		mn := float64(ab.NA * ab.NB)
@@ -234,7 +234,7 @@ func TestCompareShiftIntervalUsesTheTabulatedCriticalValues(t *testing.T) {
 	}
 	// Compare picks those order statistics of the sorted differences.
 	rng := rand.New(rand.NewPCG(5, 6))
-	a, b := draw(10, rng.NormFloat64), draw(10, rng.NormFloat64)
+	a, b := compareDraw(10, rng.NormFloat64), compareDraw(10, rng.NormFloat64)
 	var d []float64
 	for _, y := range b {
 		for _, x := range a {
@@ -252,29 +252,29 @@ func TestCompareShiftIntervalCoversTheTrueShiftAtTheNominalRate(t *testing.T) {
 	const trials = 2000
 	rng := rand.New(rand.NewPCG(7, 8))
 	normal := rng.NormFloat64
-	lognormal := func() float64 { return math.Exp(rng.NormFloat64()) }
+	heavy := func() float64 { return math.Exp(rng.NormFloat64()) }
 	// Latencies in whole µs: ties everywhere.
-	roundedLognormal := func() float64 { return math.Round(10 * math.Exp(rng.NormFloat64())) }
+	roundedHeavy := func() float64 { return math.Round(10 * math.Exp(rng.NormFloat64())) }
 	for _, tc := range []struct {
-		name       string
-		na, nb     int
-		draw       func() float64
-		shift      float64
-		confidence float64
-		exact      bool
-		lo, hi     float64
+		name        string
+		na, nb      int
+		compareDraw func() float64
+		shift       float64
+		confidence  float64
+		exact       bool
+		lo, hi      float64
 	}{
 		{"normal 10 and 10", 10, 10, normal, 1, 0.95, true, 0.92, 0.98},
-		{"lognormal 8 and 12", 8, 12, lognormal, 0.5, 0.95, true, 0.92, 0.98},
-		{"lognormal 10 and 10 at 90%", 10, 10, lognormal, 2, 0.90, true, 0.87, 0.93},
+		{"lognormal 8 and 12", 8, 12, heavy, 0.5, 0.95, true, 0.92, 0.98},
+		{"lognormal 10 and 10 at 90%", 10, 10, heavy, 2, 0.90, true, 0.87, 0.93},
 		{"normal 101 and 101", 101, 101, normal, 0.3, 0.95, false, 0.92, 0.98},
-		{"lognormal 110 and 100", 110, 100, lognormal, 0.2, 0.95, false, 0.92, 0.98},
-		{"rounded lognormal 15 and 15", 15, 15, roundedLognormal, 3, 0.95, false, 0.92, 0.98},
+		{"lognormal 110 and 100", 110, 100, heavy, 0.2, 0.95, false, 0.92, 0.98},
+		{"rounded lognormal 15 and 15", 15, 15, roundedHeavy, 3, 0.95, false, 0.92, 0.98},
 	} {
 		covered := 0
 		for range trials {
-			a := draw(tc.na, tc.draw)
-			b := draw(tc.nb, func() float64 { return tc.draw() + tc.shift })
+			a := compareDraw(tc.na, tc.compareDraw)
+			b := compareDraw(tc.nb, func() float64 { return tc.compareDraw() + tc.shift })
 			c := Compare(a, b, tc.confidence)
 			if c.Exact != tc.exact {
 				t.Fatalf("%s: Exact %v, want %v", tc.name, c.Exact, tc.exact)
@@ -320,11 +320,11 @@ func TestCompareWithTiesUsesTheTieCorrectedNormalApproximation(t *testing.T) {
 		c.Shift != 1 || c.ShiftLow != 0 || c.ShiftHigh != 2 || c.Significant() {
 		t.Errorf("got %+v", c)
 	}
-	if len(c.Warnings) != 1 || !hasWarning(c, "6 of the 8 values are tied") {
+	if len(c.Warnings) != 1 || !compareHasWarning(c, "6 of the 8 values are tied") {
 		t.Errorf("warnings %q", c.Warnings)
 	}
 	// Ties within one sample only still make the pooled sample tied.
-	if c := Compare([]float64{1, 1, 2}, []float64{3, 4, 5}, 0.95); c.Exact || !hasWarning(c, "tied") {
+	if c := Compare([]float64{1, 1, 2}, []float64{3, 4, 5}, 0.95); c.Exact || !compareHasWarning(c, "tied") {
 		t.Errorf("ties inside A: %+v", c)
 	}
 }
@@ -334,7 +334,7 @@ func TestCompareCompleteSeparationOfThreeAndThreeCannotReach95Percent(t *testing
 	if !c.Exact || c.P != 0.1 || c.Significant() || c.U != 9 {
 		t.Errorf("got %+v", c)
 	}
-	if !hasWarning(c, "smallest two-sided p is 0.1", "95%") || !hasWarning(c, "widest possible", "0.9") {
+	if !compareHasWarning(c, "smallest two-sided p is 0.1", "95%") || !compareHasWarning(c, "widest possible", "0.9") {
 		t.Errorf("warnings %q", c.Warnings)
 	}
 	if c.ShiftLow != 8 || c.ShiftHigh != 12 || c.Shift != 10 {
@@ -343,11 +343,11 @@ func TestCompareCompleteSeparationOfThreeAndThreeCannotReach95Percent(t *testing
 	// At 90% the widest interval has exactly the coverage asked, but P =
 	// 0.1 is still not below 0.1.
 	c = Compare([]float64{1, 2, 3}, []float64{11, 12, 13}, 0.90)
-	if c.Significant() || hasWarning(c, "widest") || !hasWarning(c, "smallest two-sided p is 0.1") {
+	if c.Significant() || compareHasWarning(c, "widest") || !compareHasWarning(c, "smallest two-sided p is 0.1") {
 		t.Errorf("at 90%%: %+v", c)
 	}
 	// 5 and 5 separate at 95%: P = 2/252 and a proper interval.
-	c = Compare(ramp(5, 0, 1), ramp(5, 10, 1), 0.95)
+	c = Compare(compareRamp(5, 0, 1), compareRamp(5, 10, 1), 0.95)
 	if !c.Significant() || len(c.Warnings) != 0 || c.ShiftLow != 7 || c.ShiftHigh != 13 {
 		t.Errorf("5 and 5: %+v", c)
 	}
@@ -375,10 +375,13 @@ func TestCompareHandlesDegenerateInputsWithoutNaN(t *testing.T) {
 		{"one and one", []float64{1}, []float64{2}, 0.95,
 			Comparison{NA: 1, NB: 1, MedianA: 1, MedianB: 2, U: 1, P: 1, Exact: true, Shift: 1, ShiftLow: 1, ShiftHigh: 1},
 			[][]string{{"smallest two-sided p is 1"}, {"widest possible"}}},
-		{"bad confidence", ramp(5, 0, 1), ramp(5, 10, 1), 95,
+		{"overflowing differences", []float64{-1e308, 0}, []float64{1e308, 1}, 0.95,
+			Comparison{NA: 2, NB: 2, MedianA: -5e307, MedianB: 5e307, U: 4, P: 1.0 / 3, Exact: true},
+			[][]string{{"smallest two-sided p is 0.333"}, {"overflow"}}},
+		{"bad confidence", compareRamp(5, 0, 1), compareRamp(5, 10, 1), 95,
 			Comparison{NA: 5, NB: 5, MedianA: 2, MedianB: 12, U: 25, P: 2.0 / 252, Exact: true, Shift: 10, ShiftLow: 7, ShiftHigh: 13},
 			[][]string{{"confidence 95 is outside", "0.95 used"}}},
-		{"NaN confidence", ramp(5, 0, 1), ramp(5, 10, 1), math.NaN(),
+		{"NaN confidence", compareRamp(5, 0, 1), compareRamp(5, 10, 1), math.NaN(),
 			Comparison{NA: 5, NB: 5, MedianA: 2, MedianB: 12, U: 25, P: 2.0 / 252, Exact: true, Shift: 10, ShiftLow: 7, ShiftHigh: 13},
 			[][]string{{"confidence NaN is outside"}}},
 	} {
@@ -395,7 +398,7 @@ func TestCompareHandlesDegenerateInputsWithoutNaN(t *testing.T) {
 			t.Errorf("%s: warnings %q", tc.name, c.Warnings)
 		}
 		for _, w := range tc.warnings {
-			if !hasWarning(c, w...) {
+			if !compareHasWarning(c, w...) {
 				t.Errorf("%s: no warning with %q in %q", tc.name, w, c.Warnings)
 			}
 		}
@@ -413,7 +416,7 @@ func TestCompareDropsNaNAndInfAndLeavesTheInputsAlone(t *testing.T) {
 	if c.P != clean.P || c.U != clean.U || c.Shift != clean.Shift || c.NA != 3 || c.NB != 3 {
 		t.Errorf("got %+v, want the numbers of %+v", c, clean)
 	}
-	if !hasWarning(c, "dropped 2 NaN/Inf value(s) from A") || !hasWarning(c, "dropped 1 NaN/Inf value(s) from B") {
+	if !compareHasWarning(c, "dropped 2 NaN/Inf value(s) from A") || !compareHasWarning(c, "dropped 1 NaN/Inf value(s) from B") {
 		t.Errorf("warnings %q", c.Warnings)
 	}
 	if a[0] != 3 || !math.IsNaN(a[1]) || b[1] != 12 {
@@ -448,16 +451,16 @@ func TestCompareSignificantComparesPWithOneMinusConfidence(t *testing.T) {
 	// 1 value below 39: P = 2/40 = 0.05 exactly, not below 1 − 0.95 even
 	// though that rounds to 0.050000000000000044; the widest interval
 	// reaches exactly 95%.
-	c := Compare([]float64{0}, ramp(39, 1, 1), 0.95)
-	if c.P != 0.05 || c.Significant() || !hasWarning(c, "smallest two-sided p is 0.05") || hasWarning(c, "widest") {
+	c := Compare([]float64{0}, compareRamp(39, 1, 1), 0.95)
+	if c.P != 0.05 || c.Significant() || !compareHasWarning(c, "smallest two-sided p is 0.05") || compareHasWarning(c, "widest") {
 		t.Errorf("1 and 39: %+v", c)
 	}
 }
 
 func TestCompareAboveTheSortCapAgreesWithSorting(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
-	a := draw(1001, func() float64 { return math.Round(100 * rng.ExpFloat64()) })
-	b := draw(1000, func() float64 { return math.Round(100*rng.ExpFloat64()) + 7 })
+	a := compareDraw(1001, func() float64 { return math.Round(100 * rng.ExpFloat64()) })
+	b := compareDraw(1000, func() float64 { return math.Round(100*rng.ExpFloat64()) + 7 })
 	c := Compare(a, b, 0.99)
 	mn := len(a) * len(b)
 	if mn <= compareSortMaxPairs {
@@ -482,8 +485,8 @@ func TestComparePairwiseSelectionWithoutSortingMatchesSorting(t *testing.T) {
 	// Above compareSortMaxPairs the order statistics come from bisection;
 	// check it against sorting on data with ties, negatives and zeros.
 	rng := rand.New(rand.NewPCG(9, 10))
-	xs := draw(23, func() float64 { return math.Round(4*rng.NormFloat64()) / 2 })
-	ys := draw(17, func() float64 { return math.Round(6*rng.NormFloat64())/3 + 0.25 })
+	xs := compareDraw(23, func() float64 { return math.Round(4*rng.NormFloat64()) / 2 })
+	ys := compareDraw(17, func() float64 { return math.Round(6*rng.NormFloat64())/3 + 0.25 })
 	xs = append(xs, 0, math.Copysign(0, -1), 1e300, -1e-300)
 	slices.Sort(xs)
 	slices.Sort(ys)
@@ -504,8 +507,8 @@ func TestComparePairwiseSelectionWithoutSortingMatchesSorting(t *testing.T) {
 func BenchmarkCompare(b *testing.B) {
 	for _, n := range []int{10, 100} {
 		rng := rand.New(rand.NewPCG(11, uint64(n)))
-		xs := draw(n, rng.NormFloat64)
-		ys := draw(n, func() float64 { return rng.NormFloat64() + 0.5 })
+		xs := compareDraw(n, rng.NormFloat64)
+		ys := compareDraw(n, func() float64 { return rng.NormFloat64() + 0.5 })
 		b.Run(fmt.Sprintf("n=m=%d", n), func(b *testing.B) {
 			for b.Loop() {
 				Compare(xs, ys, 0.95)

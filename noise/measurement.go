@@ -86,7 +86,9 @@ type Osnoise struct {
 	// not see coming from the kernel (HW: SMIs, hypervisor, SMT sibling),
 	// NMIs, hard IRQs, softirqs (always 0 on PREEMPT_RT, where they are
 	// threads) and switches to other threads.
-	HW     Count `json:"hw"`
+	HW Count `json:"hw"`
+	// NoHW says the output did not have the HW column (the seed's table).
+	NoHW   bool  `json:"no_hw,omitempty"`
 	NMI    Count `json:"nmi"`
 	IRQ    Count `json:"irq"`
 	SIRQ   Count `json:"sirq"`

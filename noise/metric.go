@@ -135,7 +135,7 @@ func (c *CPU) metric(name string) (float64, bool) {
 	case "availability":
 		return float64(o.MinAvailable), true
 	case "hw":
-		return perPeriod(o.HW), true
+		return perPeriod(o.HW), !o.NoHW
 	case "nmi":
 		return perPeriod(o.NMI), true
 	case "irq":

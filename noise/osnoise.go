@@ -173,6 +173,7 @@ func (c *CPU) addPeriod(p Period) {
 	o.MaxSingle = max(o.MaxSingle, p.MaxSingle)
 	o.MinAvailable = min(o.MinAvailable, p.Available)
 	o.HW += p.HW
+	o.NoHW = o.NoHW || !p.HWKnown
 	o.NMI += p.NMI
 	o.IRQ += p.IRQ
 	o.SIRQ += p.SIRQ

@@ -260,16 +260,19 @@ func FormatValue(kind string, v float64) string {
 	return fmt.Sprintf("%.4g", v)
 }
 
-// formatNS writes nanoseconds in the unit RT people read: ns below a
-// microsecond, µs below ten milliseconds, then ms.
+// formatNS writes nanoseconds in the unit RT people read and compare
+// with their tables: ns below a microsecond, then µs (grouped by
+// thousands, decimals only below 100 µs), and seconds from one second.
 func formatNS(v float64) string {
 	switch a := math.Abs(v); {
 	case a < 1e3:
 		return fmt.Sprintf("%.0f ns", v)
-	case a < 1e7:
+	case a < 1e4:
+		return trimZeros(fmt.Sprintf("%.2f", v/1e3)) + " µs"
+	case a < 1e5:
 		return trimZeros(fmt.Sprintf("%.1f", v/1e3)) + " µs"
 	case a < 1e9:
-		return trimZeros(fmt.Sprintf("%.2f", v/1e6)) + " ms"
+		return groupThousands(math.Round(v/1e3)) + " µs"
 	}
 	return trimZeros(fmt.Sprintf("%.2f", v/1e9)) + " s"
 }

@@ -87,7 +87,7 @@ func TestRatioAndAutoThresholdsComeFromTheEndpoints(t *testing.T) {
 	ratio := Rule{Kind: Ratio, Threshold: 3, MetricKind: KindTime, HigherIsBad: true, MinSamples: 3, MaxSamples: 10, Confidence: 0.95,
 		Good: usv(3, 3.2, 2.9, 3.1)}
 	d := decide(t, ratio, usv(30, 32, 29))
-	if d.Verdict != Bad || formatNS(d.Threshold) != "9.2 µs" {
+	if d.Verdict != Bad || formatNS(d.Threshold) != "9.15 µs" {
 		t.Errorf("3x the good endpoint's 3.05 µs: %+v", d)
 	}
 	auto := Rule{Kind: Auto, MetricKind: KindTime, HigherIsBad: true, MinSamples: 3, MaxSamples: 10, Confidence: 0.95,
@@ -127,7 +127,7 @@ func TestRulesThatCannotDecideAreErrors(t *testing.T) {
 }
 
 func TestValuesAreWrittenWithTheirUnits(t *testing.T) {
-	for v, want := range map[float64]string{7: "7 ns", 14e3: "14 µs", 50163e3: "50.16 ms", 1.5e3: "1.5 µs", 2e9 + 5e7: "2.05 s"} {
+	for v, want := range map[float64]string{7: "7 ns", 14e3: "14 µs", 50163e3: "50,163 µs", 1.5e3: "1.5 µs", 1068: "1.07 µs", 2e9 + 5e7: "2.05 s", 311977e3: "311,977 µs"} {
 		if got := FormatValue(KindTime, v); got != want {
 			t.Errorf("%v: %q, want %q", v, got, want)
 		}
