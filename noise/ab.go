@@ -1,0 +1,371 @@
+package noise
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// Side is one kernel's samples in an A/B comparison: the same workload run
+// on the same host, one measurement per sample.
+type Side struct {
+	Name    string
+	Samples []*Measurement
+}
+
+// ABReport is the evidence that two kernels differ (or do not): each
+// side's ranges across CPUs and samples, as in the "Summary across all
+// isolated cores" of a regression report, and the statistical comparison
+// of one metric.
+type ABReport struct {
+	Tool      string      `json:"tool"`
+	Metric    string      `json:"metric"`
+	Kind      string      `json:"kind"`
+	Aggregate string      `json:"aggregate"`
+	A         SideSummary `json:"a"`
+	B         SideSummary `json:"b"`
+	// Comparison is of the per-sample values (the aggregate over CPUs),
+	// B against A.
+	Comparison Comparison `json:"comparison"`
+	// CPUs is how many CPUs both sides measured; CPUsBetter on how many
+	// every sample of B beats every sample of A, CPUsWorse the reverse.
+	CPUs       int    `json:"cpus"`
+	CPUsBetter int    `json:"cpus_better"`
+	CPUsWorse  int    `json:"cpus_worse"`
+	Conclusion string `json:"conclusion"`
+}
+
+// SideSummary is one side of an A/B comparison.
+type SideSummary struct {
+	Name    string         `json:"name"`
+	Samples int            `json:"samples"`
+	CPUs    int            `json:"cpus"`
+	Values  []float64      `json:"values"`
+	Median  float64        `json:"median"`
+	Ranges  []RangeSummary `json:"ranges"`
+}
+
+// RangeSummary is a metric's smallest and largest value over every CPU
+// and sample of one side.
+type RangeSummary struct {
+	Metric string  `json:"metric"`
+	Kind   string  `json:"kind"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+}
+
+// CompareAB compares B with A on a metric (aggregated over CPUs per sample
+// as the job says) at the given confidence.
+func CompareAB(a, b Side, metric, aggregate string, confidence float64) (*ABReport, error) {
+	if len(a.Samples) == 0 || len(b.Samples) == 0 {
+		return nil, fmt.Errorf("A/B: each side needs at least one sample (A has %d, B %d)", len(a.Samples), len(b.Samples))
+	}
+	tool := a.Samples[0].Tool
+	for _, m := range append(append([]*Measurement{}, a.Samples...), b.Samples...) {
+		if m.Tool != tool {
+			return nil, fmt.Errorf("A/B: samples of %s and %s cannot be compared", tool, m.Tool)
+		}
+	}
+	info, err := Metric(tool, metric)
+	if err != nil {
+		return nil, err
+	}
+	r := &ABReport{Tool: tool, Metric: metric, Kind: info.Kind, Aggregate: aggregate}
+	for _, s := range []struct {
+		side Side
+		out  *SideSummary
+	}{{a, &r.A}, {b, &r.B}} {
+		if *s.out, err = summarizeSide(s.side, info, aggregate); err != nil {
+			return nil, err
+		}
+	}
+	r.Comparison = Compare(r.A.Values, r.B.Values, confidence)
+	r.countCPUs(a, b, info)
+	r.Conclusion = r.conclude(info)
+	return r, nil
+}
+
+func summarizeSide(s Side, info MetricInfo, aggregate string) (SideSummary, error) {
+	out := SideSummary{Name: s.Name, Samples: len(s.Samples)}
+	cpus := map[int]bool{}
+	for i, m := range s.Samples {
+		vals, err := m.MetricValues(info.Name)
+		if err != nil {
+			return out, fmt.Errorf("%s, sample %d: %v", s.Name, i+1, err)
+		}
+		v, err := AggregateWorst(vals, aggregate, info.HigherIsBad)
+		if err != nil {
+			return out, err
+		}
+		out.Values = append(out.Values, v)
+		for _, c := range m.CPUs {
+			cpus[c.CPU] = true
+		}
+	}
+	out.CPUs = len(cpus)
+	out.Median = median(out.Values)
+	for _, mi := range Metrics(s.Samples[0].Tool) {
+		rs := RangeSummary{Metric: mi.Name, Kind: mi.Kind, Min: math.Inf(1), Max: math.Inf(-1)}
+		ok := true
+		for _, m := range s.Samples {
+			vals, err := m.MetricValues(mi.Name)
+			if err != nil {
+				ok = false
+				break
+			}
+			for _, v := range vals {
+				rs.Min, rs.Max = math.Min(rs.Min, v), math.Max(rs.Max, v)
+			}
+		}
+		if ok {
+			out.Ranges = append(out.Ranges, rs)
+		}
+	}
+	return out, nil
+}
+
+// countCPUs counts the CPUs where B is better (or worse) than A in every
+// sample: the "on all 32 isolated CPUs" of a report.
+func (r *ABReport) countCPUs(a, b Side, info MetricInfo) {
+	perCPU := func(s Side) map[int][]float64 {
+		out := map[int][]float64{}
+		for _, m := range s.Samples {
+			for _, c := range m.CPUs {
+				if v, ok := c.metric(info.Name); ok {
+					out[c.CPU] = append(out[c.CPU], v)
+				}
+			}
+		}
+		return out
+	}
+	av, bv := perCPU(a), perCPU(b)
+	for cpu, as := range av {
+		bs, ok := bv[cpu]
+		if !ok {
+			continue
+		}
+		r.CPUs++
+		aLo, aHi := minMax(as)
+		bLo, bHi := minMax(bs)
+		if !info.HigherIsBad {
+			aLo, aHi, bLo, bHi = -aHi, -aLo, -bHi, -bLo
+		}
+		switch {
+		case bHi < aLo:
+			r.CPUsBetter++
+		case bLo > aHi:
+			r.CPUsWorse++
+		}
+	}
+}
+
+func minMax(v []float64) (float64, float64) {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, x := range v {
+		lo, hi = math.Min(lo, x), math.Max(hi, x)
+	}
+	return lo, hi
+}
+
+// conclude says in one line what the comparison shows.
+func (r *ABReport) conclude(info MetricInfo) string {
+	c := r.Comparison
+	p := pText(c.P)
+	if !c.Significant() {
+		s := fmt.Sprintf("no significant difference in %s (%s, %d vs %d samples)", metricLabel(r.Metric), p, c.NA, c.NB)
+		if len(c.Warnings) > 0 {
+			s += ": " + c.Warnings[0]
+		}
+		return s
+	}
+	better := (c.Shift < 0) == info.HigherIsBad
+	where := ""
+	switch n := r.CPUs; {
+	case n == 0:
+	case better && r.CPUsBetter == n, !better && r.CPUsWorse == n:
+		where = fmt.Sprintf(" on all %d CPUs", n)
+	case better:
+		where = fmt.Sprintf(" on %d of %d CPUs", r.CPUsBetter, n)
+	default:
+		where = fmt.Sprintf(" on %d of %d CPUs", r.CPUsWorse, n)
+	}
+	return r.factor(info, better, where) + ", " + p
+}
+
+// factor says how much better or worse B is, as a ratio of medians where
+// that means something.
+func (r *ABReport) factor(info MetricInfo, better bool, where string) string {
+	a, b := r.A.Median, r.B.Median
+	word := map[bool]string{true: "better", false: "worse"}[better]
+	if info.HigherIsBad && (info.Kind == KindTime || info.Kind == KindCount) {
+		word = map[bool]string{true: "less noisy", false: "noisier"}[better]
+	}
+	values := fmt.Sprintf("(%s: %s against %s)", shortLabel(r.Metric), formatMetric(info.Kind, r.Metric, b), formatMetric(info.Kind, r.Metric, a))
+	lo, hi := math.Min(a, b), math.Max(a, b)
+	if info.Kind == KindPercent || !info.HigherIsBad || lo <= 0 {
+		return fmt.Sprintf("B is %s than A%s %s", word, where, values)
+	}
+	return fmt.Sprintf("B is %s× %s than A%s %s", ratioText(hi/lo), word, where, values)
+}
+
+// ratioText writes a ratio with two significant digits: 2.9, 41, 7,200.
+func ratioText(x float64) string {
+	if x < 10 {
+		return strconv.FormatFloat(math.Round(x*10)/10, 'f', -1, 64)
+	}
+	mag := math.Pow(10, math.Floor(math.Log10(x))-1)
+	return groupThousands(math.Round(x/mag) * mag)
+}
+
+// shortLabel names a metric in a sentence.
+func shortLabel(metric string) string {
+	switch metric {
+	case "noise":
+		return "noise per period"
+	case "availability":
+		return "CPU availability"
+	}
+	return metricLabel(metric)
+}
+
+func pText(p float64) string {
+	if p < 0.001 {
+		return "p < 0.001"
+	}
+	return fmt.Sprintf("p = %.2g", p)
+}
+
+// WriteText writes the A/B summary in the layout of a regression report:
+// each side's ranges across CPUs and samples side by side, then the
+// comparison and the conclusion.
+func (r *ABReport) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Summary across all measured CPUs (%s):\n\n", r.sizes())
+	tw := tabwriter.NewWriter(&b, 0, 0, 3, ' ', 0)
+	fmt.Fprintf(tw, "\tA: %s\tB: %s\n", r.A.Name, r.B.Name)
+	for _, row := range r.rangeRows() {
+		fmt.Fprintf(tw, "  %s:\t%s\t%s\n", row[0], row[1], row[2])
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	b.WriteString("\n")
+	for _, line := range r.comparisonLines() {
+		b.WriteString("  " + line + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteMarkdown writes the A/B summary as a markdown table and list.
+func (r *ABReport) WriteMarkdown(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Summary across all measured CPUs (%s):\n\n", r.sizes())
+	fmt.Fprintf(&b, "| | A: %s | B: %s |\n|---|---:|---:|\n", r.A.Name, r.B.Name)
+	for _, row := range r.rangeRows() {
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", row[0], row[1], row[2])
+	}
+	b.WriteString("\n")
+	for _, line := range r.comparisonLines() {
+		b.WriteString("- " + line + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func (r *ABReport) sizes() string {
+	cpus := fmt.Sprintf("%d CPUs", r.A.CPUs)
+	if r.A.CPUs != r.B.CPUs {
+		cpus = fmt.Sprintf("%d and %d CPUs", r.A.CPUs, r.B.CPUs)
+	}
+	return fmt.Sprintf("%s, %d and %d samples", cpus, r.A.Samples, r.B.Samples)
+}
+
+func (r *ABReport) rangeRows() [][3]string {
+	var rows [][3]string
+	for i, ra := range r.A.Ranges {
+		if i >= len(r.B.Ranges) || r.B.Ranges[i].Metric != ra.Metric || ra.Metric == "hw" || ra.Metric == "nmi" || ra.Metric == "sirq" {
+			continue // the report's block keeps to what tells kernels apart
+		}
+		rb := r.B.Ranges[i]
+		rows = append(rows, [3]string{rangeLabel(ra.Metric), r.rangeText(ra), r.rangeText(rb)})
+	}
+	return rows
+}
+
+func rangeLabel(metric string) string {
+	switch metric {
+	case "max_single_noise":
+		return "Max single noise"
+	case "noise":
+		return "Noise per period"
+	case "availability":
+		return "CPU availability"
+	case "irq", "thread":
+		return strings.ToUpper(metric) + " count per period"
+	}
+	l := metricLabel(metric)
+	return strings.ToUpper(l[:1]) + l[1:]
+}
+
+func (r *ABReport) rangeText(rs RangeSummary) string {
+	lo, hi := formatMetric(rs.Kind, rs.Metric, rs.Min), formatMetric(rs.Kind, rs.Metric, rs.Max)
+	if lo == hi {
+		return lo
+	}
+	if rs.Kind == KindTime && unitSuffix(hi) == " µs" && unitSuffix(lo) != " µs" {
+		lo = trimZeros(strconv.FormatFloat(rs.Min/1e3, 'f', 3, 64)) + " µs" // "0 - 7 µs"
+	}
+	// "44,343 - 50,294 µs": the unit once.
+	if u := unitSuffix(lo); u != "" && u == unitSuffix(hi) {
+		lo = strings.TrimSuffix(lo, u)
+	}
+	return lo + " - " + hi
+}
+
+func unitSuffix(s string) string {
+	for _, u := range []string{" ns", " µs", " s", "%"} {
+		if strings.HasSuffix(s, u) {
+			return u
+		}
+	}
+	return ""
+}
+
+func (r *ABReport) comparisonLines() []string {
+	c := r.Comparison
+	per := fmt.Sprintf("%s of the %s CPU per sample", metricLabel(r.Metric), aggregateLabel(r.Aggregate))
+	lines := []string{
+		fmt.Sprintf("%s: median A %s, B %s", per, formatMetric(r.Kind, r.Metric, r.A.Median), formatMetric(r.Kind, r.Metric, r.B.Median)),
+		fmt.Sprintf("B − A: %s, %g%% interval [%s, %s]; Mann-Whitney %s (%d vs %d samples%s)",
+			signed(r.Kind, r.Metric, c.Shift), c.Confidence*100, signed(r.Kind, r.Metric, c.ShiftLow), signed(r.Kind, r.Metric, c.ShiftHigh),
+			pText(c.P), c.NA, c.NB, map[bool]string{true: ", exact", false: ""}[c.Exact]),
+	}
+	for _, w := range c.Warnings {
+		lines = append(lines, "warning: "+w)
+	}
+	return append(lines, r.Conclusion)
+}
+
+func aggregateLabel(how string) string {
+	switch how {
+	case "max":
+		return "worst"
+	case "min":
+		return "best"
+	case "mean":
+		return "mean"
+	}
+	return how
+}
+
+func signed(kind, metric string, v float64) string {
+	s := formatMetric(kind, metric, v)
+	if v > 0 {
+		return "+" + s
+	}
+	return s
+}

@@ -1,0 +1,100 @@
+package noise
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+)
+
+// osnoiseSample makes one sample of n CPUs from 1 up whose noise is drawn
+// around the given medians.
+func osnoiseSample(rng *rand.Rand, cpus int, maxSingle, noise lognormal, irq, thread Count) *Measurement {
+	m := &Measurement{Tool: ToolOsnoise}
+	for c := 1; c <= cpus; c++ {
+		n := time.Duration(noise.draw(rng))
+		ms := min(time.Duration(maxSingle.draw(rng)), n)
+		m.CPUs = append(m.CPUs, CPU{CPU: c, Osnoise: &Osnoise{
+			Periods: 1, Runtime: 950 * time.Millisecond, Noise: n, MaxNoise: n, MaxSingle: ms,
+			Available: availability(950*time.Millisecond, n), MinAvailable: availability(950*time.Millisecond, n),
+			IRQ: irq, Thread: thread,
+		}})
+	}
+	return m
+}
+
+func TestABOfTheSeedsKernelsSaysBIsLessNoisyOnEveryCPU(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	var spin, rw []*Measurement
+	for i := 0; i < 10; i++ {
+		spin = append(spin, osnoiseSample(rng, 32, lognormal{15e3, 0.1, 0}, lognormal{49e6, 0.03, 0}, 6860, 5920))
+		rw = append(rw, osnoiseSample(rng, 32, lognormal{2e3, 0.5, 0}, lognormal{3e3, 0.5, 0}, 5, 0))
+	}
+	r, err := CompareAB(Side{"spinlock", spin}, Side{"rwlock", rw}, "noise", "max", 0.95)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := r.Comparison
+	if !c.Significant() || !c.Exact || c.P >= 0.001 || c.Shift >= 0 || r.CPUs != 32 || r.CPUsBetter != 32 || r.CPUsWorse != 0 {
+		t.Fatalf("%+v", r)
+	}
+	if !strings.HasPrefix(r.Conclusion, "B is ") || !strings.Contains(r.Conclusion, "× less noisy than A on all 32 CPUs (noise per period: ") || !strings.HasSuffix(r.Conclusion, "p < 0.001") {
+		t.Errorf("conclusion %q", r.Conclusion)
+	}
+	var text bytes.Buffer
+	if err := r.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Summary across all measured CPUs (32 CPUs, 10 and 10 samples):", "A: spinlock", "B: rwlock", "IRQ count per period:", "6,860", "Mann-Whitney p < 0.001 (10 vs 10 samples, exact)"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, text.String())
+		}
+	}
+}
+
+func TestABOfTwoLikeKernelsFindsNoDifference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 8))
+	var a, b []*Measurement
+	for i := 0; i < 8; i++ {
+		a = append(a, osnoiseSample(rng, 4, lognormal{7e3, 0.3, 0}, lognormal{20e3, 0.3, 0}, 5, 1))
+		b = append(b, osnoiseSample(rng, 4, lognormal{7e3, 0.3, 0}, lognormal{20e3, 0.3, 0}, 5, 1))
+	}
+	r, err := CompareAB(Side{"A", a}, Side{"B", b}, "max_single_noise", "max", 0.95)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Comparison.Significant() || !strings.HasPrefix(r.Conclusion, "no significant difference in max single noise (p = ") {
+		t.Errorf("%+v", r)
+	}
+	if r.Comparison.ShiftLow > 0 || r.Comparison.ShiftHigh < 0 {
+		t.Errorf("the interval [%v, %v] excludes no shift", r.Comparison.ShiftLow, r.Comparison.ShiftHigh)
+	}
+}
+
+func TestABRefusesWhatCannotBeCompared(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	o := osnoiseSample(rng, 2, lognormal{7e3, 0.3, 0}, lognormal{20e3, 0.3, 0}, 5, 1)
+	lat := &Measurement{Tool: ToolOslat, CPUs: []CPU{{CPU: 1, Latency: &Latency{Max: time.Microsecond}}}}
+	for _, c := range []struct {
+		a, b   []*Measurement
+		metric string
+		want   string
+	}{
+		{nil, []*Measurement{o}, "noise", "each side needs at least one sample (A has 0, B 1)"},
+		{[]*Measurement{o}, []*Measurement{lat}, "noise", "samples of osnoise and oslat cannot be compared"},
+		{[]*Measurement{o}, []*Measurement{o}, "max_latency", `osnoise does not report "max_latency"`},
+	} {
+		if _, err := CompareAB(Side{"A", c.a}, Side{"B", c.b}, c.metric, "max", 0.95); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("got %v, want %q", err, c.want)
+		}
+	}
+}
+
+func TestRatiosAreWrittenWithTwoDigits(t *testing.T) {
+	for x, want := range map[float64]string{2.94: "2.9", 41.3: "41", 7184.9: "7,200", 4913: "4,900", 1.0: "1"} {
+		if got := ratioText(x); got != want {
+			t.Errorf("%v: %q, want %q", x, got, want)
+		}
+	}
+}
