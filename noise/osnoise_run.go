@@ -1,0 +1,105 @@
+package noise
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// osnoiseScript drives the osnoise tracer through tracefs, without rtla:
+// every file the run depends on is written (a crashed earlier run, or
+// rtla before 6.15, leaves its own values behind), and the tracer is put
+// back to nop however the script ends.
+func (w Workload) osnoiseScript() string {
+	period, runtime := w.Period, w.Runtime
+	if period == 0 {
+		period = time.Second
+	}
+	if runtime == 0 {
+		runtime = period
+	}
+	thresh := w.NoiseThreshold
+	if thresh == 0 {
+		thresh = time.Microsecond
+	}
+	secs := strconv.FormatFloat(w.Duration.Seconds(), 'f', -1, 64)
+	var b strings.Builder
+	fmt.Fprintf(&b, `set -u
+T=${KBISECT_TRACEFS:-}
+if [ -z "$T" ]; then
+	for d in /sys/kernel/tracing /sys/kernel/debug/tracing; do
+		if [ -e "$d/available_tracers" ]; then T=$d; break; fi
+	done
+fi
+if [ -z "$T" ]; then
+	mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null && T=/sys/kernel/tracing || exit %d
+fi
+grep -qw osnoise "$T/available_tracers" || exit %d
+cur=$(cat "$T/current_tracer")
+case $cur in
+nop|osnoise) ;;
+*) echo "kbisect: the $cur tracer is in use on this machine: stop it first" >&2; exit %d ;;
+esac
+put() { printf '%%s\n' "$1" > "$T/$2" || { echo "kbisect: cannot write $1 to $T/$2" >&2; exit 1; }; }
+trap 'echo 0 > "$T/tracing_on"; echo nop > "$T/current_tracer"' EXIT
+trap 'exit 143' TERM HUP INT
+put nop current_tracer
+put 0 tracing_on
+if [ -e "$T/osnoise/options" ]; then put DEFAULTS osnoise/options; fi
+if [ -e "$T/events/osnoise/enable" ]; then put 0 events/osnoise/enable; fi
+put %d tracing_thresh
+put %s osnoise/cpus
+# period and runtime bound each other: raise the period first, or lower
+# the runtime first.
+if [ %d -gt "$(cat "$T/osnoise/period_us")" ]; then
+	put %d osnoise/period_us; put %d osnoise/runtime_us
+else
+	put %d osnoise/runtime_us; put %d osnoise/period_us
+fi
+put 0 osnoise/stop_tracing_us
+put 0 osnoise/stop_tracing_total_us
+: > "$T/trace"
+put osnoise current_tracer
+put 1 tracing_on
+sleep %s
+put 0 tracing_on
+cat "$T/trace"
+for s in "$T"/per_cpu/cpu*/stats; do
+	[ -e "$s" ] || continue
+	o=$(sed -n 's/^overrun: //p' "$s")
+	if [ -n "$o" ] && [ "$o" != 0 ]; then
+		c=${s%%/stats}; echo "kbisect-warning: ${c##*/} lost $o events: the trace buffer overflowed" >&2
+	fi
+done
+`, exitNoTracefs, exitNoTracer, exitTracerBusy,
+		thresh/time.Microsecond, shellQuote(cpuList(w.CPUs)),
+		period/time.Microsecond, period/time.Microsecond, runtime/time.Microsecond,
+		runtime/time.Microsecond, period/time.Microsecond, secs)
+	return b.String()
+}
+
+// startLoad starts the background load in its own session on LoadCPUs
+// and returns the function that stops it (the whole process group).
+func (w Workload) startLoad(ctx context.Context, r Runner) (func(), error) {
+	line := "setsid sh -c " + shellQuote(w.Load)
+	if len(w.LoadCPUs) > 0 {
+		line = "taskset -c " + cpuList(w.LoadCPUs) + " " + line
+	}
+	out, _, err := r.Run(ctx, Cmd{Script: line + " </dev/null >/dev/null 2>&1 & echo $!", Env: w.Env})
+	if err != nil {
+		return nil, fmt.Errorf("starting the background load: %w", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil || pid <= 1 {
+		return nil, fmt.Errorf("starting the background load: no process id (%q)", out)
+	}
+	return func() {
+		// Not the measurement's context: the load must stop even when
+		// the measurement was cancelled.
+		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, _, _ = r.Run(stopCtx, Cmd{Script: fmt.Sprintf("kill -TERM -%d 2>/dev/null; sleep 1; kill -KILL -%d 2>/dev/null; true", pid, pid)})
+	}, nil
+}

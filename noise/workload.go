@@ -1,0 +1,317 @@
+package noise
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Workload is one measurement to run on the machine under test: which
+// tool, on which CPUs, for how long, with which options, and an optional
+// background load. It is the job file's workload section, resolved.
+type Workload struct {
+	Tool     string
+	CPUs     []int // measured: the isolated CPUs
+	Duration time.Duration
+	// Housekeeping are CPUs for the tools' own threads (rtla, the main
+	// threads of oslat and cyclictest); none when empty.
+	Housekeeping []int
+	// osnoise and rtla osnoise: period, runtime per period, and the
+	// smallest interference counted (tracing_thresh, always written:
+	// its default changed from 5 us to 1 us in 6.11).
+	Period, Runtime, NoiseThreshold time.Duration
+	// Priority is the SCHED_FIFO priority of the measuring threads (0:
+	// the tool's default); Args are extra arguments for the tool.
+	Priority int
+	Args     []string
+	// Command is the custom workload (tool command), its metric and env.
+	Command       string
+	CommandMetric CommandMetric
+	Env           []string
+	// Load runs in the background on LoadCPUs while measuring.
+	Load     string
+	LoadCPUs []int
+}
+
+// Raw is what a measurement printed, kept for the state directory.
+type Raw struct {
+	Script string `json:"script"`
+	Stdout []byte `json:"-"`
+	Stderr []byte `json:"-"`
+}
+
+// SetupError says the machine cannot run the workload: a tool is not
+// installed, or the kernel lacks what the tool needs. Kernel tells which:
+// a kernel without the osnoise tracer is that commit's problem (skip it),
+// a missing rtla is the lab's (fix it, the run stops).
+type SetupError struct {
+	Msg    string
+	Kernel bool
+}
+
+func (e *SetupError) Error() string { return e.Msg }
+
+// Exit codes the scripts use to say why they stopped.
+const (
+	exitNoTracefs  = 90
+	exitNoTracer   = 91
+	exitTracerBusy = 92
+	exitNotFound   = 127
+)
+
+// Measure runs the workload once through r and parses what it printed.
+// The background load, if any, is started first and always stopped.
+func (w Workload) Measure(ctx context.Context, r Runner) (*Measurement, Raw, error) {
+	if err := w.check(); err != nil {
+		return nil, Raw{}, err
+	}
+	if w.Load != "" {
+		stop, err := w.startLoad(ctx, r)
+		if err != nil {
+			return nil, Raw{}, err
+		}
+		defer stop()
+	}
+	script := w.Script()
+	raw := Raw{Script: script}
+	var err error
+	raw.Stdout, raw.Stderr, err = r.Run(ctx, Cmd{Script: script, Env: w.Env})
+	if err != nil {
+		return nil, raw, w.runError(err, raw.Stderr)
+	}
+	m, err := w.parse(raw.Stdout)
+	if err != nil {
+		return nil, raw, err
+	}
+	for _, line := range strings.Split(string(raw.Stderr), "\n") {
+		if msg, ok := strings.CutPrefix(line, "kbisect-warning: "); ok {
+			m.Warnings = append(m.Warnings, msg)
+		}
+	}
+	return m, raw, w.checkCPUs(m)
+}
+
+func (w Workload) check() error {
+	switch {
+	case w.Duration < time.Second && w.Tool != ToolCommand:
+		return fmt.Errorf("workload: duration %s is less than a second", w.Duration)
+	case len(w.CPUs) == 0 && w.Tool != ToolCommand:
+		return fmt.Errorf("workload: no CPUs to measure")
+	case w.Tool == ToolCommand && w.Command == "":
+		return fmt.Errorf("workload: tool command without a command")
+	case w.Runtime > w.Period && w.Period > 0:
+		return fmt.Errorf("workload: runtime %s is longer than the period %s", w.Runtime, w.Period)
+	}
+	for _, d := range []time.Duration{w.Period, w.Runtime, w.NoiseThreshold} {
+		if d%time.Microsecond != 0 {
+			return fmt.Errorf("workload: %s is not a whole number of microseconds, which the tracer takes", d)
+		}
+	}
+	return nil
+}
+
+// Script returns the shell script that runs the workload.
+func (w Workload) Script() string {
+	switch w.Tool {
+	case ToolOsnoise:
+		return w.osnoiseScript()
+	case ToolCommand:
+		return w.pinned(w.CPUs, "sh -c "+shellQuote(w.Command))
+	}
+	return w.pinned(w.Housekeeping, shellJoin(w.argv()))
+}
+
+// pinned runs a command line with taskset on cpus, when there are any.
+func (w Workload) pinned(cpus []int, line string) string {
+	if len(cpus) == 0 {
+		return "exec " + line
+	}
+	return "exec taskset -c " + cpuList(cpus) + " " + line
+}
+
+// argv is the command line of rtla, oslat or cyclictest.
+func (w Workload) argv() []string {
+	secs := strconv.Itoa(int((w.Duration + time.Second - 1) / time.Second))
+	cpus := cpuList(w.CPUs)
+	var a []string
+	switch w.Tool {
+	case ToolRtlaOsnoise:
+		a = []string{"rtla", "osnoise", "top", "-q", "-c", cpus, "-d", secs + "s"}
+		if w.NoiseThreshold > 0 {
+			a = append(a, "-T", usArg(w.NoiseThreshold))
+		}
+		if w.Period > 0 {
+			a = append(a, "-p", usArg(w.Period))
+		}
+		if w.Runtime > 0 {
+			a = append(a, "-r", usArg(w.Runtime))
+		}
+		if w.Priority > 0 {
+			a = append(a, "-P", "f:"+strconv.Itoa(w.Priority))
+		}
+	case ToolRtlaTimerlat:
+		a = []string{"rtla", "timerlat", "top", "-q", "-c", cpus, "-d", secs + "s"}
+		if w.Priority > 0 {
+			a = append(a, "-P", "f:"+strconv.Itoa(w.Priority))
+		}
+	case ToolOslat:
+		a = []string{"oslat", "-q", "-c", cpus, "-D", secs} // seconds; rt-tests 2.4 takes no "s"
+		if len(w.Housekeeping) > 0 {
+			a = append(a, "-C", strconv.Itoa(w.Housekeeping[0]))
+		}
+		if w.Priority > 0 {
+			a = append(a, "-f", strconv.Itoa(w.Priority))
+		}
+	case ToolCyclictest:
+		// One thread per measured CPU, in order (-a with -t), every
+		// thread at the same interval (-d 0); -q prints the T: lines once.
+		prio := w.Priority
+		if prio == 0 {
+			prio = 95
+		}
+		a = []string{"cyclictest", "-q", "-m", "-a", cpus, "-t", strconv.Itoa(len(w.CPUs)), "-p", strconv.Itoa(prio), "-i", "1000", "-d", "0", "-D", secs}
+		if len(w.Housekeeping) > 0 {
+			a = append(a, "--mainaffinity="+cpuList(w.Housekeeping))
+		}
+	}
+	return append(a, w.Args...)
+}
+
+func usArg(d time.Duration) string { return strconv.FormatInt(int64(d/time.Microsecond), 10) }
+
+func (w Workload) parse(out []byte) (*Measurement, error) {
+	if w.Tool == ToolCommand {
+		return ParseCommand(out, w.CommandMetric)
+	}
+	m, err := Parse(w.Tool, out)
+	if err != nil {
+		return nil, err
+	}
+	if w.Tool == ToolCyclictest {
+		w.cyclictestCPUs(m)
+	}
+	return m, nil
+}
+
+// cyclictestCPUs names cyclictest's threads by CPU: -a with -t puts
+// thread i on the i-th CPU of the list.
+func (w Workload) cyclictestCPUs(m *Measurement) {
+	if len(m.CPUs) != len(w.CPUs) {
+		return
+	}
+	cpus := append([]int(nil), w.CPUs...)
+	sort.Ints(cpus)
+	for i := range m.CPUs {
+		m.CPUs[i].CPU = cpus[m.CPUs[i].CPU]
+	}
+	var kept []string
+	for _, msg := range m.Warnings {
+		if !strings.Contains(msg, "thread indices") {
+			kept = append(kept, msg)
+		}
+	}
+	m.Warnings = kept
+}
+
+// checkCPUs makes sure every CPU asked for reported: a CPU that is offline
+// or outside the tool's mask must not silently drop out of the verdict.
+func (w Workload) checkCPUs(m *Measurement) error {
+	if w.Tool == ToolCommand {
+		return nil
+	}
+	got := map[int]bool{}
+	for _, c := range m.CPUs {
+		got[c.CPU] = true
+	}
+	var missing []int
+	for _, c := range w.CPUs {
+		if !got[c] {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%s reported nothing for CPU %s (offline, or not in the tool's CPU mask?)", w.Tool, cpuList(missing))
+	}
+	return nil
+}
+
+// runError turns a failed run into what it means: a missing tool or
+// tracer, or the tool's own failure with its last words.
+func (w Workload) runError(err error, stderr []byte) error {
+	var ee *ExitError
+	if !errors.As(err, &ee) {
+		return err
+	}
+	text := string(stderr)
+	switch {
+	case ee.Code == exitNoTracefs:
+		return &SetupError{Msg: "tracefs is not mounted and cannot be (needs root and CONFIG_TRACING)"}
+	case ee.Code == exitNoTracer:
+		return &SetupError{Kernel: true, Msg: "the running kernel has no osnoise tracer: build it with CONFIG_OSNOISE_TRACER=y"}
+	case ee.Code == exitTracerBusy:
+		return &SetupError{Msg: strings.TrimSpace(strings.TrimPrefix(text, "kbisect: "))}
+	case strings.Contains(text, "Tracer osnoise not found") || strings.Contains(text, "Tracer timerlat not found"):
+		opt := "CONFIG_OSNOISE_TRACER"
+		if w.Tool == ToolRtlaTimerlat {
+			opt = "CONFIG_TIMERLAT_TRACER"
+		}
+		return &SetupError{Kernel: true, Msg: fmt.Sprintf("the running kernel lacks the tracer %s needs: build it with %s=y", w.Tool, opt)}
+	case strings.Contains(text, "needs root permission"):
+		return &SetupError{Msg: w.Tool + " needs root: run as root or set host.sudo"}
+	case strings.Contains(text, "Could not initialize libnuma"):
+		return &SetupError{Kernel: true, Msg: "oslat needs a kernel with NUMA support (CONFIG_NUMA=y)"}
+	case ee.Code == exitNotFound || strings.Contains(text, "not found"):
+		return &SetupError{Msg: fmt.Sprintf("%s is not installed on the machine (%s)", w.binary(), installHint(w.binary()))}
+	}
+	return fmt.Errorf("%s: %w", w.Tool, err)
+}
+
+func (w Workload) binary() string {
+	switch w.Tool {
+	case ToolRtlaOsnoise, ToolRtlaTimerlat:
+		return "rtla"
+	case ToolCommand:
+		return strings.Fields(w.Command + " command")[0]
+	}
+	return w.Tool
+}
+
+func installHint(bin string) string {
+	switch bin {
+	case "rtla":
+		return "Debian: apt-get install rtla; or build tools/tracing/rtla"
+	case "oslat", "cyclictest":
+		return "Debian: apt-get install rt-tests"
+	case "taskset":
+		return "Debian: apt-get install util-linux"
+	}
+	return "install it, or give its full path"
+}
+
+// cpuList writes CPUs as a compact kernel cpulist ("1-16,33-48"), which
+// osnoise/cpus needs under 256 bytes.
+func cpuList(cpus []int) string {
+	s := append([]int(nil), cpus...)
+	sort.Ints(s)
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		j := i
+		for j+1 < len(s) && s[j+1] == s[j]+1 {
+			j++
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		if j == i {
+			fmt.Fprintf(&b, "%d", s[i])
+		} else {
+			fmt.Fprintf(&b, "%d-%d", s[i], s[j])
+		}
+		i = j + 1
+	}
+	return b.String()
+}
