@@ -40,6 +40,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		UsageText: `kbisect run --good REV --bad REV --exec CMD [--repo DIR] [--first-parent] [--state DIR] [--json]
 kbisect validate FILE…
 kbisect config show FILE
+kbisect parse --tool TOOL FILE [--json]
+kbisect measure --local (--job FILE | --tool TOOL --cpus LIST) [--samples N] [--json]
 kbisect demo`,
 		Description: `kbisect is being built to bisect a kernel history unattended: for each
 candidate commit, build a PREEMPT_RT kernel, boot it on the lab machine with
@@ -74,6 +76,8 @@ EXAMPLES
 			runCommand(),
 			validateCommand(),
 			configCommand(),
+			parseCommand(),
+			measureCommand(),
 			demoCommand(),
 		},
 	}

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"kbisect/configs"
+	"kbisect/lab"
+	"kbisect/noise"
+)
+
+// measureOptions are kbisect measure's flags.
+type measureOptions struct {
+	Job      string
+	Local    bool
+	Samples  int
+	JSON     bool
+	Tool     string
+	CPUs     string
+	Duration string
+}
+
+func measureCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "measure",
+		Usage: "run the noise workload on this machine and decide from its samples",
+		Description: `measure runs the job's workload (the osnoise tracer through tracefs,
+rtla, oslat, cyclictest or your own command) on this machine, on the
+measured CPUs of the job, sample after sample, and prints each sample's
+per-CPU table. With an absolute threshold in the job it stops as soon as
+the verdict is sure (at least verdict.samples.min samples, at most max)
+and prints the verdict; with ratio or auto thresholds, which need both
+endpoints, it takes verdict.samples.min samples and prints their values.
+
+Run it on the lab machine itself, as root (tracefs is root's). Without a
+job file, --tool and --cpus say what to run. The remote form, over SSH,
+comes with the lab host support.
+
+EXAMPLES
+   kbisect measure --local --job configs/system-0.yaml
+   kbisect measure --local --tool osnoise --cpus 1-3 --duration 10s --samples 3
+   kbisect measure --local --job configs/system-0.yaml --json > samples.json`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "job", Usage: "job file: its workload and verdict sections"},
+			&cli.BoolFlag{Name: "local", Usage: "measure on this machine (required until remote hosts arrive)"},
+			&cli.IntFlag{Name: "samples", Usage: "take exactly N samples (default: as the job's verdict rule needs)"},
+			&cli.StringFlag{Name: "tool", Usage: "without --job: " + strings.Join(configs.Tools[:5], ", ")},
+			&cli.StringFlag{Name: "cpus", Usage: "without --job: the CPUs to measure (e.g. 1-16,33-48)"},
+			&cli.StringFlag{Name: "duration", Value: "60s", Usage: "without --job: one sample's length"},
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON object on stdout at the end"},
+		},
+		OnUsageError: onUsageError,
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usagef("measure: unexpected argument %q", c.Args().First())
+			}
+			o := measureOptions{Job: c.String("job"), Local: c.Bool("local"), Samples: c.Int("samples"), JSON: c.Bool("json"),
+				Tool: c.String("tool"), CPUs: c.String("cpus"), Duration: c.String("duration")}
+			return runMeasure(c.Context, o, c.App.Writer, c.App.ErrWriter)
+		},
+	}
+}
+
+// measureJob returns the job to measure: the job file, or one made of
+// --tool, --cpus and --duration with kbisect's defaults.
+func measureJob(o measureOptions, stderr io.Writer) (*configs.Job, error) {
+	if o.Job != "" {
+		if o.Tool != "" || o.CPUs != "" {
+			return nil, usagef("measure: --tool and --cpus are for runs without --job (the job file says them)")
+		}
+		return loadJob(o.Job, stderr)
+	}
+	if o.Tool == "" || o.CPUs == "" {
+		return nil, usagef("measure: give --job FILE, or --tool and --cpus")
+	}
+	if len(configs.Metrics(o.Tool)) == 0 || o.Tool == configs.ToolCommand {
+		return nil, usagef("measure --tool %s: one of %s (a custom command needs a job file)", o.Tool, strings.Join(configs.Tools[:5], ", "))
+	}
+	cpus, err := configs.ParseCPUs(o.CPUs, 0)
+	if err != nil {
+		return nil, usagef("measure --cpus %s: %v", o.CPUs, err)
+	}
+	d, err := configs.ParseDuration(o.Duration)
+	if err != nil || d.D() < time.Second {
+		return nil, usagef("measure --duration %s: give a duration of a second or more (e.g. 60s)", o.Duration)
+	}
+	job := &configs.Job{File: "(command line)"}
+	job.Workload = configs.Workload{Tool: o.Tool, CPUs: cpus, Duration: d, NoiseThreshold: configs.DefaultNoiseThreshold}
+	m := configs.Metrics(o.Tool)[0]
+	job.Verdict = configs.Verdict{Metric: m.Name, Aggregate: "max", Direction: m.Direction,
+		Threshold:  configs.Threshold{Kind: configs.ThresholdAuto},
+		Samples:    configs.Samples{Min: configs.DefaultSamplesMin, Max: configs.DefaultSamplesMax},
+		Confidence: configs.DefaultConfidence}
+	return job, nil
+}
+
+func runMeasure(ctx context.Context, o measureOptions, stdout, stderr io.Writer) error {
+	if !o.Local {
+		return usagef("measure: only --local works today (run kbisect on the lab machine itself); measuring over SSH comes with the lab host support")
+	}
+	if o.Samples < 0 {
+		return usagef("measure --samples %d: give a positive number", o.Samples)
+	}
+	job, err := measureJob(o, stderr)
+	if err != nil {
+		return err
+	}
+	if err := job.CheckEnv(nil); err != nil {
+		return usagef("measure: %v", err)
+	}
+	progress := func(i int, m *noise.Measurement, v float64) {
+		fmt.Fprintf(stderr, "sample %d: %s of the %s CPU: %s\n", i, job.Verdict.Metric, worstWord(job.Verdict.Aggregate), noise.FormatValue(metricKind(job), v))
+		if !o.JSON {
+			fmt.Fprintf(stdout, "Sample %d (%s, CPUs %s, %s):\n", i, m.Tool, job.Workload.CPUs, job.Workload.Duration)
+			_ = noise.WriteTable(stdout, m)
+			fmt.Fprintln(stdout)
+		}
+	}
+	res, err := lab.Measure(ctx, job, noise.LocalRunner{}, o.Samples, progress)
+	if err != nil {
+		var se *noise.SetupError
+		if errors.As(err, &se) {
+			return fmt.Errorf("measure: %v", err)
+		}
+		return fmt.Errorf("measure: %w", err)
+	}
+	if o.JSON {
+		b, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "%s\n", b)
+		return err
+	}
+	values := make([]string, len(res.Values))
+	for i, v := range res.Values {
+		values[i] = noise.FormatValue(res.Kind, v)
+	}
+	fmt.Fprintf(stdout, "%s of the %s CPU per sample: %s\n", job.Verdict.Metric, worstWord(job.Verdict.Aggregate), strings.Join(values, ", "))
+	if d := res.Decision; d != nil {
+		fmt.Fprintf(stdout, "verdict: %s (%s)\n", d.Verdict, d.Reason)
+	} else {
+		fmt.Fprintf(stdout, "no verdict: threshold %s needs both endpoints, measured by kbisect run\n", job.Verdict.Threshold)
+	}
+	return nil
+}
+
+func worstWord(aggregate string) string {
+	if aggregate == "max" {
+		return "worst"
+	}
+	return aggregate
+}
+
+func metricKind(job *configs.Job) string {
+	if job.Workload.Tool == configs.ToolCommand && job.Workload.Unit != "" {
+		return noise.KindTime
+	}
+	info, err := noise.Metric(job.Workload.Tool, job.Verdict.Metric)
+	if err != nil {
+		return noise.KindNumber
+	}
+	return info.Kind
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"kbisect/noise"
+)
+
+func parseCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "parse",
+		Usage:     "read a noise tool's output and print its per-CPU table",
+		ArgsUsage: "FILE (- for standard input)",
+		Description: `parse reads the output of a noise tool, as saved from a run, and prints
+the per-CPU table with units in the header and, below it, the worst and
+the median CPU of every metric. It reads every layout kbisect knows:
+
+   osnoise        the osnoise tracer's trace file (tracefs), any flag
+                  columns, several periods per CPU; also the layout of
+                  the eventpoll regression report's table
+   rtla-osnoise   rtla osnoise top or hist, 6.1 (Debian) and newer
+   rtla-timerlat  rtla timerlat top or hist, with or without -u and -n
+   oslat          oslat text (rt-tests 1.x and 2.x) or --json
+   cyclictest     T: lines, -h/-H histograms, or --json
+
+Output that is truncated or not the tool's is an error that says which
+line and why, never a partial table.
+
+EXAMPLES
+   kbisect parse --tool osnoise trace.txt
+   ssh lab cat /sys/kernel/tracing/trace | kbisect parse --tool osnoise -
+   kbisect parse --tool oslat --json oslat.txt`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "tool", Usage: "the tool that wrote FILE: " + strings.Join(noise.ParseTools, ", "), Required: true},
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON object: the per-CPU data and the summary"},
+			&cli.BoolFlag{Name: "markdown", Usage: "print the table in markdown"},
+		},
+		OnUsageError: onUsageError,
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return usagef("parse: name one file (or - for standard input)")
+			}
+			return runParse(c.String("tool"), c.Args().First(), c.Bool("json"), c.Bool("markdown"), c.App.Reader, c.App.Writer)
+		},
+	}
+}
+
+func runParse(tool, file string, asJSON, markdown bool, stdin io.Reader, stdout io.Writer) error {
+	known := false
+	for _, t := range noise.ParseTools {
+		known = known || t == tool
+	}
+	if !known {
+		return usagef("parse --tool %s: not a tool kbisect parses (%s)", tool, strings.Join(noise.ParseTools, ", "))
+	}
+	var data []byte
+	var err error
+	if file == "-" {
+		data, err = io.ReadAll(stdin)
+	} else {
+		data, err = os.ReadFile(file)
+	}
+	if err != nil {
+		return fmt.Errorf("parse: %v", err)
+	}
+	m, err := noise.Parse(tool, data)
+	if err != nil {
+		return fmt.Errorf("%s: %v", file, err)
+	}
+	switch {
+	case asJSON:
+		b, err := json.MarshalIndent(struct {
+			*noise.Measurement
+			Summary noise.Summary `json:"summary"`
+		}{m, noise.Summarize(m)}, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "%s\n", b)
+		return err
+	case markdown:
+		return noise.WriteMarkdown(stdout, m)
+	}
+	return noise.WriteTable(stdout, m)
+}
