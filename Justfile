@@ -18,6 +18,15 @@ lint:
 bench:
     KBISECT_BENCH=1 go test ./bisect ./worktree -run '^$' -bench . -benchmem -benchtime 5x -timeout 60m
 
+# Fuzz every parser and the job loader for a minute each.
+fuzz:
+    for t in $(grep -ho '^func Fuzz[A-Za-z]*' configs/*_test.go noise/*_test.go | sed 's/^func //'); do p=./noise; grep -q "^func $t" configs/*_test.go && p=./configs; go test $p -run '^$' -fuzz "^$t\$" -fuzztime 60s || exit 1; done
+
+# The verdict rule against fixed 10 samples on simulated kernels.
+simulate:
+    go test ./noise -run TestSequentialRule -v
+    go test ./noise -run '^$' -bench SequentialVerdict -benchtime 3x
+
 # Heavy end-to-end tests (real kernel builds, QEMU boots).
 e2e:
     KBISECT_E2E=1 go test ./... -timeout 120m
