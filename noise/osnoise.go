@@ -152,7 +152,7 @@ func parseOsnoiseLine(line string, seedLayout bool) (p Period, ok bool, err erro
 	if p.Noise > p.Runtime {
 		return p, false, fmt.Errorf("noise %s is more than the runtime %s", p.Noise, p.Runtime)
 	}
-	if p.MaxSingle > p.Noise && p.HWKnown {
+	if p.MaxSingle > p.Noise {
 		// The kernel counts the longest single noise into the total, so
 		// it cannot be larger: the columns are not osnoise's.
 		return p, false, fmt.Errorf("max single noise %s is more than the period's noise %s", p.MaxSingle, p.Noise)
