@@ -27,7 +27,9 @@ var traceEvent = regexp.MustCompile(`^\s*.+-\d+\s+(?:\(\s*[\d-]+\)\s+)?\[\d+\]\s
 var (
 	seedHeader = regexp.MustCompile(`(?i)^\s*CPU\s+RUNTIME\s+MAX_NOISE\s+AVAIL%\s+NOISE\s+NMI\s+IRQ\s+SIRQ\s+THREAD\s*$`)
 	seedRow    = regexp.MustCompile(`^\s*\[(\d+)\]\s+(\d+)\s+(\d+)\s+(\d+\.\d+)%\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s*$`)
-	lostEvents = regexp.MustCompile(`^\s*CPU:\s*(\d+)\s+\[LOST (\d+) EVENTS\]`)
+	// sampleThreshold is the event of one noise above tracing_thresh.
+	sampleThreshold = regexp.MustCompile(`\[(\d+)\].*\ssample_threshold: start \d+\.\d+ duration (\d+) ns interferences? \d+\s*$`)
+	lostEvents      = regexp.MustCompile(`^\s*CPU:\s*(\d+)\s+\[LOST (\d+) EVENTS\]`)
 )
 
 // Period is one osnoise summary line: one CPU's account of one period.
@@ -49,10 +51,18 @@ type Period struct {
 // ParseOsnoise reads the osnoise tracer's trace output (the trace file of
 // tracefs), or the first seed's per-CPU table, into one result per CPU
 // summed over its periods.
+//
+// A trace with only the osnoise events (no summary lines, e.g. the first
+// lines of a longer trace) still tells every single noise above the
+// threshold: its sample_threshold events become each CPU's distribution
+// of single noises, as rtla osnoise hist makes it, with a warning.
 func ParseOsnoise(out []byte) (*Measurement, error) {
-	periods, m, err := ParseOsnoisePeriods(out)
+	periods, singles, m, err := parseOsnoise(out)
 	if err != nil {
 		return nil, err
+	}
+	if len(periods) == 0 {
+		return singleNoises(m, singles)
 	}
 	for _, p := range periods {
 		m.cpu(p.CPU).addPeriod(p)
@@ -69,7 +79,20 @@ func ParseOsnoise(out []byte) (*Measurement, error) {
 // line in order, and the measurement's flags (tainted, stop hit, lost
 // events) with no CPUs yet.
 func ParseOsnoisePeriods(out []byte) ([]Period, *Measurement, error) {
+	periods, _, m, err := parseOsnoise(out)
+	if err == nil && len(periods) == 0 {
+		err = errNoSummary
+	}
+	return periods, m, err
+}
+
+var errNoSummary = &ParseError{Tool: ToolOsnoise, Msg: "no per-period summary lines: was the osnoise tracer running, with its workload on (osnoise/options OSNOISE_WORKLOAD)?"}
+
+// parseOsnoise reads the summary lines and the single noises of the
+// sample_threshold events.
+func parseOsnoise(out []byte) ([]Period, map[int][]time.Duration, *Measurement, error) {
 	m := &Measurement{Tool: ToolOsnoise}
+	singles := map[int][]time.Duration{}
 	lines := outputLines(out)
 	fail := func(n int, format string, args ...any) error {
 		return &ParseError{Tool: ToolOsnoise, Line: n + 1, Text: lines[n], Msg: fmt.Sprintf(format, args...)}
@@ -79,10 +102,10 @@ func ParseOsnoisePeriods(out []byte) ([]Period, *Measurement, error) {
 	for n, line := range lines {
 		text := strings.TrimSpace(line)
 		switch {
-		case text == "":
+		case text == "" || isStackLine(text):
 		case strings.HasPrefix(text, "#"):
 			if strings.HasPrefix(text, "# tracer:") && !strings.HasSuffix(text, " osnoise") {
-				return nil, nil, fail(n, "this is the %s tracer's output, not osnoise's", strings.TrimSpace(strings.TrimPrefix(text, "# tracer:")))
+				return nil, nil, nil, fail(n, "this is the %s tracer's output, not osnoise's", strings.TrimSpace(strings.TrimPrefix(text, "# tracer:")))
 			}
 			if text == "# osnoise is tainted!" {
 				m.Tainted = true
@@ -99,20 +122,46 @@ func ParseOsnoisePeriods(out []byte) ([]Period, *Measurement, error) {
 			p, ok, err := parseOsnoiseLine(line, seedLayout)
 			switch {
 			case err != nil:
-				return nil, nil, fail(n, "%v", err)
+				return nil, nil, nil, fail(n, "%v", err)
 			case ok:
 				periods = append(periods, p)
 			case traceEvent.MatchString(line):
-				// another event in the same buffer: not a summary
+				if st := sampleThreshold.FindStringSubmatch(line); st != nil {
+					cpu, err1 := strconv.Atoi(st[1])
+					d, err2 := scaled(st[2], time.Nanosecond)
+					if err1 != nil || err2 != nil || cpu > 1<<16 {
+						return nil, nil, nil, fail(n, "a sample_threshold event out of range")
+					}
+					singles[cpu] = append(singles[cpu], d)
+				}
 			default:
-				return nil, nil, fail(n, "not an osnoise summary line, event or comment")
+				return nil, nil, nil, fail(n, "not an osnoise summary line, event or comment")
 			}
 		}
 	}
-	if len(periods) == 0 {
-		return nil, nil, &ParseError{Tool: ToolOsnoise, Msg: "no per-period summary lines: was the osnoise tracer running, with its workload on (osnoise/options OSNOISE_WORKLOAD)?"}
+	if len(periods) == 0 && len(singles) == 0 {
+		return nil, nil, nil, errNoSummary
 	}
-	return periods, m, nil
+	return periods, singles, m, nil
+}
+
+// singleNoises makes a measurement of the single noises of each CPU.
+func singleNoises(m *Measurement, singles map[int][]time.Duration) (*Measurement, error) {
+	for cpu, ds := range singles {
+		l := &Latency{Samples: Count(len(ds)), Min: ds[0]}
+		var sum time.Duration
+		for _, d := range ds {
+			l.Min, l.Max = min(l.Min, d), max(l.Max, d)
+			sum += d
+		}
+		l.Avg = sum / time.Duration(len(ds))
+		c := m.cpu(cpu)
+		c.Latency = l
+		c.Osnoise = &Osnoise{MaxSingle: l.Max}
+	}
+	m.sortCPUs()
+	m.Warnings = append(m.Warnings, "no per-period summary lines: only the single noises of the sample_threshold events are known (no runtime, availability or counters)")
+	return m, nil
 }
 
 // parseOsnoiseLine reads one summary line of either layout; ok is false

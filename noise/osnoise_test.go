@@ -144,10 +144,11 @@ func TestOsnoiseFlagsTaintedStopsAndLostEvents(t *testing.T) {
 
 func TestOsnoiseRefusesWhatIsNotItsOutput(t *testing.T) {
 	for name, want := range map[string]string{
-		"lab612rt-smp2-osnoise-events-head.txt": "no per-period summary lines",
-		"kernel-doc_timerlat-tracer_trace.txt":  "line 1: this is the timerlat tracer's output, not osnoise's",
-		"tracefs_6.18_trace_nop.txt":            "line 1: this is the nop tracer's output, not osnoise's",
-		"rtla-doc_osnoise-top_q.txt":            "not an osnoise summary line, event or comment",
+		"kernel-doc_timerlat-tracer_trace.txt": "line 1: this is the timerlat tracer's output, not osnoise's",
+		"tracefs_6.18_trace_nop.txt":           "line 1: this is the nop tracer's output, not osnoise's",
+		// Two traces with the writer's words between them, from a mail.
+		"lkml-2023-03-16_kozlowski_osnoise_events_PREEMPT_RT.txt": `line 1: not an osnoise summary line, event or comment ("BEFORE:")`,
+		"rtla-doc_osnoise-top_q.txt":                              "not an osnoise summary line, event or comment",
 	} {
 		_, err := ParseOsnoise(readFixture(t, name))
 		var pe *ParseError
@@ -181,7 +182,14 @@ func FuzzParseOsnoise(f *testing.F) {
 		}
 		for i, c := range m.CPUs {
 			o := c.Osnoise
-			if o == nil || o.Periods < 1 || o.Noise > o.Runtime || o.MaxSingle > o.Runtime || o.MaxNoise > o.Noise {
+			switch {
+			case o == nil:
+				t.Fatalf("CPU %d without osnoise data", c.CPU)
+			case o.Periods == 0: // single noises from events only
+				if c.Latency == nil || c.Latency.Max != o.MaxSingle || c.Latency.Min > c.Latency.Avg || c.Latency.Avg > c.Latency.Max {
+					t.Fatalf("CPU %d: %+v %+v", c.CPU, o, c.Latency)
+				}
+			case o.Noise > o.Runtime || o.MaxSingle > o.Runtime || o.MaxNoise > o.Noise:
 				t.Fatalf("CPU %d: %+v", c.CPU, o)
 			}
 			if i > 0 && m.CPUs[i-1].CPU >= c.CPU {
@@ -189,4 +197,58 @@ func FuzzParseOsnoise(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestOsnoiseEventsAloneGiveTheSingleNoises(t *testing.T) {
+	for name, want := range map[string]struct {
+		cpu       int
+		samples   Count
+		maxSingle time.Duration
+	}{
+		"lab612rt-smp2-osnoise-events-head.txt":        {1, 41, 440516 * time.Nanosecond},
+		"lab612rt-smp2-inject-osnoise-events-head.txt": {1, 41, 3726 * time.Nanosecond},
+		"kernel-doc_osnoise-tracer_events.txt":         {8, 1, 8812 * time.Nanosecond},
+	} {
+		m, err := ParseOsnoise(readFixture(t, name))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		c := m.CPUs[0]
+		if len(m.CPUs) != 1 || c.CPU != want.cpu || c.Osnoise.MaxSingle != want.maxSingle || c.Osnoise.Periods != 0 || (want.samples > 0 && c.Latency.Samples != want.samples) {
+			t.Errorf("%s: CPU %d %+v %+v", name, c.CPU, c.Osnoise, c.Latency)
+		}
+		if len(m.Warnings) != 1 || !strings.Contains(m.Warnings[0], "only the single noises of the sample_threshold events are known") {
+			t.Errorf("%s: warnings %q", name, m.Warnings)
+		}
+		if _, err := m.MetricValues("irq"); err == nil {
+			t.Errorf("%s: counters from events alone", name)
+		}
+	}
+}
+
+func TestTheTimerlatTracersOwnTraceIsRead(t *testing.T) {
+	m, err := ParseRtlaTimerlat(readFixture(t, "kernel-doc_timerlat-tracer_trace.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.CPUs) != 2 || m.CPUs[0].IRQLatency.Max != 932*time.Nanosecond || m.CPUs[0].Latency.Max != 11700*time.Nanosecond || m.CPUs[1].Latency.Samples != 2 {
+		t.Errorf("%+v %+v %+v", m.CPUs[0].IRQLatency, m.CPUs[0].Latency, m.CPUs[1].Latency)
+	}
+	tail, err := ParseRtlaTimerlat(readFixture(t, "rtla-doc_timerlat-top_stop-tracing_trace_tail.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tail.StopHit {
+		t.Error("the stop was not seen")
+	}
+	for _, c := range tail.CPUs {
+		if c.CPU == 6 && c.Latency.Max != 30328*time.Nanosecond {
+			t.Errorf("CPU 6 thread latency %v", c.Latency.Max)
+		}
+	}
+	for _, name := range []string{"lab612rt-smp2-timerlat-trace-head.txt", "lab612rt-smp2-inject-timerlat-trace-head.txt", "kernel-doc_timerlat-tracer_with_osnoise_events_RT.txt"} {
+		if _, err := ParseRtlaTimerlat(readFixture(t, name)); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
 }

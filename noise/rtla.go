@@ -24,9 +24,12 @@ func ParseRtlaOsnoise(out []byte) (*Measurement, error) {
 }
 
 // ParseRtlaTimerlat reads what rtla timerlat top or rtla timerlat hist
-// printed, telling the layouts apart by their content; anything but one
-// complete table is a *ParseError.
+// printed, or the timerlat tracer's own trace file, telling them apart by
+// their content; anything but one complete table is a *ParseError.
 func ParseRtlaTimerlat(out []byte) (*Measurement, error) {
+	if isTimerlatTrace(out) {
+		return parseTimerlatTrace(out)
+	}
 	o, hist, err := readRtla(ToolRtlaTimerlat, out)
 	if err != nil {
 		return nil, err

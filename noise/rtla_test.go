@@ -116,7 +116,6 @@ func TestRtlaRejectsFailedRunsHelpTextsAndOtherFiles(t *testing.T) {
 		{"rtla61_osnoise_top_no_tracer_nocpus.txt", 1, "the kernel lacks the tracer"},
 		{"rtla61_timerlat_hist_no_tracer_nocpus.txt", 1, "the kernel lacks the tracer"},
 		// The trace file rtla -t saves is not rtla's report.
-		{"rtla-doc_timerlat-top_stop-tracing_trace_tail.txt", 1, "no rtla"},
 	} {
 		t.Run(tc.fixture, func(t *testing.T) {
 			out := rtlaTestdata(t, tc.fixture)

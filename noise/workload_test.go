@@ -228,8 +228,9 @@ func TestCommandWorkloadWithLoadAndSecrets(t *testing.T) {
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "load-ran")
 	w := Workload{
-		Tool:          ToolCommand,
-		Command:       `printf 'Run time: %sms\n' "$BENCH_MS"`,
+		Tool: ToolCommand,
+		// The command waits for the load, which must be running first.
+		Command:       `for i in $(seq 100); do [ -e ` + shellQuote(marker) + ` ] && break; sleep 0.05; done; printf 'Run time: %sms\n' "$BENCH_MS"`,
 		CommandMetric: CommandMetric{Pattern: mustRegexp(`Run time: (\d+)ms`), Unit: time.Millisecond},
 		Env:           []string{"BENCH_MS=8581"},
 		Load:          "touch " + shellQuote(marker) + "; exec sleep 600.123",
