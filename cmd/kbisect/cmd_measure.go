@@ -144,6 +144,14 @@ func runMeasure(ctx context.Context, o measureOptions, stdout, stderr io.Writer)
 		values[i] = noise.FormatValue(res.Kind, v)
 	}
 	fmt.Fprintf(stdout, "%s of the %s CPU per sample: %s\n", job.Verdict.Metric, worstWord(job.Verdict.Aggregate), strings.Join(values, ", "))
+	if len(res.Values) > 1 {
+		lo, hi := res.Values[0], res.Values[0]
+		for _, v := range res.Values {
+			lo, hi = min(lo, v), max(hi, v)
+		}
+		med, _ := noise.Aggregate(res.Values, "median")
+		fmt.Fprintf(stdout, "median %s, range %s to %s\n", noise.FormatValue(res.Kind, med), noise.FormatValue(res.Kind, lo), noise.FormatValue(res.Kind, hi))
+	}
 	if d := res.Decision; d != nil {
 		fmt.Fprintf(stdout, "verdict: %s (%s)\n", d.Verdict, d.Reason)
 	} else {
