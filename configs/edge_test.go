@@ -225,3 +225,10 @@ func TestExplicitZerosAreKeptAndChecked(t *testing.T) {
 	_, got = loadMem(t, map[string]string{"job.yaml": okJob + "build: {tree: /}\nhost: {address: h, port: 0}\nverdict: {boots: 0}\nboot: {method: kexec, params: nohz_full=1}\n"})
 	wantDiags(t, got, "host.port: 0 is not between 1 and 65535", "verdict.boots: 0 is not between 1 and 100")
 }
+
+func TestTracerTimesAreWholeMicroseconds(t *testing.T) {
+	_, got := loadMem(t, map[string]string{"job.yaml": okJob + hostBuild + "boot: {method: kexec, params: nohz_full=1}\nworkload: {noise_threshold: 500ns, runtime: 2s, period: 2500500ns}\n"})
+	wantDiags(t, got, "workload.noise_threshold: 500ns is not between 1us and 1s", "workload.period: 2500.5us is not a whole number of microseconds")
+	_, got = loadMem(t, map[string]string{"job.yaml": okJob + hostBuild + "boot: {method: kexec, params: nohz_full=1}\nworkload: {runtime: 2s}\n"})
+	wantDiags(t, got, "workload.runtime: 2s is longer than the tracer's default period of 1s; set workload.period too")
+}

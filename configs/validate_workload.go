@@ -60,7 +60,16 @@ func (l *loader) validateWorkload(bp *BootParams) {
 			l.errorf(l.at("workload.runtime"), "workload.runtime", "%s is longer than workload.period %s", w.Runtime, w.Period)
 		}
 	}
-	l.durationRange("workload.noise_threshold", w.NoiseThreshold, time.Nanosecond, time.Second)
+	l.durationRange("workload.noise_threshold", w.NoiseThreshold, time.Microsecond, time.Second)
+	if w.Period == 0 && w.Runtime.D() > time.Second {
+		l.errorf(l.at("workload.runtime"), "workload.runtime", "%s is longer than the tracer's default period of 1s; set workload.period too", w.Runtime)
+	}
+	for _, key := range []string{"workload.period", "workload.runtime", "workload.noise_threshold"} {
+		d := map[string]Duration{"workload.period": w.Period, "workload.runtime": w.Runtime, "workload.noise_threshold": w.NoiseThreshold}[key]
+		if l.isSet(key) && d.D() > time.Microsecond && d.D()%time.Microsecond != 0 {
+			l.errorf(l.at(key), key, "%s is not a whole number of microseconds, which the tracer takes", d)
+		}
+	}
 	if l.isSet("workload.priority") {
 		l.intRange("workload.priority", w.Priority, 1, 99)
 	}

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"time"
@@ -28,10 +29,13 @@ func Workload(job *configs.Job, env func(string) (string, bool)) (noise.Workload
 		Load:           string(w.Load),
 		LoadCPUs:       w.LoadCPUs,
 	}
-	// The tools' own threads go where the load may go: off the measured
-	// CPUs, as far as the job knows the machine.
+	// The tools' own threads go to the housekeeping CPUs: neither
+	// measured nor isolated by the boot parameters.
 	if job.Machine.CPUs > 0 {
 		out.Housekeeping = allCPUs(job.Machine.CPUs).Minus(w.CPUs)
+		if bp, err := configs.ParseBootParams(job.Boot.Params, job.Machine.CPUs); err == nil {
+			out.Housekeeping = configs.CPUs(out.Housekeeping).Minus(bp.Isolated()).Minus(bp.Tickless())
+		}
 	}
 	if w.Tool == configs.ToolCommand {
 		unit := map[string]time.Duration{"ns": time.Nanosecond, "us": time.Microsecond, "ms": time.Millisecond, "s": time.Second}[w.Unit]
@@ -110,6 +114,29 @@ func SampleValue(job *configs.Job, m *noise.Measurement) (float64, error) {
 	return noise.AggregateWorst(vals, job.Verdict.Aggregate, job.Verdict.Direction != configs.LowerIsBad)
 }
 
+// measureOnce takes one sample, and takes it again once when it ran but is
+// no evidence (a tainted tracer, a stop, a load that died): a second
+// failure is the machine's problem to report.
+func measureOnce(ctx context.Context, w noise.Workload, r noise.Runner) (*noise.Measurement, error) {
+	var err error
+	for try := 0; try < 2; try++ {
+		var m *noise.Measurement
+		m, _, err = w.Measure(ctx, r)
+		if err == nil {
+			err = m.Usable()
+		}
+		var ue *noise.UnusableError
+		var le *noise.LoadError
+		if err == nil {
+			return m, nil
+		}
+		if !errors.As(err, &ue) && !errors.As(err, &le) {
+			return nil, err
+		}
+	}
+	return nil, err
+}
+
 // MeasureResult is what Measure did: every sample, its value, and the
 // decision of the rule on them when the rule can decide alone (an absolute
 // threshold; ratio and auto need the endpoints).
@@ -139,7 +166,7 @@ func Measure(ctx context.Context, job *configs.Job, r noise.Runner, n int, progr
 	}
 	res := &MeasureResult{Metric: job.Verdict.Metric, Kind: rule.MetricKind}
 	for i := 0; i < rule.MaxSamples; i++ {
-		m, _, err := w.Measure(ctx, r)
+		m, err := measureOnce(ctx, w, r)
 		if err != nil {
 			return res, fmt.Errorf("sample %d: %w", i+1, err)
 		}

@@ -181,7 +181,10 @@ func (r *ABReport) conclude(info MetricInfo) string {
 		}
 		return s
 	}
-	better := (c.Shift < 0) == info.HigherIsBad
+	// Which way B moved, from U rather than from the shift, which ties
+	// can leave at 0: U above half the pairs means B tends larger.
+	larger := c.U > float64(c.NA*c.NB)/2
+	better := larger != info.HigherIsBad
 	where := ""
 	switch n := r.CPUs; {
 	case n == 0:

@@ -98,3 +98,30 @@ func TestRatiosAreWrittenWithTwoDigits(t *testing.T) {
 		}
 	}
 }
+
+func TestABDirectionComesFromUWhenTiesHideTheShift(t *testing.T) {
+	mk := func(vals ...float64) []*Measurement {
+		var out []*Measurement
+		for _, v := range vals {
+			out = append(out, &Measurement{Tool: ToolCommand, Numbers: []float64{v}})
+		}
+		return out
+	}
+	var a, b []float64
+	for i := 0; i < 18; i++ {
+		a = append(a, 0)
+	}
+	for i := 0; i < 12; i++ {
+		a = append(a, 5)
+	}
+	for i := 0; i < 30; i++ {
+		b = append(b, 0)
+	}
+	r, err := CompareAB(Side{"A", mk(a...)}, Side{"B", mk(b...)}, "value", "max", 0.95)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Comparison.Significant() || r.Comparison.Shift != 0 || !strings.HasPrefix(r.Conclusion, "B is better than A") {
+		t.Errorf("shift %v, conclusion %q", r.Comparison.Shift, r.Conclusion)
+	}
+}

@@ -114,6 +114,25 @@ type Bucket struct {
 	Count Count         `json:"count"`
 }
 
+// Usable says whether the measurement can be evidence about a kernel: not
+// when the kernel found its own accounting inconsistent (tainted), nor
+// when the tool stopped before the duration asked for.
+func (m *Measurement) Usable() error {
+	switch {
+	case m.Tainted:
+		return &UnusableError{"osnoise is tainted: the kernel found its own noise accounting inconsistent"}
+	case m.StopHit:
+		return &UnusableError{"the tool stopped tracing before the end (kbisect turns its stop thresholds off: did something else stop it?)"}
+	}
+	return nil
+}
+
+// UnusableError is a measurement that ran but is no evidence; measuring
+// again is the answer.
+type UnusableError struct{ Msg string }
+
+func (e *UnusableError) Error() string { return e.Msg }
+
 // sortCPUs orders the results by CPU number.
 func (m *Measurement) sortCPUs() {
 	sort.Slice(m.CPUs, func(i, j int) bool { return m.CPUs[i].CPU < m.CPUs[j].CPU })

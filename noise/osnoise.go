@@ -2,7 +2,7 @@ package noise
 
 import (
 	"fmt"
-	"math"
+	"math/bits"
 	"regexp"
 	"strconv"
 	"strings"
@@ -33,6 +33,7 @@ var (
 )
 
 // Period is one osnoise summary line: one CPU's account of one period.
+// ParseOsnoise sums them per CPU.
 type Period struct {
 	CPU       int
 	Runtime   time.Duration
@@ -73,17 +74,6 @@ func ParseOsnoise(out []byte) (*Measurement, error) {
 	}
 	m.sortCPUs()
 	return m, nil
-}
-
-// ParseOsnoisePeriods is ParseOsnoise without the summing: every period
-// line in order, and the measurement's flags (tainted, stop hit, lost
-// events) with no CPUs yet.
-func ParseOsnoisePeriods(out []byte) ([]Period, *Measurement, error) {
-	periods, _, m, err := parseOsnoise(out)
-	if err == nil && len(periods) == 0 {
-		err = errNoSummary
-	}
-	return periods, m, err
 }
 
 var errNoSummary = &ParseError{Tool: ToolOsnoise, Msg: "no per-period summary lines: was the osnoise tracer running, with its workload on (osnoise/options OSNOISE_WORKLOAD)?"}
@@ -198,15 +188,53 @@ func parseOsnoiseLine(line string, seedLayout bool) (p Period, ok bool, err erro
 			return p, false, fmt.Errorf("%s: %v", f[5+i], err)
 		}
 	}
-	if p.Noise > p.Runtime {
+	switch {
+	case p.Runtime <= 0:
+		return p, false, fmt.Errorf("a period with no runtime")
+	case p.Noise > p.Runtime:
 		return p, false, fmt.Errorf("noise %s is more than the runtime %s", p.Noise, p.Runtime)
-	}
-	if p.MaxSingle > p.Noise {
+	case p.MaxSingle > p.Noise:
 		// The kernel counts the longest single noise into the total, so
 		// it cannot be larger: the columns are not osnoise's.
 		return p, false, fmt.Errorf("max single noise %s is more than the period's noise %s", p.MaxSingle, p.Noise)
 	}
+	// The printed availability is (runtime − noise) / runtime truncated:
+	// when it disagrees, the columns did not line up.
+	if want := truncatedAvailability(p.Runtime, p.Noise, decimals(f[3])); want != f[3] {
+		return p, false, fmt.Errorf("availability %s%% does not match runtime %s and noise %s (%s%%)", f[3], p.Runtime, p.Noise, want)
+	}
 	return p, true, nil
+}
+
+func decimals(s string) int {
+	if i := strings.IndexByte(s, '.'); i >= 0 {
+		return len(s) - i - 1
+	}
+	return 0
+}
+
+// truncatedAvailability writes (runtime − noise) / runtime in percent,
+// truncated to dec decimals, from the whole microseconds the kernel
+// prints, as the kernel computes it.
+func truncatedAvailability(runtime, noise time.Duration, dec int) string {
+	r, n := uint64(runtime/time.Microsecond), uint64(noise/time.Microsecond)
+	scale := uint64(100)
+	for i := 0; i < dec; i++ {
+		scale *= 10
+	}
+	hi, lo := bits.Mul64(r-n, scale)
+	if hi >= r {
+		return "" // cannot happen for r−n ≤ r and dec ≤ 17; never matches
+	}
+	q, _ := bits.Div64(hi, lo, r)
+	digits := strconv.FormatUint(q, 10)
+	if dec == 0 {
+		return digits
+	}
+	for len(digits) <= dec {
+		digits = "0" + digits
+	}
+	return digits[:len(digits)-dec] + "." + digits[len(digits)-dec:]
 }
 
 // addPeriod adds one period to a CPU's account.
@@ -235,10 +263,8 @@ func availability(runtime, noise time.Duration) Percent {
 	if runtime <= 0 {
 		return 0
 	}
-	us := func(d time.Duration) int64 { return int64(d / time.Microsecond) }
-	r, n := us(runtime), us(noise)
-	scaled := (r - n) * 10_000_000 / r // percent with 5 decimals
-	return Percent(math.Round(float64(scaled)) / 100_000)
+	v, _ := strconv.ParseFloat(truncatedAvailability(runtime, noise, 5), 64)
+	return Percent(v)
 }
 
 func appendOnce(list []string, s string) []string {

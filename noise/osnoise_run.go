@@ -1,9 +1,7 @@
 package noise
 
 import (
-	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -24,7 +22,7 @@ func (w Workload) osnoiseScript() string {
 	if thresh == 0 {
 		thresh = time.Microsecond
 	}
-	secs := strconv.FormatFloat(w.Duration.Seconds(), 'f', -1, 64)
+	secs := wholeSeconds(w.Duration) // busybox sleep takes no fractions
 	var b strings.Builder
 	fmt.Fprintf(&b, `set -u
 T=${KBISECT_TRACEFS:-}
@@ -61,7 +59,7 @@ fi
 put 0 osnoise/stop_tracing_us
 put 0 osnoise/stop_tracing_total_us
 : > "$T/trace"
-put osnoise current_tracer
+printf 'osnoise\n' > "$T/current_tracer" || { echo "kbisect: the osnoise tracer does not start: is rtla or another tracer instance using it (see $T/instances)?" >&2; exit %d; }
 put 1 tracing_on
 sleep %s
 put 0 tracing_on
@@ -76,30 +74,6 @@ done
 `, exitNoTracefs, exitNoTracer, exitTracerBusy,
 		thresh/time.Microsecond, shellQuote(cpuList(w.CPUs)),
 		period/time.Microsecond, period/time.Microsecond, runtime/time.Microsecond,
-		runtime/time.Microsecond, period/time.Microsecond, secs)
+		runtime/time.Microsecond, period/time.Microsecond, exitTracerBusy, secs)
 	return b.String()
-}
-
-// startLoad starts the background load in its own session on LoadCPUs
-// and returns the function that stops it (the whole process group).
-func (w Workload) startLoad(ctx context.Context, r Runner) (func(), error) {
-	line := "setsid sh -c " + shellQuote(w.Load)
-	if len(w.LoadCPUs) > 0 {
-		line = "taskset -c " + cpuList(w.LoadCPUs) + " " + line
-	}
-	out, _, err := r.Run(ctx, Cmd{Script: line + " </dev/null >/dev/null 2>&1 & echo $!", Env: w.Env})
-	if err != nil {
-		return nil, fmt.Errorf("starting the background load: %w", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
-	if err != nil || pid <= 1 {
-		return nil, fmt.Errorf("starting the background load: no process id (%q)", out)
-	}
-	return func() {
-		// Not the measurement's context: the load must stop even when
-		// the measurement was cancelled.
-		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_, _, _ = r.Run(stopCtx, Cmd{Script: fmt.Sprintf("kill -TERM -%d 2>/dev/null; sleep 1; kill -KILL -%d 2>/dev/null; true", pid, pid)})
-	}, nil
 }

@@ -130,6 +130,9 @@ func (t *rtlaOsnoiseTop) osnoise(n int, f []string) (*Osnoise, error) {
 	if !ok || !rtlaDigits(periods) || err != nil {
 		return nil, t.o.errorf(n, "%s", rtlaNumberError("Period", f[1], errNumber))
 	}
+	if p < 1 {
+		return nil, t.o.errorf(n, "a CPU with no periods")
+	}
 	o.Periods = p
 	if o.Available, err = rtlaAvailable(f[4]); err != nil {
 		return nil, t.o.errorf(n, "%s", rtlaNumberError("% CPU Aval", f[4], err))
@@ -146,6 +149,11 @@ func (t *rtlaOsnoiseTop) osnoise(n int, f []string) (*Osnoise, error) {
 		if *c.dst, err = rtlaTime(f[c.col], time.Microsecond); err != nil {
 			return nil, t.o.errorf(n, "%s", rtlaNumberError(c.name, f[c.col], err))
 		}
+	}
+	// The longest single noise is part of its period's noise, which is
+	// part of the total, which is part of the runtime.
+	if !(o.MaxSingle <= o.MaxNoise && o.MaxNoise <= o.Noise && o.Noise <= o.Runtime) {
+		return nil, t.o.errorf(n, "max single %v, max noise %v, noise %v and runtime %v cannot be one CPU's", o.MaxSingle, o.MaxNoise, o.Noise, o.Runtime)
 	}
 	// hwnoise stops at NMI: it disables interrupts, so it has no IRQ,
 	// softirq or thread noise to count.

@@ -255,6 +255,11 @@ func (t *rtlaTimerlatTop) block(n int, seg string, kind rtlaKind, count Count) (
 	if lat.Min > lat.Max {
 		return nil, t.o.errorf(n, "the %s min %v is above its max %v", kind, lat.Min, lat.Max)
 	}
+	// rtla averages by integer division: the average stays within
+	// [min, max] unless the columns are not what they say.
+	if lat.Avg < lat.Min || lat.Avg > lat.Max {
+		return nil, t.o.errorf(n, "the %s average %v is outside its min %v and max %v", kind, lat.Avg, lat.Min, lat.Max)
+	}
 	return lat, nil
 }
 

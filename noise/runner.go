@@ -55,6 +55,9 @@ func (LocalRunner) Run(ctx context.Context, cmd Cmd) ([]byte, []byte, error) {
 	c := exec.Command("/bin/sh", "-c", cmd.Script)
 	c.Env = append(os.Environ(), cmd.Env...)
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A descendant that left the group holding our pipes must not keep
+	// Wait from returning once the script itself has ended.
+	c.WaitDelay = 2 * time.Second
 	var stdout, stderr bytes.Buffer
 	c.Stdout, c.Stderr = &stdout, &stderr
 	if err := c.Start(); err != nil {

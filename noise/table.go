@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -222,7 +221,7 @@ func metricLabel(name string) string {
 	case "noise":
 		return "noise per period (worst period)"
 	case "availability":
-		return "CPU availability (worst period)"
+		return "CPU availability"
 	case "hw", "nmi", "irq", "sirq", "thread":
 		return strings.ToUpper(name) + " count per period"
 	}
@@ -258,11 +257,4 @@ func groupThousands(v float64) string {
 		out = "-" + out
 	}
 	return out
-}
-
-// sortedCopy returns the values sorted.
-func sortedCopy(v []float64) []float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	return s
 }

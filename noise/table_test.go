@@ -27,7 +27,7 @@ func TestTablesKeepTheMailLayoutWithUnits(t *testing.T) {
 	for _, want := range []string{
 		"max single noise: worst 20 µs (CPU 16), median CPU 14 µs",
 		"IRQ count per period: worst 6,864 (CPU 1), median CPU 6,864",
-		"CPU availability (worst period): worst 94.705% (CPU 4), median CPU 94.773%",
+		"CPU availability: worst 94.705% (CPU 4), median CPU 94.773%",
 	} {
 		if !strings.Contains(b.String(), want+"\n") {
 			t.Errorf("no %q in\n%s", want, b.String())

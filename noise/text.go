@@ -24,13 +24,7 @@ func outputLines(out []byte) []string {
 }
 
 // usec converts a whole number of microseconds as printed by a tool.
-func usec(s string) (time.Duration, error) {
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 || n > int64(maxDuration/time.Microsecond) {
-		return 0, errNumber
-	}
-	return time.Duration(n) * time.Microsecond, nil
-}
+func usec(s string) (time.Duration, error) { return scaled(s, time.Microsecond) }
 
 // scaled converts a whole number in unit (time.Microsecond or
 // time.Nanosecond) as printed by a tool.
@@ -45,7 +39,7 @@ func scaled(s string, unit time.Duration) (time.Duration, error) {
 // scaledFloat converts a decimal number in unit (an average).
 func scaledFloat(s string, unit time.Duration) (time.Duration, error) {
 	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || f < 0 || f*float64(unit) > float64(maxDuration) || f != f {
+	if err != nil || f < 0 || f*float64(unit) >= float64(maxDuration) || f != f {
 		return 0, errNumber
 	}
 	return time.Duration(f*float64(unit) + 0.5), nil

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 )
 
 // Verdict is the answer for one kernel.
@@ -93,8 +94,13 @@ func (r Rule) Decide(samples []float64) (Decision, error) {
 	if err != nil {
 		return Decision{}, err
 	}
-	d := Decision{N: len(samples), Threshold: m.threshold, Median: median(samples)}
-	d.Bound = math.Log((1 - (1-r.Confidence)/2) / ((1 - r.Confidence) / 2))
+	if err := finite(samples); err != nil {
+		return Decision{}, fmt.Errorf("verdict rule: %v", err)
+	}
+	d := Decision{N: len(samples), Threshold: m.threshold, Bound: r.bound()}
+	if len(samples) > 0 {
+		d.Median = median(samples)
+	}
 	for _, x := range samples {
 		e := m.delta / (m.sigma * m.sigma) * (m.scale(x) - m.mid)
 		d.Evidence += math.Max(-maxOdds, math.Min(maxOdds, e))
@@ -123,46 +129,81 @@ func (r Rule) check() error {
 		return fmt.Errorf("verdict rule: samples min %d, max %d", r.MinSamples, r.MaxSamples)
 	case !(r.Confidence > 0.5 && r.Confidence < 1):
 		return fmt.Errorf("verdict rule: confidence %g is not between 0.5 and 1", r.Confidence)
-	case r.Kind == Absolute && !(r.Threshold > 0):
+	case r.Kind == Absolute && !(r.Threshold > 0 && !math.IsInf(r.Threshold, 0)):
 		return fmt.Errorf("verdict rule: threshold %g", r.Threshold)
-	case r.Kind == Ratio && (!(r.Threshold > 1) || len(r.Good) == 0):
+	case r.Kind == Absolute && r.MetricKind == KindPercent && !r.HigherIsBad && r.Threshold >= 100:
+		return fmt.Errorf("verdict rule: threshold %g%% leaves nothing to steal", r.Threshold)
+	case r.Kind == Ratio && (!(r.Threshold > 1 && !math.IsInf(r.Threshold, 0)) || len(r.Good) == 0):
 		return fmt.Errorf("verdict rule: a ratio threshold needs a ratio above 1 and the good endpoint's samples")
 	case r.Kind == Auto && (len(r.Good) < 2 || len(r.Bad) < 2):
 		return fmt.Errorf("verdict rule: threshold auto needs at least 2 samples of each endpoint")
 	}
+	for _, set := range [][]float64{r.Good, r.Bad} {
+		if err := finite(set); err != nil {
+			return fmt.Errorf("verdict rule: endpoint samples: %v", err)
+		}
+	}
+	// Each sample counts for at most maxOdds: fewer samples than this can
+	// never reach the confidence.
+	if need := int(math.Ceil(r.bound() / maxOdds)); r.MaxSamples < need {
+		return fmt.Errorf("verdict rule: %d samples at most can never reach confidence %g (it needs %d samples that agree)", r.MaxSamples, r.Confidence, need)
+	}
 	return nil
 }
 
-// model is the test the rule runs: in a log scale where larger is worse,
-// "like good" is mid−delta/2, "like bad" mid+delta/2, with spread sigma;
-// each sample's distance from mid is clipped so that one wild sample
-// cannot decide alone.
+// bound is where the evidence stops the rule: ±ln((1+c)/(1−c)).
+func (r Rule) bound() float64 {
+	a := (1 - r.Confidence) / 2
+	return math.Log((1 - a) / a)
+}
+
+func finite(xs []float64) error {
+	for _, x := range xs {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Errorf("%g is not a measurement", x)
+		}
+	}
+	return nil
+}
+
+// model is the test the rule runs: on a log scale of badness (larger is
+// worse), "like good" is mid−delta/2, "like bad" mid+delta/2, with spread
+// sigma.
 type model struct {
-	scale       func(float64) float64
-	mid, delta  float64
-	sigma, clip float64
-	threshold   float64 // mid as a value of the metric
-	fromScale   func(float64) float64
+	scale      func(float64) float64 // a metric value to the log scale
+	fromScale  func(float64) float64
+	mid, delta float64
+	sigma      float64
+	threshold  float64 // mid as a value of the metric
 }
 
 func (r Rule) model(samples []float64) (model, error) {
 	var m model
-	threshold := r.Threshold
-	if r.Kind == Ratio {
-		g := median(r.Good)
-		if r.HigherIsBad {
-			threshold = g * r.Threshold
-		} else {
-			threshold = g / r.Threshold
+	toBad, fromBad := r.badness()
+	var thresholdBad, ref float64
+	switch r.Kind {
+	case Absolute:
+		thresholdBad = toBad(r.Threshold)
+		ref = thresholdBad
+	case Ratio:
+		g := median(mapped(r.Good, toBad))
+		if !(g > 0) || math.IsInf(g, 0) {
+			return m, fmt.Errorf("verdict rule: the good endpoint's median is %s: no ratio of it means anything", r.format(median(r.Good)))
+		}
+		thresholdBad = g * r.Threshold
+		ref = thresholdBad
+	case Auto:
+		ref = median(mapped(r.Bad, toBad))
+		if !(ref > 0) || math.IsInf(ref, 0) {
+			return m, fmt.Errorf("verdict rule: the bad endpoint (median %s) is not worse than the good one (median %s)", r.format(median(r.Bad)), r.format(median(r.Good)))
 		}
 	}
-	// Values at or below zero (a silent CPU) are floored two decades below
-	// the threshold or the good endpoint: below that, less is not better.
-	ref := threshold
-	if r.Kind == Auto {
-		ref = math.Sqrt(math.Abs(median(r.Good) * median(r.Bad)))
-	}
-	m.scale, m.fromScale = r.scales(ref)
+	// Values at or below a hundredth of the threshold (or of the bad
+	// endpoint) are all alike: below that, less is not better, and a
+	// silent CPU's 0 must not count as infinitely good.
+	floor := ref / 100
+	m.scale = func(x float64) float64 { return math.Log(math.Min(math.Max(toBad(x), floor), math.MaxFloat64)) }
+	m.fromScale = func(y float64) float64 { return fromBad(math.Exp(y)) }
 
 	// The spread is the median absolute deviation from each group's
 	// median (scaled to a normal sigma), pooled: spikes do not inflate it.
@@ -186,15 +227,14 @@ func (r Rule) model(samples []float64) (model, error) {
 		return 1.4826 * median(devs), df
 	}
 
-	switch r.Kind {
-	case Auto:
+	if r.Kind == Auto {
 		g, b := median(mapped(r.Good, m.scale)), median(mapped(r.Bad, m.scale))
 		if b <= g {
 			return m, fmt.Errorf("verdict rule: the bad endpoint (median %s) is not worse than the good one (median %s)", r.format(median(r.Bad)), r.format(median(r.Good)))
 		}
 		m.mid, m.delta = (g+b)/2, b-g
-	default:
-		m.mid, m.delta = m.scale(threshold), 2*indifference
+	} else {
+		m.mid, m.delta = math.Log(thresholdBad), 2*indifference
 	}
 	sigma, df := spreadOf(r.Good, r.Bad)
 	if df < 4 {
@@ -208,23 +248,26 @@ func (r Rule) model(samples []float64) (model, error) {
 	return m, nil
 }
 
-// scales returns the log scale in which larger is worse, and its inverse.
-func (r Rule) scales(ref float64) (func(float64) float64, func(float64) float64) {
-	floor := math.Abs(ref) / 100
-	if floor == 0 || math.IsNaN(floor) {
-		floor = 1e-9
-	}
+// badness maps a metric value to a positive quantity that grows as the
+// kernel gets worse, and back: the value itself when higher is worse; the
+// share stolen, 100 − x, for availability; the inverse for other metrics
+// where lower is worse (a benchmark's operations per second).
+func (r Rule) badness() (to, from func(float64) float64) {
 	switch {
-	case r.MetricKind == KindPercent && !r.HigherIsBad:
-		// Availability: what is stolen, 100 − x, is what grows.
-		f := math.Max(floor, 1e-6)
-		return func(x float64) float64 { return math.Log(math.Max(100-x, f)) },
-			func(y float64) float64 { return 100 - math.Exp(y) }
 	case r.HigherIsBad:
-		return func(x float64) float64 { return math.Log(math.Max(x, floor)) }, math.Exp
+		id := func(x float64) float64 { return x }
+		return id, id
+	case r.MetricKind == KindPercent:
+		f := func(x float64) float64 { return 100 - x }
+		return f, f
 	}
-	return func(x float64) float64 { return -math.Log(math.Max(x, floor)) },
-		func(y float64) float64 { return math.Exp(-y) }
+	inv := func(x float64) float64 {
+		if x <= 0 {
+			return math.Inf(1)
+		}
+		return 1 / x
+	}
+	return inv, inv
 }
 
 // spreadInflation makes a spread estimated from df degrees of freedom an
@@ -278,7 +321,7 @@ func formatNS(v float64) string {
 }
 
 func trimZeros(s string) string {
-	for len(s) > 1 && s[len(s)-1] == '0' && containsDot(s) {
+	for len(s) > 1 && s[len(s)-1] == '0' && strings.Contains(s, ".") {
 		s = s[:len(s)-1]
 	}
 	if s[len(s)-1] == '.' {
@@ -287,32 +330,12 @@ func trimZeros(s string) string {
 	return s
 }
 
-func containsDot(s string) bool {
-	for i := range s {
-		if s[i] == '.' {
-			return true
-		}
-	}
-	return false
-}
-
 func mapped(xs []float64, f func(float64) float64) []float64 {
 	out := make([]float64, len(xs))
 	for i, x := range xs {
 		out[i] = f(x)
 	}
 	return out
-}
-
-func mean(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := 0.0
-	for _, x := range xs {
-		s += x
-	}
-	return s / float64(len(xs))
 }
 
 func median(xs []float64) float64 {

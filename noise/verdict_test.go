@@ -1,6 +1,7 @@
 package noise
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -131,5 +132,59 @@ func TestValuesAreWrittenWithTheirUnits(t *testing.T) {
 		if got := FormatValue(KindTime, v); got != want {
 			t.Errorf("%v: %q, want %q", v, got, want)
 		}
+	}
+}
+
+func TestAvailabilityNearOneHundredPercent(t *testing.T) {
+	r := Rule{Kind: Absolute, Threshold: 99.9, MetricKind: KindPercent, MinSamples: 3, MaxSamples: 10, Confidence: 0.95}
+	good := []float64{99.99, 99.995, 99.99}
+	bad := []float64{99.5, 99.4, 99.52}
+	if d := decide(t, r, good); d.Verdict != Good || formatPct(d.Threshold) != "99.900%" {
+		t.Errorf("99.99%%: %+v", d)
+	}
+	if d := decide(t, r, bad); d.Verdict != Bad {
+		t.Errorf("99.5%%: %+v", d)
+	}
+	auto := r
+	auto.Kind, auto.Good, auto.Bad = Auto, []float64{99.99, 99.991, 99.989, 99.99}, []float64{99.5, 99.45, 99.55, 99.5}
+	if d := decide(t, auto, good); d.Verdict != Good {
+		t.Errorf("auto, like good: %+v", d)
+	}
+	if d := decide(t, auto, bad); d.Verdict != Bad {
+		t.Errorf("auto, like bad: %+v", d)
+	}
+	// A ratio of what is stolen: 0.01 % stolen twice over is 0.02 %.
+	ratio := r
+	ratio.Kind, ratio.Threshold, ratio.Good = Ratio, 2, []float64{99.99, 99.99, 99.99}
+	d := decide(t, ratio, []float64{60, 61, 59})
+	if d.Verdict != Bad || formatPct(d.Threshold) != "99.980%" {
+		t.Errorf("ratio: %+v", d)
+	}
+}
+
+func formatPct(v float64) string { return FormatValue(KindPercent, v) }
+
+func TestZerosAndNonNumbersDoNotFoolTheRule(t *testing.T) {
+	auto := Rule{Kind: Auto, MetricKind: KindTime, HigherIsBad: true, MinSamples: 3, MaxSamples: 10, Confidence: 0.95,
+		Good: []float64{0, 0, 0, 0}, Bad: usv(5, 5.2, 4.9, 5.1)}
+	// 50 times below the bad endpoint is good, however silent the good one.
+	if d := decide(t, auto, usv(0.1, 0.1, 0.1)); d.Verdict != Good {
+		t.Errorf("%+v", d)
+	}
+	ratio := Rule{Kind: Ratio, Threshold: 3, MetricKind: KindTime, HigherIsBad: true, MinSamples: 3, MaxSamples: 10, Confidence: 0.95, Good: []float64{0, 0, 0}}
+	if _, err := ratio.Decide(usv(1, 1, 1)); err == nil || !strings.Contains(err.Error(), "the good endpoint's median is 0 ns: no ratio of it means anything") {
+		t.Errorf("got %v", err)
+	}
+	r := timeRule(20)
+	if _, err := r.Decide([]float64{1, math.NaN(), 3}); err == nil || !strings.Contains(err.Error(), "NaN is not a measurement") {
+		t.Errorf("got %v", err)
+	}
+	if d := decide(t, r, nil); d.Median != 0 || !d.More {
+		t.Errorf("no samples: %+v", d)
+	}
+	strict := r
+	strict.Confidence, strict.MinSamples, strict.MaxSamples = 0.99, 3, 3
+	if _, err := strict.Decide(usv(50)); err == nil || !strings.Contains(err.Error(), "3 samples at most can never reach confidence 0.99 (it needs 4 samples that agree)") {
+		t.Errorf("got %v", err)
 	}
 }

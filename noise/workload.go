@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -69,19 +70,36 @@ func (w Workload) Measure(ctx context.Context, r Runner) (*Measurement, Raw, err
 	if err := w.check(); err != nil {
 		return nil, Raw{}, err
 	}
+	var bg *load
 	if w.Load != "" {
-		stop, err := w.startLoad(ctx, r)
-		if err != nil {
+		var err error
+		if bg, err = w.startLoad(ctx, r); err != nil {
 			return nil, Raw{}, err
 		}
-		defer stop()
+		defer bg.stop()
 	}
 	script := w.Script()
 	raw := Raw{Script: script}
+	// A hung tool must not hang the run: the measurement gets its
+	// duration and a margin (a command, its duration exactly).
+	limit := w.Duration + max(30*time.Second, w.Duration/2)
+	if w.Tool == ToolCommand {
+		limit = w.Duration
+	}
+	runCtx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
 	var err error
-	raw.Stdout, raw.Stderr, err = r.Run(ctx, Cmd{Script: script, Env: w.Env})
+	raw.Stdout, raw.Stderr, err = r.Run(runCtx, Cmd{Script: script, Env: w.Env})
+	if err != nil && ctx.Err() == nil && runCtx.Err() != nil {
+		return nil, raw, fmt.Errorf("%s did not finish within %s", w.Tool, limit)
+	}
 	if err != nil {
 		return nil, raw, w.runError(err, raw.Stderr)
+	}
+	if bg != nil {
+		if err := bg.alive(ctx); err != nil {
+			return nil, raw, err
+		}
 	}
 	m, err := w.parse(raw.Stdout)
 	if err != nil {
@@ -96,7 +114,18 @@ func (w Workload) Measure(ctx context.Context, r Runner) (*Measurement, Raw, err
 }
 
 func (w Workload) check() error {
+	switch w.Tool {
+	case ToolOsnoise, ToolRtlaOsnoise, ToolRtlaTimerlat, ToolOslat, ToolCyclictest, ToolCommand:
+	default:
+		return fmt.Errorf("workload: unknown tool %q", w.Tool)
+	}
 	switch {
+	case w.Duration <= 0 || w.Period < 0 || w.Runtime < 0 || w.NoiseThreshold < 0:
+		return fmt.Errorf("workload: durations must be positive")
+	case (w.Tool == ToolOsnoise || w.Tool == ToolCommand) && (w.Priority != 0 || len(w.Args) > 0):
+		return fmt.Errorf("workload: %s takes no priority and no arguments", w.Tool)
+	case w.Runtime > time.Second && w.Period == 0:
+		return fmt.Errorf("workload: runtime %s is longer than the tracer's 1s period: give the period too", w.Runtime)
 	case w.Duration < time.Second && w.Tool != ToolCommand:
 		return fmt.Errorf("workload: duration %s is less than a second", w.Duration)
 	case len(w.CPUs) == 0 && w.Tool != ToolCommand:
@@ -130,12 +159,18 @@ func (w Workload) pinned(cpus []int, line string) string {
 	if len(cpus) == 0 {
 		return "exec " + line
 	}
-	return "exec taskset -c " + cpuList(cpus) + " " + line
+	return "exec taskset -c " + shellQuote(cpuList(cpus)) + " " + line
+}
+
+// wholeSeconds rounds a duration up to whole seconds, as the tools (and
+// busybox's sleep) take them.
+func wholeSeconds(d time.Duration) string {
+	return strconv.Itoa(int((d + time.Second - 1) / time.Second))
 }
 
 // argv is the command line of rtla, oslat or cyclictest.
 func (w Workload) argv() []string {
-	secs := strconv.Itoa(int((w.Duration + time.Second - 1) / time.Second))
+	secs := wholeSeconds(w.Duration)
 	cpus := cpuList(w.CPUs)
 	var a []string
 	switch w.Tool {
@@ -197,23 +232,33 @@ func (w Workload) parse(out []byte) (*Measurement, error) {
 	return m, nil
 }
 
-// cyclictestCPUs names cyclictest's threads by CPU: -a with -t puts
-// thread i on the i-th CPU of the list.
+// cyclictestCPUs names cyclictest's threads by CPU when its text output
+// numbered them by thread: -a with -t puts thread i on the i-th CPU of
+// the list.
 func (w Workload) cyclictestCPUs(m *Measurement) {
-	if len(m.CPUs) != len(w.CPUs) {
+	byThread := false
+	var kept []string
+	for _, msg := range m.Warnings {
+		if msg == threadIndexWarning {
+			byThread = true
+			continue
+		}
+		kept = append(kept, msg)
+	}
+	if !byThread || len(m.CPUs) != len(w.CPUs) {
 		return
 	}
 	cpus := append([]int(nil), w.CPUs...)
 	sort.Ints(cpus)
 	for i := range m.CPUs {
-		m.CPUs[i].CPU = cpus[m.CPUs[i].CPU]
-	}
-	var kept []string
-	for _, msg := range m.Warnings {
-		if !strings.Contains(msg, "thread indices") {
-			kept = append(kept, msg)
+		if m.CPUs[i].CPU < 0 || m.CPUs[i].CPU >= len(cpus) {
+			return
 		}
 	}
+	for i := range m.CPUs {
+		m.CPUs[i].CPU = cpus[m.CPUs[i].CPU]
+	}
+	m.sortCPUs()
 	m.Warnings = kept
 }
 
@@ -247,13 +292,17 @@ func (w Workload) runError(err error, stderr []byte) error {
 		return err
 	}
 	text := string(stderr)
+	if w.Tool == ToolOsnoise {
+		switch ee.Code {
+		case exitNoTracefs:
+			return &SetupError{Msg: "tracefs is not mounted and cannot be (needs root and CONFIG_TRACING)"}
+		case exitNoTracer:
+			return &SetupError{Kernel: true, Msg: "the running kernel has no osnoise tracer: build it with CONFIG_OSNOISE_TRACER=y"}
+		case exitTracerBusy:
+			return &SetupError{Msg: strings.TrimSpace(strings.TrimPrefix(lastLine(text), "kbisect: "))}
+		}
+	}
 	switch {
-	case ee.Code == exitNoTracefs:
-		return &SetupError{Msg: "tracefs is not mounted and cannot be (needs root and CONFIG_TRACING)"}
-	case ee.Code == exitNoTracer:
-		return &SetupError{Kernel: true, Msg: "the running kernel has no osnoise tracer: build it with CONFIG_OSNOISE_TRACER=y"}
-	case ee.Code == exitTracerBusy:
-		return &SetupError{Msg: strings.TrimSpace(strings.TrimPrefix(text, "kbisect: "))}
 	case strings.Contains(text, "Tracer osnoise not found") || strings.Contains(text, "Tracer timerlat not found"):
 		opt := "CONFIG_OSNOISE_TRACER"
 		if w.Tool == ToolRtlaTimerlat {
@@ -264,20 +313,27 @@ func (w Workload) runError(err error, stderr []byte) error {
 		return &SetupError{Msg: w.Tool + " needs root: run as root or set host.sudo"}
 	case strings.Contains(text, "Could not initialize libnuma"):
 		return &SetupError{Kernel: true, Msg: "oslat needs a kernel with NUMA support (CONFIG_NUMA=y)"}
-	case ee.Code == exitNotFound || strings.Contains(text, "not found"):
-		return &SetupError{Msg: fmt.Sprintf("%s is not installed on the machine (%s)", w.binary(), installHint(w.binary()))}
+	case ee.Code == exitNotFound:
+		if bin := missingBinary(text); bin != "" {
+			return &SetupError{Msg: fmt.Sprintf("%s is not installed on the machine (%s)", bin, installHint(bin))}
+		}
 	}
 	return fmt.Errorf("%s: %w", w.Tool, err)
 }
 
-func (w Workload) binary() string {
-	switch w.Tool {
-	case ToolRtlaOsnoise, ToolRtlaTimerlat:
-		return "rtla"
-	case ToolCommand:
-		return strings.Fields(w.Command + " command")[0]
+// notFound matches how sh, bash and taskset say a program is missing.
+var notFound = regexp.MustCompile(`(?:^|\s|: )([^\s:]+): (?:command )?not found|failed to execute ([^\s:]+): No such file`)
+
+// missingBinary names the program the shell could not find, or "".
+func missingBinary(stderr string) string {
+	m := notFound.FindStringSubmatch(stderr)
+	if m == nil {
+		return ""
 	}
-	return w.Tool
+	if m[1] != "" {
+		return m[1]
+	}
+	return m[2]
 }
 
 func installHint(bin string) string {
@@ -286,7 +342,7 @@ func installHint(bin string) string {
 		return "Debian: apt-get install rtla; or build tools/tracing/rtla"
 	case "oslat", "cyclictest":
 		return "Debian: apt-get install rt-tests"
-	case "taskset":
+	case "taskset", "setsid":
 		return "Debian: apt-get install util-linux"
 	}
 	return "install it, or give its full path"

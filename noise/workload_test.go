@@ -228,7 +228,8 @@ func TestCommandWorkloadWithLoadAndSecrets(t *testing.T) {
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "load-ran")
 	w := Workload{
-		Tool: ToolCommand,
+		Tool:     ToolCommand,
+		Duration: 30 * time.Second,
 		// The command waits for the load, which must be running first.
 		Command:       `for i in $(seq 100); do [ -e ` + shellQuote(marker) + ` ] && break; sleep 0.05; done; printf 'Run time: %sms\n' "$BENCH_MS"`,
 		CommandMetric: CommandMetric{Pattern: mustRegexp(`Run time: (\d+)ms`), Unit: time.Millisecond},
@@ -261,3 +262,73 @@ func TestShellQuoting(t *testing.T) {
 }
 
 func mustRegexp(s string) *regexp.Regexp { return regexp.MustCompile(s) }
+
+func TestFailuresAreClassifiedByWhatFailed(t *testing.T) {
+	// A benchmark that fails with "not found" in its words is a failed
+	// benchmark, not a missing tool.
+	w := Workload{Tool: ToolCommand, Duration: 10 * time.Second, Command: "echo 'eth0: device not found' >&2; exit 1",
+		CommandMetric: CommandMetric{Pattern: mustRegexp(`(\d+)`)}}
+	_, _, err := w.Measure(context.Background(), LocalRunner{})
+	var se *SetupError
+	if errors.As(err, &se) || err == nil || !strings.Contains(err.Error(), "command: exit status 1: eth0: device not found") {
+		t.Errorf("got %v", err)
+	}
+	// The program the shell could not find is named, whatever the tool.
+	w = Workload{Tool: ToolOslat, CPUs: []int{1}, Duration: time.Second, Housekeeping: []int{0}}
+	t.Setenv("PATH", t.TempDir())
+	_, _, err = w.Measure(context.Background(), LocalRunner{})
+	if !errors.As(err, &se) || se.Msg != "taskset is not installed on the machine (Debian: apt-get install util-linux)" {
+		t.Errorf("got %v", err)
+	}
+	// Exit 91 of a command is the command's, not "no osnoise tracer".
+	t.Setenv("PATH", "/usr/bin:/bin")
+	w = Workload{Tool: ToolCommand, Duration: 10 * time.Second, Command: "exit 91", CommandMetric: CommandMetric{Pattern: mustRegexp(`(\d+)`)}}
+	if _, _, err = w.Measure(context.Background(), LocalRunner{}); errors.As(err, &se) {
+		t.Errorf("got %v", err)
+	}
+}
+
+func TestALoadThatDoesNotRunIsAnError(t *testing.T) {
+	w := Workload{Tool: ToolCommand, Duration: 10 * time.Second, Command: "echo 1", CommandMetric: CommandMetric{Pattern: mustRegexp(`(\d+)`)},
+		Load: "no_such_load_binary --storm"}
+	_, _, err := w.Measure(context.Background(), LocalRunner{})
+	var le *LoadError
+	if !errors.As(err, &le) || !strings.Contains(le.Msg, "the background load is not running: ") || !strings.Contains(le.Msg, "no_such_load_binary: not found") {
+		t.Errorf("got %v", err)
+	}
+	// A load that dies during the measurement spoils the sample.
+	w.Load = "sleep 1.5"
+	w.Command = "sleep 2; echo 1"
+	if _, _, err := w.Measure(context.Background(), LocalRunner{}); !errors.As(err, &le) {
+		t.Errorf("got %v", err)
+	}
+}
+
+func TestAHungToolIsStoppedAtItsDeadline(t *testing.T) {
+	w := Workload{Tool: ToolCommand, Duration: time.Second, Command: "sleep 30; echo 1", CommandMetric: CommandMetric{Pattern: mustRegexp(`(\d+)`)}}
+	start := time.Now()
+	_, _, err := w.Measure(context.Background(), LocalRunner{})
+	if err == nil || err.Error() != "command did not finish within 1s" {
+		t.Errorf("got %v", err)
+	}
+	if time.Since(start) > 20*time.Second {
+		t.Errorf("the deadline did not stop it")
+	}
+}
+
+func TestWorkloadsThatCannotRunAreRefused(t *testing.T) {
+	for _, c := range []struct {
+		w    Workload
+		want string
+	}{
+		{Workload{Tool: "bogus", Duration: time.Second, CPUs: []int{1}}, `unknown tool "bogus"`},
+		{Workload{Tool: ToolOsnoise, Duration: time.Second, CPUs: []int{1}, Args: []string{"x"}}, "osnoise takes no priority and no arguments"},
+		{Workload{Tool: ToolOsnoise, Duration: time.Second, CPUs: []int{1}, Runtime: 2 * time.Second}, "runtime 2s is longer than the tracer's 1s period"},
+		{Workload{Tool: ToolOsnoise, Duration: -time.Second, CPUs: []int{1}}, "durations must be positive"},
+		{Workload{Tool: ToolOsnoise, Duration: time.Second, CPUs: []int{1}, NoiseThreshold: 500 * time.Nanosecond}, "500ns is not a whole number of microseconds"},
+	} {
+		if _, _, err := c.w.Measure(context.Background(), LocalRunner{}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("got %v, want %q", err, c.want)
+		}
+	}
+}

@@ -3,9 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
+	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -92,6 +93,7 @@ func measureJob(o measureOptions, stderr io.Writer) (*configs.Job, error) {
 		return nil, usagef("measure --duration %s: give a duration of a second or more (e.g. 60s)", o.Duration)
 	}
 	job := &configs.Job{File: "(command line)"}
+	localMachine(job)
 	job.Workload = configs.Workload{Tool: o.Tool, CPUs: cpus, Duration: d, NoiseThreshold: configs.DefaultNoiseThreshold}
 	m := configs.Metrics(o.Tool)[0]
 	job.Verdict = configs.Verdict{Metric: m.Name, Aggregate: "max", Direction: m.Direction,
@@ -99,6 +101,32 @@ func measureJob(o measureOptions, stderr io.Writer) (*configs.Job, error) {
 		Samples:    configs.Samples{Min: configs.DefaultSamplesMin, Max: configs.DefaultSamplesMax},
 		Confidence: configs.DefaultConfidence}
 	return job, nil
+}
+
+// localMachine fills what the job needs to know of this machine to keep
+// the tools' own threads off the isolated CPUs: its CPUs, and the
+// isolation it booted with, as the kernel reports them.
+func localMachine(job *configs.Job) {
+	read := func(name string) string {
+		b, err := os.ReadFile("/sys/devices/system/cpu/" + name)
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(string(b))
+	}
+	online, err := configs.ParseCPUs(read("online"), 0)
+	if err != nil || len(online) == 0 {
+		return
+	}
+	job.Machine.CPUs = online.Max() + 1
+	var params []string
+	for name, file := range map[string]string{"isolcpus": "isolated", "nohz_full": "nohz_full"} {
+		if list := read(file); list != "" && list != "(null)" {
+			params = append(params, name+"="+list)
+		}
+	}
+	sort.Strings(params)
+	job.Boot.Params = strings.Join(params, " ")
 }
 
 func runMeasure(ctx context.Context, o measureOptions, stdout, stderr io.Writer) error {
@@ -125,10 +153,6 @@ func runMeasure(ctx context.Context, o measureOptions, stdout, stderr io.Writer)
 	}
 	res, err := lab.Measure(ctx, job, noise.LocalRunner{}, o.Samples, progress)
 	if err != nil {
-		var se *noise.SetupError
-		if errors.As(err, &se) {
-			return fmt.Errorf("measure: %v", err)
-		}
 		return fmt.Errorf("measure: %w", err)
 	}
 	if o.JSON {
