@@ -174,15 +174,10 @@ func (c *Comparison) estimateShift(xs, ys []float64, null uNull) {
 
 // sortedMedian is the median of sorted values, 0 when there are none.
 func sortedMedian(s []float64) float64 {
-	n := len(s)
-	switch {
-	case n == 0:
+	if len(s) == 0 {
 		return 0
-	case n%2 == 1:
-		return s[n/2]
-	default:
-		return s[n/2-1]/2 + s[n/2]/2
 	}
+	return quantile(s, 0.5)
 }
 
 // rankSummary is what the test needs from the ranks of the pooled sample.

@@ -17,6 +17,10 @@ const (
 	ToolCommand      = "command"
 )
 
+// maxCPU bounds CPU numbers and thread indices read from outputs: Linux
+// supports at most 8192 CPUs, so anything larger is not a CPU.
+const maxCPU = 1 << 16
+
 // Percent is a share in percent (0 to 100), e.g. the CPU time left to the
 // workload.
 type Percent float64

@@ -24,10 +24,6 @@ var (
 	nanAvgRe = regexp.MustCompile(`("avg"\s*:\s*)-?nan\b`)
 )
 
-// maxCPU bounds CPU numbers and thread indices: Linux supports at most 8192
-// CPUs, so anything far above is garbage, not a machine.
-const maxCPU = 1 << 16
-
 // ParseOslat parses the output of oslat, its text summary or its --json
 // file (told apart by the content). Each CPU comes from the summary's Core:
 // row or the JSON "cpu", never from the column. When oslat stopped on its

@@ -119,7 +119,7 @@ func parseOsnoise(out []byte) ([]Period, map[int][]time.Duration, *Measurement, 
 				if st := sampleThreshold.FindStringSubmatch(line); st != nil {
 					cpu, err1 := strconv.Atoi(st[1])
 					d, err2 := scaled(st[2], time.Nanosecond)
-					if err1 != nil || err2 != nil || cpu > 1<<16 {
+					if err1 != nil || err2 != nil || cpu > maxCPU {
 						return nil, nil, nil, fail(n, "a sample_threshold event out of range")
 					}
 					singles[cpu] = append(singles[cpu], d)
@@ -166,7 +166,7 @@ func parseOsnoiseLine(line string, seedLayout bool) (p Period, ok bool, err erro
 	} else {
 		return p, false, nil
 	}
-	if p.CPU, err = strconv.Atoi(f[0]); err != nil || p.CPU > 1<<16 {
+	if p.CPU, err = strconv.Atoi(f[0]); err != nil || p.CPU > maxCPU {
 		return p, false, fmt.Errorf("CPU %s is out of range", f[0])
 	}
 	durations := []*time.Duration{&p.Runtime, &p.Noise}

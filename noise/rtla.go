@@ -229,10 +229,6 @@ func (k rtlaKind) get(c *CPU) *Latency {
 	return c.Latency
 }
 
-// maxRtlaCPU bounds CPU numbers well above any kernel's NR_CPUS, so a
-// garbled number is an error rather than a CPU.
-const maxRtlaCPU = 1 << 20
-
 func rtlaDigits(s string) bool {
 	if s == "" {
 		return false
@@ -248,7 +244,7 @@ func rtlaDigits(s string) bool {
 // rtlaCPU reads a CPU number (rtla's %d, or the digits of CPU-%03d).
 func rtlaCPU(s string) (int, error) {
 	n, err := strconv.Atoi(s)
-	if !rtlaDigits(s) || err != nil || n > maxRtlaCPU {
+	if !rtlaDigits(s) || err != nil || n > maxCPU {
 		return 0, errNumber
 	}
 	return n, nil

@@ -14,6 +14,10 @@ import (
 // rtlaFixtures are the real and documented rtla outputs in testdata (see
 // ../../shared/fixtures/noise/README.md for where each comes from).
 var rtlaFixtures = []string{
+	// The timerlat tracer's own trace, which ParseRtlaTimerlat reads too.
+	"kernel-doc_timerlat-tracer_trace.txt",
+	"lab612rt-smp2-timerlat-trace-head.txt",
+	"kernel-doc_timerlat-tracer_with_osnoise_events_RT.txt",
 	"lab612rt-smp2-inject-rtla-osnoise-hist.txt",
 	"lab612rt-smp2-inject-rtla-osnoise-top.txt",
 	"lab612rt-smp2-inject-rtla-timerlat-top.txt",

@@ -53,7 +53,7 @@ func parseTimerlatTrace(out []byte) (*Measurement, error) {
 			return nil, &ParseError{Tool: ToolRtlaTimerlat, Line: n + 1, Text: line, Msg: "not a timerlat line, event or comment"}
 		}
 		cpu, err := strconv.Atoi(f[1])
-		if err != nil || cpu > 1<<16 {
+		if err != nil || cpu > maxCPU {
 			return nil, &ParseError{Tool: ToolRtlaTimerlat, Line: n + 1, Text: line, Msg: "CPU out of range"}
 		}
 		lat, err := scaled(f[3], time.Nanosecond)
