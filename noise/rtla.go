@@ -52,6 +52,22 @@ type rtlaOutput struct {
 	m   *Measurement
 }
 
+// tableReader is a top table read line by line (n counts from 1).
+type tableReader interface {
+	line(n int, line string) error
+	finish() (*Measurement, error)
+}
+
+// read feeds the output up to its end to a table reader.
+func (o *rtlaOutput) read(t tableReader) (*Measurement, error) {
+	for i, line := range o.lines[:o.end] {
+		if err := t.line(i+1, line); err != nil {
+			return nil, err
+		}
+	}
+	return t.finish()
+}
+
 // readRtla splits the output, refuses the outputs of a failed rtla, and
 // says whether it holds a histogram (or else a top table).
 func readRtla(tool string, out []byte) (*rtlaOutput, bool, error) {

@@ -29,13 +29,7 @@ type rtlaOsnoiseTop struct {
 }
 
 func parseRtlaOsnoiseTop(o *rtlaOutput) (*Measurement, error) {
-	t := &rtlaOsnoiseTop{o: o}
-	for i, line := range o.lines[:o.end] {
-		if err := t.line(i+1, line); err != nil {
-			return nil, err
-		}
-	}
-	return t.finish()
+	return o.read(&rtlaOsnoiseTop{o: o})
 }
 
 func (t *rtlaOsnoiseTop) line(n int, line string) error {

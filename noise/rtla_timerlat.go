@@ -46,13 +46,7 @@ type rtlaTopAll struct {
 }
 
 func parseRtlaTimerlatTop(o *rtlaOutput) (*Measurement, error) {
-	t := &rtlaTimerlatTop{o: o}
-	for i, line := range o.lines[:o.end] {
-		if err := t.line(i+1, line); err != nil {
-			return nil, err
-		}
-	}
-	return t.finish()
+	return o.read(&rtlaTimerlatTop{o: o})
 }
 
 func (t *rtlaTimerlatTop) line(n int, line string) error {
