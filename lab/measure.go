@@ -66,17 +66,27 @@ func allCPUs(n int) configs.CPUs {
 	return out
 }
 
+// MetricKind is the kind of the job's metric: a time for a command whose
+// numbers have a unit.
+func MetricKind(job *configs.Job) (string, error) {
+	if job.Workload.Tool == configs.ToolCommand && job.Workload.Unit != "" {
+		return noise.KindTime, nil // the command's numbers are in ns
+	}
+	info, err := noise.Metric(job.Workload.Tool, job.Verdict.Metric)
+	return info.Kind, err
+}
+
 // Rule turns a job's verdict section into a noise rule. good and bad are
 // the endpoints' sample values from calibration (nil before it): a ratio
 // needs good, auto needs both.
 func Rule(job *configs.Job, good, bad []float64) (noise.Rule, error) {
 	v := job.Verdict
-	info, err := noise.Metric(job.Workload.Tool, v.Metric)
+	kind, err := MetricKind(job)
 	if err != nil {
 		return noise.Rule{}, err
 	}
 	r := noise.Rule{
-		MetricKind:  info.Kind,
+		MetricKind:  kind,
 		HigherIsBad: v.Direction != configs.LowerIsBad,
 		MinSamples:  v.Samples.Min,
 		MaxSamples:  v.Samples.Max,
@@ -93,9 +103,6 @@ func Rule(job *configs.Job, good, bad []float64) (noise.Rule, error) {
 		r.Kind, r.Threshold = noise.Absolute, float64(t.Time)
 	default:
 		r.Kind, r.Threshold = noise.Absolute, t.Value
-	}
-	if job.Workload.Tool == configs.ToolCommand && job.Workload.Unit != "" {
-		r.MetricKind = noise.KindTime // the command's numbers are in ns
 	}
 	return r, nil
 }

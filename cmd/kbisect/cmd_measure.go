@@ -143,8 +143,12 @@ func runMeasure(ctx context.Context, o measureOptions, stdout, stderr io.Writer)
 	if err := job.CheckEnv(nil); err != nil {
 		return usagef("measure: %v", err)
 	}
+	kind, err := lab.MetricKind(job)
+	if err != nil {
+		return usagef("measure: %v", err)
+	}
 	progress := func(i int, m *noise.Measurement, v float64) {
-		fmt.Fprintf(stderr, "sample %d: %s of the %s CPU: %s\n", i, job.Verdict.Metric, worstWord(job.Verdict.Aggregate), noise.FormatValue(metricKind(job), v))
+		fmt.Fprintf(stderr, "sample %d: %s of the %s CPU: %s\n", i, job.Verdict.Metric, worstWord(job.Verdict.Aggregate), noise.FormatValue(kind, v))
 		if !o.JSON {
 			fmt.Fprintf(stdout, "Sample %d (%s, CPUs %s, %s):\n", i, m.Tool, job.Workload.CPUs, job.Workload.Duration)
 			_ = noise.WriteTable(stdout, m)
@@ -189,15 +193,4 @@ func worstWord(aggregate string) string {
 		return "worst"
 	}
 	return aggregate
-}
-
-func metricKind(job *configs.Job) string {
-	if job.Workload.Tool == configs.ToolCommand && job.Workload.Unit != "" {
-		return noise.KindTime
-	}
-	info, err := noise.Metric(job.Workload.Tool, job.Verdict.Metric)
-	if err != nil {
-		return noise.KindNumber
-	}
-	return info.Kind
 }
