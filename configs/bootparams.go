@@ -199,6 +199,15 @@ func (bp *BootParams) Tickless() CPUs {
 	return nil
 }
 
+// Domain returns the CPUs isolcpus takes out of the scheduler domains
+// (what /sys/devices/system/cpu/isolated lists); nil when none.
+func (bp *BootParams) Domain() CPUs {
+	if bp.isolcpusHas("domain") {
+		return bp.IsolCPUs
+	}
+	return nil
+}
+
 // Isolated returns the CPUs the command line isolates: tickless and out of
 // the scheduler domains when both are asked for, else whichever is; nil
 // when neither is.

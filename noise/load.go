@@ -25,9 +25,9 @@ const loadGrace = time.Second
 // its stderr kept in a file on the machine, and checks that it is still
 // running a moment later.
 func (w Workload) startLoad(ctx context.Context, r Runner) (*load, error) {
-	line := "setsid sh -c " + shellQuote(w.Load)
+	line := "setsid sh -c " + ShellQuote(w.Load)
 	if len(w.LoadCPUs) > 0 {
-		line = "taskset -c " + shellQuote(cpuList(w.LoadCPUs)) + " " + line
+		line = "taskset -c " + ShellQuote(cpuList(w.LoadCPUs)) + " " + line
 	}
 	script := `log=$(mktemp /tmp/kbisect-load.XXXXXX) || exit 1
 ` + line + ` </dev/null >/dev/null 2>"$log" &
@@ -62,7 +62,7 @@ echo "$! $log"`
 func (l *load) alive(ctx context.Context) error {
 	// A process of the group that is not a zombie: an exited load whose
 	// parent is gone can linger as one where nothing reaps orphans.
-	script := fmt.Sprintf(`if cat /proc/[0-9]*/stat 2>/dev/null | awk -v g=%d '{ s = $0; sub(/.*\) /, "", s); split(s, f, " "); if (f[3] == g && f[1] != "Z") found = 1 } END { exit !found }'; then echo alive; else tail -c 2000 %s; fi`, l.pid, shellQuote(l.log))
+	script := fmt.Sprintf(`if cat /proc/[0-9]*/stat 2>/dev/null | awk -v g=%d '{ s = $0; sub(/.*\) /, "", s); split(s, f, " "); if (f[3] == g && f[1] != "Z") found = 1 } END { exit !found }'; then echo alive; else tail -c 2000 %s; fi`, l.pid, ShellQuote(l.log))
 	out, _, err := l.r.Run(ctx, Cmd{Script: script})
 	if err != nil {
 		return fmt.Errorf("checking the background load: %w", err)
@@ -83,7 +83,7 @@ func (l *load) alive(ctx context.Context) error {
 func (l *load) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, _, _ = l.r.Run(ctx, Cmd{Script: fmt.Sprintf("kill -TERM -%d 2>/dev/null; sleep 1; kill -KILL -%d 2>/dev/null; rm -f %s; true", l.pid, l.pid, shellQuote(l.log))})
+	_, _, _ = l.r.Run(ctx, Cmd{Script: fmt.Sprintf("kill -TERM -%d 2>/dev/null; sleep 1; kill -KILL -%d 2>/dev/null; rm -f %s; true", l.pid, l.pid, ShellQuote(l.log))})
 }
 
 // LoadError is a background load that did not run through the

@@ -72,7 +72,7 @@ for s in "$T"/per_cpu/cpu*/stats; do
 	fi
 done
 `, exitNoTracefs, exitNoTracer, exitTracerBusy,
-		thresh/time.Microsecond, shellQuote(cpuList(w.CPUs)),
+		thresh/time.Microsecond, ShellQuote(cpuList(w.CPUs)),
 		period/time.Microsecond, period/time.Microsecond, runtime/time.Microsecond,
 		runtime/time.Microsecond, period/time.Microsecond, exitTracerBusy, secs)
 	return b.String()

@@ -90,9 +90,9 @@ func exitError(err error, stderr []byte) error {
 	return err
 }
 
-// shellQuote quotes s for a POSIX shell: every argument that reaches a
+// ShellQuote quotes s for a POSIX shell: every argument that reaches a
 // shell goes through it.
-func shellQuote(s string) string {
+func ShellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=/.,:+@%") == "" {
 		return s
 	}
@@ -103,7 +103,7 @@ func shellQuote(s string) string {
 func shellJoin(argv []string) string {
 	q := make([]string, len(argv))
 	for i, a := range argv {
-		q[i] = shellQuote(a)
+		q[i] = ShellQuote(a)
 	}
 	return strings.Join(q, " ")
 }

@@ -149,7 +149,7 @@ func (w Workload) Script() string {
 	case ToolOsnoise:
 		return w.osnoiseScript()
 	case ToolCommand:
-		return w.pinned(w.CPUs, "sh -c "+shellQuote(w.Command))
+		return w.pinned(w.CPUs, "sh -c "+ShellQuote(w.Command))
 	}
 	return w.pinned(w.Housekeeping, shellJoin(w.argv()))
 }
@@ -159,7 +159,7 @@ func (w Workload) pinned(cpus []int, line string) string {
 	if len(cpus) == 0 {
 		return "exec " + line
 	}
-	return "exec taskset -c " + shellQuote(cpuList(cpus)) + " " + line
+	return "exec taskset -c " + ShellQuote(cpuList(cpus)) + " " + line
 }
 
 // wholeSeconds rounds a duration up to whole seconds, as the tools (and

@@ -153,7 +153,7 @@ func fakeTool(t *testing.T, name, fixture string) (argsFile string) {
 	if err := os.WriteFile(out, readFixture(t, fixture), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	script := "#!/bin/sh\necho \"$@\" > " + shellQuote(argsFile) + "\ncat " + shellQuote(out) + "\n"
+	script := "#!/bin/sh\necho \"$@\" > " + ShellQuote(argsFile) + "\ncat " + ShellQuote(out) + "\n"
 	if err := os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -231,10 +231,10 @@ func TestCommandWorkloadWithLoadAndSecrets(t *testing.T) {
 		Tool:     ToolCommand,
 		Duration: 30 * time.Second,
 		// The command waits for the load, which must be running first.
-		Command:       `for i in $(seq 100); do [ -e ` + shellQuote(marker) + ` ] && break; sleep 0.05; done; printf 'Run time: %sms\n' "$BENCH_MS"`,
+		Command:       `for i in $(seq 100); do [ -e ` + ShellQuote(marker) + ` ] && break; sleep 0.05; done; printf 'Run time: %sms\n' "$BENCH_MS"`,
 		CommandMetric: CommandMetric{Pattern: mustRegexp(`Run time: (\d+)ms`), Unit: time.Millisecond},
 		Env:           []string{"BENCH_MS=8581"},
-		Load:          "touch " + shellQuote(marker) + "; exec sleep 600.123",
+		Load:          "touch " + ShellQuote(marker) + "; exec sleep 600.123",
 	}
 	m, raw, err := w.Measure(context.Background(), LocalRunner{})
 	if err != nil {
@@ -255,7 +255,7 @@ func TestCommandWorkloadWithLoadAndSecrets(t *testing.T) {
 
 func TestShellQuoting(t *testing.T) {
 	for in, want := range map[string]string{"1-3": "1-3", "a b": "'a b'", "it's": `'it'\''s'`, "": "''", "$(reboot)": "'$(reboot)'"} {
-		if got := shellQuote(in); got != want {
+		if got := ShellQuote(in); got != want {
 			t.Errorf("%q: %s, want %s", in, got, want)
 		}
 	}

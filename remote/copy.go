@@ -1,0 +1,166 @@
+package remote
+
+import (
+	"archive/tar"
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"kbisect/noise"
+)
+
+// CopyStats says what a copy moved and how long it took.
+type CopyStats struct {
+	Files   int
+	Bytes   int64
+	Elapsed time.Duration
+}
+
+// Copy sends src (a file or a directory tree, symlinks kept) into dir on
+// the host as one tar stream over the session, then checks the SHA-256 of
+// every regular file as it landed on the host's disk: a copy that differs
+// in any byte is an error naming the files.
+func (h *Host) Copy(ctx context.Context, src, dir string) (CopyStats, error) {
+	start := time.Now()
+	files, err := listTree(src)
+	if err != nil {
+		return CopyStats{}, err
+	}
+	pr, pw := io.Pipe()
+	sums := map[string]string{}
+	var stats CopyStats
+	go func() { pw.CloseWithError(writeTar(pw, src, files, sums, &stats)) }()
+
+	q := noise.ShellQuote(dir)
+	script := "set -e; mkdir -p " + q + "; tar -xf - -C " + q + " --no-same-owner; cd " + q + " && find . -type f -exec sha256sum {} +"
+	command := "sh -c " + noise.ShellQuote(script)
+	if h.opt.Sudo {
+		command = "sudo -n " + command
+	}
+	var stdout, stderr strings.Builder
+	if err := h.session(ctx, "copy", command, pr, &stdout, &stderr); err != nil {
+		pr.CloseWithError(err)
+		return stats, err
+	}
+	if err := compareSums(sums, stdout.String()); err != nil {
+		return stats, &InfraError{Host: h.Name(), Op: "copy", Err: fmt.Errorf("%s → %s: %v", src, dir, err)}
+	}
+	stats.Elapsed = time.Since(start)
+	return stats, nil
+}
+
+// listTree returns the paths under src, relative to it, sorted; a single
+// file gives its base name.
+func listTree(src string) ([]string, error) {
+	fi, err := os.Lstat(src)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return []string{filepath.Base(src)}, nil
+	}
+	var out []string
+	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p != src {
+			rel, _ := filepath.Rel(src, p)
+			out = append(out, rel)
+		}
+		return nil
+	})
+	sort.Strings(out)
+	return out, err
+}
+
+// writeTar writes the files into a tar stream, hashing regular files on
+// the way.
+func writeTar(w io.Writer, src string, files []string, sums map[string]string, stats *CopyStats) error {
+	bw := bufio.NewWriterSize(w, 1<<20)
+	tw := tar.NewWriter(bw)
+	base := src
+	if fi, err := os.Lstat(src); err == nil && !fi.IsDir() {
+		base = filepath.Dir(src)
+	}
+	for _, rel := range files {
+		p := filepath.Join(base, rel)
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		link := ""
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			if link, err = os.Readlink(p); err != nil {
+				return err
+			}
+		}
+		hdr, err := tar.FileInfoHeader(fi, link)
+		if err != nil {
+			return err
+		}
+		hdr.Name = filepath.ToSlash(rel)
+		hdr.Uname, hdr.Gname = "", ""
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		if !fi.Mode().IsRegular() {
+			continue
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		h := sha256.New()
+		n, err := io.Copy(io.MultiWriter(tw, h), f)
+		f.Close()
+		if err != nil {
+			return err
+		}
+		sums["./"+hdr.Name] = hex.EncodeToString(h.Sum(nil))
+		stats.Files++
+		stats.Bytes += n
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// compareSums checks sha256sum's output ("hash  ./path" per file) against
+// the sums of what was sent.
+func compareSums(sent map[string]string, out string) error {
+	got := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		sum, path, ok := strings.Cut(line, "  ")
+		if ok {
+			got[path] = sum
+		}
+	}
+	var bad []string
+	for path, sum := range sent {
+		switch g, ok := got[path]; {
+		case !ok:
+			bad = append(bad, path+" (missing)")
+		case g != sum:
+			bad = append(bad, path+" (different)")
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	sort.Strings(bad)
+	if len(bad) > 5 {
+		bad = append(bad[:5], fmt.Sprintf("and %d more", len(bad)-5))
+	}
+	return fmt.Errorf("%d files did not arrive intact: %s", len(bad), strings.Join(bad, ", "))
+}

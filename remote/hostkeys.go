@@ -1,0 +1,95 @@
+package remote
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+)
+
+// HostKeyError is a host key that does not match known_hosts: unknown
+// (never seen) or changed (another key than the one recorded). It says
+// the fingerprint and the line that would accept it.
+type HostKeyError struct {
+	Host        string
+	Fingerprint string
+	Line        string // the known_hosts line for the key offered
+	KnownHosts  string
+	Changed     bool
+	Want        []string // where the recorded keys are, for a changed key
+}
+
+func (e *HostKeyError) Error() string {
+	if e.Changed {
+		return fmt.Sprintf("%s: the host key CHANGED (%s), unlike %s: if the machine was reinstalled, remove the old line with ssh-keygen -R and check the new fingerprint with its owner; kbisect never accepts a changed key",
+			e.Host, e.Fingerprint, strings.Join(e.Want, ", "))
+	}
+	return fmt.Sprintf("%s: unknown host key %s: check the fingerprint, then add this line to %s (or set host.accept_new_host_key):\n%s",
+		e.Host, e.Fingerprint, e.KnownHosts, e.Line)
+}
+
+// hostKeyCallback verifies host keys against the known_hosts file; with
+// AcceptNewHostKey it records a host not in it yet, never a changed key.
+func hostKeyCallback(opt Options) (ssh.HostKeyCallback, error) {
+	file := opt.KnownHosts
+	if file == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return nil, err
+		}
+		file = filepath.Join(home, ".ssh", "known_hosts")
+	}
+	read := file
+	if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
+		// No file yet: every host is unknown. knownhosts reads files
+		// only, so an empty one stands in; the real one is written only
+		// when a key is accepted.
+		empty, err := os.CreateTemp("", "kbisect-known_hosts")
+		if err != nil {
+			return nil, err
+		}
+		empty.Close()
+		defer os.Remove(empty.Name())
+		read = empty.Name()
+	}
+	check, err := knownhosts.New(read)
+	if err != nil {
+		return nil, err
+	}
+	return func(hostname string, remote net.Addr, key ssh.PublicKey) error {
+		err := check(hostname, remote, key)
+		var ke *knownhosts.KeyError
+		if !errors.As(err, &ke) {
+			return err
+		}
+		line := knownhosts.Line([]string{knownhosts.Normalize(hostname)}, key)
+		hk := &HostKeyError{Host: hostname, Fingerprint: ssh.FingerprintSHA256(key), Line: line, KnownHosts: file}
+		if len(ke.Want) > 0 {
+			hk.Changed = true
+			for _, w := range ke.Want {
+				hk.Want = append(hk.Want, fmt.Sprintf("%s:%d (%s)", w.Filename, w.Line, ssh.FingerprintSHA256(w.Key)))
+			}
+			return hk
+		}
+		if !opt.AcceptNewHostKey {
+			return hk
+		}
+		if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+			return fmt.Errorf("recording the new host key: %v", err)
+		}
+		f, err := os.OpenFile(file, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o600)
+		if err != nil {
+			return fmt.Errorf("recording the new host key in %s: %v", file, err)
+		}
+		defer f.Close()
+		if _, err := fmt.Fprintln(f, line); err != nil {
+			return fmt.Errorf("recording the new host key in %s: %v", file, err)
+		}
+		return f.Sync()
+	}, nil
+}

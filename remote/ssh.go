@@ -1,0 +1,383 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
+
+	"kbisect/noise"
+)
+
+// Options say how to reach a host over SSH: the job file's host section.
+type Options struct {
+	Address string
+	Port    int
+	User    string
+	// Identity is a private key file; without it, the ssh-agent's keys
+	// (SSH_AUTH_SOCK) are offered.
+	Identity   string
+	KnownHosts string
+	// AcceptNewHostKey records the key of a host not yet in KnownHosts;
+	// a changed key is refused whatever this says.
+	AcceptNewHostKey bool
+	// Jump is a bastion, [user@]host[:port], reached with the same keys.
+	Jump string
+	// Sudo runs every command through sudo -n, for a user who is not root.
+	Sudo           bool
+	ConnectTimeout time.Duration
+	// Keepalive is how often a silent connection is probed; three probes
+	// without an answer drop it. 0 turns probing off.
+	Keepalive time.Duration
+}
+
+func (o Options) target() string {
+	return net.JoinHostPort(o.Address, strconv.Itoa(o.port()))
+}
+
+func (o Options) port() int {
+	if o.Port == 0 {
+		return 22
+	}
+	return o.Port
+}
+
+// InfraError is a failure of the lab rather than of a kernel: the host is
+// unreachable, refuses us, or the connection dropped. A bisection retries
+// it and then stops; it is never a verdict.
+type InfraError struct {
+	Host string
+	Op   string // "dial", "handshake", "run", "copy", …
+	Err  error
+}
+
+func (e *InfraError) Error() string { return fmt.Sprintf("%s: %s: %v", e.Host, e.Op, e.Err) }
+func (e *InfraError) Unwrap() error { return e.Err }
+
+// Host is a connected lab machine. It satisfies noise.Runner.
+type Host struct {
+	opt    Options
+	client *ssh.Client
+	jump   *ssh.Client
+	done   chan struct{}
+	lost   error // why the keepalive gave up, under mu
+	mu     sync.Mutex
+}
+
+var _ noise.Runner = (*Host)(nil)
+
+// Dial connects to the host: through the jump host if any, verifying every
+// host key against known_hosts, within opt.ConnectTimeout (and ctx).
+func Dial(ctx context.Context, opt Options) (*Host, error) {
+	if opt.ConnectTimeout <= 0 {
+		opt.ConnectTimeout = 30 * time.Second
+	}
+	auth, err := authMethods(opt.Identity)
+	if err != nil {
+		return nil, &InfraError{Host: opt.target(), Op: "auth", Err: err}
+	}
+	h := &Host{opt: opt, done: make(chan struct{})}
+	var conn net.Conn
+	if opt.Jump != "" {
+		jopt, err := jumpOptions(opt)
+		if err != nil {
+			return nil, err
+		}
+		if h.jump, err = dialClient(ctx, jopt, auth, nil); err != nil {
+			return nil, err
+		}
+		conn, err = dialThrough(ctx, h.jump, opt.target(), opt.ConnectTimeout)
+		if err != nil {
+			h.jump.Close()
+			return nil, &InfraError{Host: opt.target(), Op: "dial through " + jopt.target(), Err: err}
+		}
+	}
+	if h.client, err = dialClient(ctx, opt, auth, conn); err != nil {
+		if h.jump != nil {
+			h.jump.Close()
+		}
+		return nil, err
+	}
+	if opt.Keepalive > 0 {
+		go h.keepalive()
+	}
+	return h, nil
+}
+
+// dialClient makes the TCP connection (unless conn is given) and the SSH
+// handshake, both bounded by the connect timeout.
+func dialClient(ctx context.Context, opt Options, auth []ssh.AuthMethod, conn net.Conn) (*ssh.Client, error) {
+	ctx, cancel := context.WithTimeout(ctx, opt.ConnectTimeout)
+	defer cancel()
+	target := opt.target()
+	if conn == nil {
+		var d net.Dialer
+		var err error
+		if conn, err = d.DialContext(ctx, "tcp", target); err != nil {
+			return nil, &InfraError{Host: target, Op: "dial", Err: err}
+		}
+	}
+	hostKeys, err := hostKeyCallback(opt)
+	if err != nil {
+		conn.Close()
+		return nil, &InfraError{Host: target, Op: "known_hosts", Err: err}
+	}
+	cfg := &ssh.ClientConfig{User: opt.User, Auth: auth, HostKeyCallback: hostKeys, Timeout: opt.ConnectTimeout}
+	// The handshake has no context of its own: a deadline on the
+	// connection bounds it, and the context's end closes it.
+	deadline, _ := ctx.Deadline()
+	_ = conn.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	c, chans, reqs, err := ssh.NewClientConn(conn, target, cfg)
+	stop()
+	if err != nil {
+		conn.Close()
+		var hk *HostKeyError
+		if errors.As(err, &hk) {
+			return nil, hk
+		}
+		var ne net.Error
+		if ctx.Err() != nil || (errors.As(err, &ne) && ne.Timeout()) {
+			err = fmt.Errorf("no SSH handshake within %s", opt.ConnectTimeout)
+		}
+		return nil, &InfraError{Host: target, Op: "handshake", Err: authHint(err, opt)}
+	}
+	_ = conn.SetDeadline(time.Time{})
+	return ssh.NewClient(c, chans, reqs), nil
+}
+
+// authHint says what to do when the host refused every key.
+func authHint(err error, opt Options) error {
+	if !strings.Contains(err.Error(), "unable to authenticate") {
+		return err
+	}
+	how := "the ssh-agent's keys"
+	if opt.Identity != "" {
+		how = opt.Identity
+	}
+	return fmt.Errorf("%s@%s refused %s: add the public key to its ~/.ssh/authorized_keys (%v)", opt.User, opt.Address, how, err)
+}
+
+// dialThrough opens a TCP connection to target from the jump host.
+func dialThrough(ctx context.Context, jump *ssh.Client, target string, timeout time.Duration) (net.Conn, error) {
+	type result struct {
+		c   net.Conn
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		c, err := jump.Dial("tcp", target)
+		ch <- result{c, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.c, r.err
+	case <-time.After(timeout):
+		return nil, fmt.Errorf("no connection within %s", timeout)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func jumpOptions(opt Options) (Options, error) {
+	j := opt
+	j.Jump, j.Sudo = "", false
+	rest := opt.Jump
+	if u, h, ok := strings.Cut(rest, "@"); ok {
+		j.User, rest = u, h
+	}
+	host, port, err := net.SplitHostPort(rest)
+	if err != nil {
+		host, port = rest, "22"
+	}
+	j.Address = host
+	if j.Port, err = strconv.Atoi(port); err != nil {
+		return j, &InfraError{Host: opt.Jump, Op: "jump", Err: fmt.Errorf("port %q", port)}
+	}
+	return j, nil
+}
+
+// authMethods offers the identity file's key, else the agent's keys.
+func authMethods(identity string) ([]ssh.AuthMethod, error) {
+	if identity != "" {
+		pem, err := os.ReadFile(identity)
+		if err != nil {
+			return nil, err
+		}
+		signer, err := ssh.ParsePrivateKey(pem)
+		var missing *ssh.PassphraseMissingError
+		if errors.As(err, &missing) {
+			return nil, fmt.Errorf("%s is protected by a passphrase: add it to ssh-agent (ssh-add %s) and leave host.identity out", identity, identity)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", identity, err)
+		}
+		return []ssh.AuthMethod{ssh.PublicKeys(signer)}, nil
+	}
+	sock := os.Getenv("SSH_AUTH_SOCK")
+	if sock == "" {
+		return nil, fmt.Errorf("no host.identity and no ssh-agent (SSH_AUTH_SOCK is not set)")
+	}
+	conn, err := net.Dial("unix", sock)
+	if err != nil {
+		return nil, fmt.Errorf("ssh-agent at %s: %v", sock, err)
+	}
+	return []ssh.AuthMethod{ssh.PublicKeysCallback(agent.NewClient(conn).Signers)}, nil
+}
+
+// keepalive probes the connection; after three probes without an answer
+// it closes the connection, which fails every running command with an
+// InfraError.
+func (h *Host) keepalive() {
+	t := time.NewTicker(h.opt.Keepalive)
+	defer t.Stop()
+	missed := 0
+	for {
+		select {
+		case <-h.done:
+			return
+		case <-t.C:
+		}
+		reply := make(chan error, 1)
+		go func() {
+			_, _, err := h.client.SendRequest("keepalive@openssh.com", true, nil)
+			reply <- err
+		}()
+		select {
+		case err := <-reply:
+			if err == nil {
+				missed = 0
+				continue
+			}
+			h.drop(fmt.Errorf("connection lost: %v", err))
+			return
+		case <-time.After(h.opt.Keepalive):
+			if missed++; missed >= 3 {
+				h.drop(fmt.Errorf("connection lost: no answer to %d keepalives %s apart", missed, h.opt.Keepalive))
+				return
+			}
+		case <-h.done:
+			return
+		}
+	}
+}
+
+func (h *Host) drop(why error) {
+	h.mu.Lock()
+	h.lost = why
+	h.mu.Unlock()
+	h.client.Close()
+}
+
+// Close closes the connection (and the jump host's).
+func (h *Host) Close() error {
+	select {
+	case <-h.done:
+	default:
+		close(h.done)
+	}
+	err := h.client.Close()
+	if h.jump != nil {
+		h.jump.Close()
+	}
+	return err
+}
+
+// Name is the host as user@address:port, for messages.
+func (h *Host) Name() string { return h.opt.User + "@" + h.opt.target() }
+
+// Run runs a shell script on the host with sh (through sudo -n when the
+// host says so), the script and its environment sent on standard input so
+// that no value appears on a command line. A non-zero exit is a
+// *noise.ExitError; a dropped connection or the context's end is an
+// *InfraError (the remote script gets SIGTERM first).
+func (h *Host) Run(ctx context.Context, cmd noise.Cmd) ([]byte, []byte, error) {
+	var in bytes.Buffer
+	for _, kv := range cmd.Env {
+		name, value, _ := strings.Cut(kv, "=")
+		fmt.Fprintf(&in, "export %s=%s\n", name, noise.ShellQuote(value))
+	}
+	in.WriteString(cmd.Script)
+	in.WriteString("\n")
+	var stdout, stderr bytes.Buffer
+	err := h.session(ctx, "run", h.shell(), &in, &stdout, &stderr)
+	return stdout.Bytes(), stderr.Bytes(), err
+}
+
+// shell is the remote command that reads a script from standard input.
+func (h *Host) shell() string {
+	if h.opt.Sudo {
+		return "sudo -n sh -s"
+	}
+	return "sh -s"
+}
+
+// session runs one remote command with the given streams, bounded by ctx.
+func (h *Host) session(ctx context.Context, op, command string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s, err := h.client.NewSession()
+	if err != nil {
+		return h.infra(op, err)
+	}
+	defer s.Close()
+	s.Stdin, s.Stdout, s.Stderr = stdin, stdout, stderr
+	if err := s.Start(command); err != nil {
+		return h.infra(op, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Wait() }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		_ = s.Signal(ssh.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+		}
+		s.Close()
+		return ctx.Err()
+	}
+	var ee *ssh.ExitError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ee) && ee.Signal() == "":
+		stderrText := ""
+		if b, ok := stderr.(*bytes.Buffer); ok {
+			stderrText = b.String()
+		}
+		if h.opt.Sudo && ee.ExitStatus() == 1 && strings.Contains(stderrText, "sudo: a password is required") {
+			return h.infra(op, fmt.Errorf("host.sudo needs passwordless sudo for %s (NOPASSWD in sudoers)", h.opt.User))
+		}
+		return &noise.ExitError{Code: ee.ExitStatus(), Stderr: stderrText}
+	case errors.As(err, &ee):
+		return h.infra(op, fmt.Errorf("the remote command was killed by SIG%s", ee.Signal()))
+	}
+	return h.infra(op, err)
+}
+
+// infra wraps err as an InfraError, saying why the connection was lost
+// when the keepalive knows.
+func (h *Host) infra(op string, err error) error {
+	h.mu.Lock()
+	lost := h.lost
+	h.mu.Unlock()
+	if lost != nil {
+		err = lost
+	} else if errors.Is(err, io.EOF) || strings.Contains(err.Error(), "connection lost") {
+		err = fmt.Errorf("connection lost (%v)", err)
+	}
+	return &InfraError{Host: h.Name(), Op: op, Err: err}
+}
