@@ -151,7 +151,6 @@ func (s *testSSHD) killConnections() {
 	_ = exec.Command("pkill", "-KILL", "-P", strconv.Itoa(s.cmd.Process.Pid)).Run()
 }
 
-
 func runLocal(name string, args ...string) ([]byte, error) {
 	return exec.Command(name, args...).CombinedOutput()
 }
