@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"kbisect/internal/sshtest"
 	"strings"
 	"testing"
 )
@@ -44,13 +45,13 @@ func TestEveryDifferenceIsNamed(t *testing.T) {
 }
 
 func TestFactsOfARealHost(t *testing.T) {
-	s := startSSHD(t)
-	h := s.dial(t, s.options())
+	s := sshtest.Start(t)
+	h := dial(t, options(s))
 	f, err := h.Facts(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	local, _ := runLocal("uname", "-r")
+	local, _ := sshtest.RunLocal("uname", "-r")
 	if f.Release != strings.TrimSpace(string(local)) || len(f.BootID) != 36 || f.Cmdline == "" {
 		t.Errorf("%+v", f)
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"kbisect/internal/sshtest"
 	"net"
 	"os"
 	"path/filepath"
@@ -17,8 +18,8 @@ import (
 )
 
 func TestCommandsRunOverRealSSH(t *testing.T) {
-	s := startSSHD(t)
-	h := s.dial(t, s.options())
+	s := sshtest.Start(t)
+	h := dial(t, options(s))
 	out, _, err := h.Run(context.Background(), noise.Cmd{Script: `echo "$KBISECT_SECRET"; echo "args: $*"`, Env: []string{"KBISECT_SECRET=it's a $ecret"}})
 	if err != nil {
 		t.Fatal(err)
@@ -34,29 +35,29 @@ func TestCommandsRunOverRealSSH(t *testing.T) {
 }
 
 func TestAnUnknownHostKeyIsRefusedWithTheLineToAdd(t *testing.T) {
-	s := startSSHD(t)
-	opt := s.options()
+	s := sshtest.Start(t)
+	opt := options(s)
 	opt.KnownHosts = filepath.Join(t.TempDir(), "known_hosts") // does not exist yet
 	_, err := Dial(context.Background(), opt)
 	var hk *HostKeyError
-	if !errors.As(err, &hk) || hk.Changed || hk.Line != s.hostLine || !strings.Contains(err.Error(), "unknown host key SHA256:") {
+	if !errors.As(err, &hk) || hk.Changed || hk.Line != s.HostLine || !strings.Contains(err.Error(), "unknown host key SHA256:") {
 		t.Fatalf("got %v", err)
 	}
 	if _, err := os.Stat(opt.KnownHosts); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("known_hosts written without accepting: %v", err)
 	}
 	opt.AcceptNewHostKey = true
-	s.dial(t, opt)
+	dial(t, opt)
 	got, _ := os.ReadFile(opt.KnownHosts)
-	if string(got) != s.hostLine+"\n" {
+	if string(got) != s.HostLine+"\n" {
 		t.Errorf("known_hosts now %q", got)
 	}
 }
 
 func TestAChangedHostKeyIsRefusedEvenWhenNewKeysAreAccepted(t *testing.T) {
-	s := startSSHD(t)
-	opt := s.options()
-	other := strings.Replace(s.hostLine, strings.Fields(s.hostLine)[2], "AAAAC3NzaC1lZDI1NTE5AAAAIOeVIG1K5+4MxNpMoFMiAmqLBQ3k2oq2FfmjZ9l7J8Vr", 1)
+	s := sshtest.Start(t)
+	opt := options(s)
+	other := strings.Replace(s.HostLine, strings.Fields(s.HostLine)[2], "AAAAC3NzaC1lZDI1NTE5AAAAIOeVIG1K5+4MxNpMoFMiAmqLBQ3k2oq2FfmjZ9l7J8Vr", 1)
 	opt.KnownHosts = filepath.Join(t.TempDir(), "known_hosts")
 	if err := os.WriteFile(opt.KnownHosts, []byte(other+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -70,10 +71,10 @@ func TestAChangedHostKeyIsRefusedEvenWhenNewKeysAreAccepted(t *testing.T) {
 }
 
 func TestAKeyTheHostDoesNotKnowIsRefusedClearly(t *testing.T) {
-	s := startSSHD(t)
-	opt := s.options()
+	s := sshtest.Start(t)
+	opt := options(s)
 	other := filepath.Join(t.TempDir(), "other")
-	if out, err := runLocal("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", other); err != nil {
+	if out, err := sshtest.RunLocal("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", other); err != nil {
 		t.Fatalf("%v %s", err, out)
 	}
 	opt.Identity = other
@@ -85,15 +86,15 @@ func TestAKeyTheHostDoesNotKnowIsRefusedClearly(t *testing.T) {
 }
 
 func TestAConnectionKilledMidCommandIsAnInfrastructureError(t *testing.T) {
-	s := startSSHD(t)
-	h := s.dial(t, s.options())
+	s := sshtest.Start(t)
+	h := dial(t, options(s))
 	done := make(chan error, 1)
 	go func() {
 		_, _, err := h.Run(context.Background(), noise.Cmd{Script: "echo started; sleep 60"})
 		done <- err
 	}()
 	time.Sleep(500 * time.Millisecond)
-	s.killConnections()
+	s.KillConnections()
 	select {
 	case err := <-done:
 		var ie *InfraError
@@ -106,8 +107,8 @@ func TestAConnectionKilledMidCommandIsAnInfrastructureError(t *testing.T) {
 }
 
 func TestARemoteCommandEndsWithItsDeadline(t *testing.T) {
-	s := startSSHD(t)
-	h := s.dial(t, s.options())
+	s := sshtest.Start(t)
+	h := dial(t, options(s))
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -132,7 +133,7 @@ func TestAHostThatNeverSpeaksSSHTimesOut(t *testing.T) {
 			defer c.Close() // accepts, says nothing
 		}
 	}()
-	opt := Options{Address: "127.0.0.1", Port: l.Addr().(*net.TCPAddr).Port, User: "root", Identity: writeKey(t), ConnectTimeout: time.Second}
+	opt := Options{Address: "127.0.0.1", Port: l.Addr().(*net.TCPAddr).Port, User: "root", Identity: sshtest.WriteKey(t), ConnectTimeout: time.Second}
 	start := time.Now()
 	_, err = Dial(context.Background(), opt)
 	var ie *InfraError
@@ -142,8 +143,8 @@ func TestAHostThatNeverSpeaksSSHTimesOut(t *testing.T) {
 }
 
 func TestCopySendsATreeAndChecksWhatArrived(t *testing.T) {
-	s := startSSHD(t)
-	h := s.dial(t, s.options())
+	s := sshtest.Start(t)
+	h := dial(t, options(s))
 	src := makeTree(t, 200, 20<<10)
 	if err := os.Symlink("/usr/src/linux", filepath.Join(src, "build")); err != nil {
 		t.Fatal(err)
@@ -179,8 +180,8 @@ func TestCopySaysWhichFilesDidNotArrive(t *testing.T) {
 // BenchmarkCopyModulesTree copies a tree shaped like a kernel's modules
 // (3,000 files, 120 MB) to the test sshd over loopback and reports MB/s.
 func BenchmarkCopyModulesTree(b *testing.B) {
-	s := startSSHD(b)
-	h, err := Dial(context.Background(), s.options())
+	s := sshtest.Start(b)
+	h, err := Dial(context.Background(), options(s))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -41,7 +41,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 kbisect validate FILE…
 kbisect config show FILE
 kbisect parse --tool TOOL FILE [--json]
-kbisect measure --local (--job FILE | --tool TOOL --cpus LIST) [--samples N] [--json]
+kbisect measure (--job FILE | --local --tool TOOL --cpus LIST) [--local] [--samples N] [--json]
+kbisect host check --job FILE
 kbisect demo`,
 		Description: `kbisect is being built to bisect a kernel history unattended: for each
 candidate commit, build a PREEMPT_RT kernel, boot it on the lab machine with
@@ -78,6 +79,7 @@ EXAMPLES
 			configCommand(),
 			parseCommand(),
 			measureCommand(),
+			hostCommand(),
 			demoCommand(),
 		},
 	}

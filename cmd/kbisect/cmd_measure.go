@@ -31,26 +31,27 @@ type measureOptions struct {
 func measureCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "measure",
-		Usage: "run the noise workload on this machine and decide from its samples",
+		Usage: "run the noise workload on the lab host (or this machine) and decide from its samples",
 		Description: `measure runs the job's workload (the osnoise tracer through tracefs,
-rtla, oslat, cyclictest or your own command) on this machine, on the
-measured CPUs of the job, sample after sample, and prints each sample's
+rtla, oslat, cyclictest or your own command) on the job's lab host over
+SSH, or on this machine with --local, on the measured CPUs of the job,
+sample after sample, and prints each sample's
 per-CPU table. With an absolute threshold in the job it stops as soon as
 the verdict is sure (at least verdict.samples.min samples, at most max)
 and prints the verdict; with ratio or auto thresholds, which need both
 endpoints, it takes verdict.samples.min samples and prints their values.
 
-Run it on the lab machine itself, as root (tracefs is root's). Without a
-job file, --tool and --cpus say what to run. The remote form, over SSH,
-comes with the lab host support.
+Tracefs is root's: connect as root, or set host.sudo. With --local and
+without a job file, --tool and --cpus say what to run.
 
 EXAMPLES
+   kbisect measure --job configs/system-0.yaml
    kbisect measure --local --job configs/system-0.yaml
    kbisect measure --local --tool osnoise --cpus 1-3 --duration 10s --samples 3
    kbisect measure --local --job configs/system-0.yaml --json > samples.json`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "job", Usage: "job file: its workload and verdict sections"},
-			&cli.BoolFlag{Name: "local", Usage: "measure on this machine (required until remote hosts arrive)"},
+			&cli.BoolFlag{Name: "local", Usage: "measure this machine instead of the job's host"},
 			&cli.IntFlag{Name: "samples", Usage: "take exactly N samples (default: as the job's verdict rule needs)"},
 			&cli.StringFlag{Name: "tool", Usage: "without --job: " + strings.Join(configs.Tools[:5], ", ")},
 			&cli.StringFlag{Name: "cpus", Usage: "without --job: the CPUs to measure (e.g. 1-16,33-48)"},
@@ -130,8 +131,8 @@ func localMachine(job *configs.Job) {
 }
 
 func runMeasure(ctx context.Context, o measureOptions, stdout, stderr io.Writer) error {
-	if !o.Local {
-		return usagef("measure: only --local works today (run kbisect on the lab machine itself); measuring over SSH comes with the lab host support")
+	if !o.Local && o.Job == "" {
+		return usagef("measure: give --job FILE to measure its lab host over SSH, or --local to measure this machine")
 	}
 	if o.Samples < 0 {
 		return usagef("measure --samples %d: give a positive number", o.Samples)
@@ -155,7 +156,17 @@ func runMeasure(ctx context.Context, o measureOptions, stdout, stderr io.Writer)
 			fmt.Fprintln(stdout)
 		}
 	}
-	res, err := lab.Measure(ctx, job, noise.LocalRunner{}, o.Samples, progress)
+	var runner noise.Runner = noise.LocalRunner{}
+	if !o.Local {
+		h, err := lab.DialHost(ctx, job)
+		if err != nil {
+			return fmt.Errorf("measure: %w", err)
+		}
+		defer h.Close()
+		runner = h
+		fmt.Fprintf(stderr, "measuring on %s\n", h.Name())
+	}
+	res, err := lab.Measure(ctx, job, runner, o.Samples, progress)
 	if err != nil {
 		return fmt.Errorf("measure: %w", err)
 	}

@@ -80,7 +80,7 @@ func TestMeasureUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"measure", "--tool", "oslat", "--cpus", "1"}, "only --local works today"},
+		{[]string{"measure", "--tool", "oslat", "--cpus", "1"}, "give --job FILE to measure its lab host over SSH, or --local"},
 		{[]string{"measure", "--local"}, "give --job FILE, or --tool and --cpus"},
 		{[]string{"measure", "--local", "--tool", "perf", "--cpus", "1"}, "measure --tool perf: one of osnoise"},
 		{[]string{"measure", "--local", "--tool", "oslat", "--cpus", "1-x"}, `measure --cpus 1-x: "x" is not a CPU number`},

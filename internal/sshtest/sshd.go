@@ -1,0 +1,154 @@
+// Package sshtest starts a real OpenSSH sshd on 127.0.0.1 with throwaway
+// keys, for the tests of everything that talks to lab hosts.
+package sshtest
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Server is a real OpenSSH sshd on 127.0.0.1 with throwaway keys.
+type Server struct {
+	Dir        string
+	Port       int
+	User       string
+	Identity   string // a key the server accepts
+	KnownHosts string // holds the server's host key
+	HostLine   string // that known_hosts line
+	cmd        *exec.Cmd
+}
+
+// Start starts sshd for the test. Without sshd the real-SSH tests say
+// so by name and skip; CI sets KBISECT_REQUIRE_SSHD, where a missing sshd
+// fails.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	sshd, err := exec.LookPath("sshd")
+	if err != nil {
+		sshd = "/usr/sbin/sshd"
+	}
+	if _, err := os.Stat(sshd); err != nil {
+		if os.Getenv("KBISECT_REQUIRE_SSHD") != "" {
+			t.Fatalf("sshd is missing: %v", err)
+		}
+		t.Skip("real-sshd test skipped: sshd is not installed (apt-get install openssh-server)")
+	}
+	me, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Dir: t.TempDir(), User: me.Username}
+	keygen := func(name string) string {
+		p := filepath.Join(s.Dir, name)
+		if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", p).CombinedOutput(); err != nil {
+			t.Fatalf("ssh-keygen: %v\n%s", err, out)
+		}
+		return p
+	}
+	hostKey := keygen("host_key")
+	s.Identity = keygen("user_key")
+	pub, err := os.ReadFile(s.Identity + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(s.Dir, "authorized_keys"), pub, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.Port = FreePort(t)
+	hostPub, err := os.ReadFile(hostKey + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(hostPub))
+	s.HostLine = fmt.Sprintf("[127.0.0.1]:%d %s %s", s.Port, f[0], f[1])
+	s.KnownHosts = filepath.Join(s.Dir, "known_hosts")
+	if err := os.WriteFile(s.KnownHosts, []byte(s.HostLine+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(s.Dir, "sshd_config")
+	config := fmt.Sprintf(`Port %d
+ListenAddress 127.0.0.1
+HostKey %s
+PidFile %s
+AuthorizedKeysFile %s
+StrictModes no
+UsePAM no
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PermitRootLogin prohibit-password
+LogLevel ERROR
+`, s.Port, hostKey, filepath.Join(s.Dir, "sshd.pid"), filepath.Join(s.Dir, "authorized_keys"))
+	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 {
+		_ = os.MkdirAll("/run/sshd", 0o755) // privilege separation
+	}
+	s.cmd = exec.Command(sshd, "-D", "-e", "-f", cfg)
+	var log bytes.Buffer // sshd's own words, shown when a test fails
+	s.cmd.Stderr = &log
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = s.cmd.Process.Kill()
+		_ = s.cmd.Wait()
+		if t.Failed() {
+			t.Logf("sshd said:\n%s", log.String())
+		}
+		_ = exec.Command("pkill", "-P", strconv.Itoa(s.cmd.Process.Pid)).Run()
+	})
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port)), time.Second)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sshd did not listen on %d: %v", s.Port, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return s
+}
+
+// FreePort returns a TCP port free on 127.0.0.1 a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// KillConnections ends every connection the server is serving, as a
+// crash or a reboot of the host would.
+func (s *Server) KillConnections() {
+	_ = exec.Command("pkill", "-KILL", "-P", strconv.Itoa(s.cmd.Process.Pid)).Run()
+}
+
+// RunLocal runs a program here and returns all it printed.
+func RunLocal(name string, args ...string) ([]byte, error) {
+	return exec.Command(name, args...).CombinedOutput()
+}
+
+// WriteKey writes a fresh private key and returns its path.
+func WriteKey(t testing.TB) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "key")
+	if out, err := RunLocal("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", p); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	return p
+}

@@ -1,0 +1,70 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"kbisect/configs"
+	"kbisect/remote"
+)
+
+// HostOptions turns a job's host section into SSH options.
+func HostOptions(job *configs.Job) (remote.Options, error) {
+	if job.Boot.Method == configs.BootQEMU {
+		return remote.Options{}, fmt.Errorf("%s: boot.method qemu has no lab host: its guest runs only during a run", job.File)
+	}
+	h := job.Host
+	return remote.Options{
+		Address:          h.Address,
+		Port:             h.Port,
+		User:             h.User,
+		Identity:         string(h.Identity),
+		KnownHosts:       string(h.KnownHosts),
+		AcceptNewHostKey: h.AcceptNewHostKey,
+		Jump:             h.Jump,
+		Sudo:             h.Sudo,
+		ConnectTimeout:   h.ConnectTimeout.D(),
+		Keepalive:        h.Keepalive.D(),
+	}, nil
+}
+
+// DialHost connects to the job's lab host.
+func DialHost(ctx context.Context, job *configs.Job) (*remote.Host, error) {
+	opt, err := HostOptions(job)
+	if err != nil {
+		return nil, err
+	}
+	return remote.Dial(ctx, opt)
+}
+
+// RequiresPreemptRT reports whether the job's kernels must run PREEMPT_RT:
+// its fragments or options ask for CONFIG_PREEMPT_RT=y.
+func RequiresPreemptRT(job *configs.Job) bool {
+	want := false
+	check := func(line string) {
+		if o, err := configs.ParseConfigLine(line); err == nil && o.Name == "CONFIG_PREEMPT_RT" {
+			want = o.Value == "y" // the last word counts, as in merge_config.sh
+		}
+	}
+	for _, f := range job.Build.Fragments {
+		data, err := os.ReadFile(string(f))
+		if err != nil {
+			continue // configs reported it
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			check(line)
+		}
+	}
+	for _, o := range job.Build.Options {
+		check(o)
+	}
+	return want
+}
+
+// Expect is what the job's test kernels must show once booted (release
+// "" for whichever runs).
+func Expect(job *configs.Job, release string) remote.Expect {
+	return remote.Expect{Release: release, Params: job.Boot.Params, PreemptRT: RequiresPreemptRT(job)}
+}
