@@ -24,7 +24,8 @@ type Facts struct {
 
 // factsScript prints each fact on its own line, in Facts' order. A file a
 // kernel lacks (nohz_full without NO_HZ_FULL) prints an empty line.
-const factsScript = `uname -r
+const factsScript = `# kbisect:facts
+uname -r
 uname -v
 cat /proc/sys/kernel/random/boot_id
 cat /proc/cmdline

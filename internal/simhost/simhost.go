@@ -1,0 +1,389 @@
+// Package simhost is an emulated kernel host: an in-process SSH server
+// (golang.org/x/crypto/ssh) that speaks the real protocol and answers the
+// operations kbisect sends (facts, install, kexec, copies) as a lab
+// machine would, including the ways machines fail: a kernel that never
+// comes back until power-cycled, one that boots the wrong release, one
+// that boots without the isolation parameters. It is the seed of the
+// simulated lab.
+package simhost
+
+import (
+	"archive/tar"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+
+	"kbisect/configs"
+)
+
+// Fault is what goes wrong when a kernel boots.
+type Fault int
+
+// Faults.
+const (
+	FaultNone         Fault = iota
+	FaultNeverBack          // hangs until power-cycled, then the default kernel runs
+	FaultWrongRelease       // the default kernel comes back instead
+	FaultNoIsolation        // boots, but without the isolation parameters
+)
+
+// Kernel is what runs: uname -r, uname -v and /proc/cmdline.
+type Kernel struct {
+	Release, Version, Cmdline string
+}
+
+// Host is an emulated lab machine listening on 127.0.0.1.
+type Host struct {
+	Port           int
+	KnownHostsLine string // the known_hosts line of its host key
+	Identity       string // a private key file it accepts
+	// PowerCycleCommand is a command that power-cycles it (run by the
+	// client as the job's boot.power_cycle).
+	PowerCycleCommand string
+
+	mu        sync.Mutex
+	running   Kernel
+	def       Kernel
+	bootID    string
+	down      bool
+	installed map[string]bool
+	faults    map[string]Fault
+	conns     map[net.Conn]bool
+	boots     []string
+	files     map[string]string // copied files: path → sha256
+	l         net.Listener
+	cycle     string
+}
+
+// Start starts an emulated host running def; it stops with the test.
+func Start(t testing.TB, def Kernel) *Host {
+	t.Helper()
+	dir := t.TempDir()
+	_, hostPriv, _ := ed25519.GenerateKey(rand.Reader)
+	hostSigner, err := ssh.NewSignerFromKey(hostPriv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	userPub, userPriv, _ := ed25519.GenerateKey(rand.Reader)
+	pemBlock, err := ssh.MarshalPrivateKey(userPriv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &Host{running: def, def: def, bootID: newID(), installed: map[string]bool{}, faults: map[string]Fault{},
+		conns: map[net.Conn]bool{}, files: map[string]string{}, cycle: filepath.Join(dir, "power-cycle")}
+	h.Identity = filepath.Join(dir, "id")
+	if err := os.WriteFile(h.Identity, pem.EncodeToMemory(pemBlock), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	authorized, _ := ssh.NewPublicKey(userPub)
+	cfg := &ssh.ServerConfig{PublicKeyCallback: func(_ ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
+		if string(key.Marshal()) == string(authorized.Marshal()) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("unknown key")
+	}}
+	cfg.AddHostKey(hostSigner)
+	if h.l, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	h.Port = h.l.Addr().(*net.TCPAddr).Port
+	h.KnownHostsLine = knownhosts.Line([]string{knownhosts.Normalize(fmt.Sprintf("127.0.0.1:%d", h.Port))}, hostSigner.PublicKey())
+	h.PowerCycleCommand = "touch " + h.cycle
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done); h.l.Close(); h.dropAll() })
+	go h.serve(cfg)
+	go h.watchPowerCycle(done)
+	return h
+}
+
+
+func newID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	h := hex.EncodeToString(b)
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// SetFault says what happens when release boots.
+func (h *Host) SetFault(release string, f Fault) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.faults[release] = f
+}
+
+// Running returns the kernel that runs now.
+func (h *Host) Running() Kernel {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.running
+}
+
+// Boots returns the releases booted so far, power cycles included.
+func (h *Host) Boots() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.boots...)
+}
+
+// Installed reports whether release was installed.
+func (h *Host) Installed(release string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.installed[release]
+}
+
+func (h *Host) serve(cfg *ssh.ServerConfig) {
+	for {
+		c, err := h.l.Accept()
+		if err != nil {
+			return
+		}
+		h.mu.Lock()
+		down := h.down
+		if !down {
+			h.conns[c] = true
+		}
+		h.mu.Unlock()
+		if down {
+			c.Close() // booting: nothing answers yet
+			continue
+		}
+		go h.handle(c, cfg)
+	}
+}
+
+func (h *Host) handle(c net.Conn, cfg *ssh.ServerConfig) {
+	defer func() {
+		h.mu.Lock()
+		delete(h.conns, c)
+		h.mu.Unlock()
+		c.Close()
+	}()
+	_, chans, reqs, err := ssh.NewServerConn(c, cfg)
+	if err != nil {
+		return
+	}
+	go ssh.DiscardRequests(reqs)
+	for nc := range chans {
+		if nc.ChannelType() != "session" {
+			_ = nc.Reject(ssh.UnknownChannelType, "sessions only")
+			continue
+		}
+		ch, chReqs, err := nc.Accept()
+		if err != nil {
+			return
+		}
+		go h.session(ch, chReqs)
+	}
+}
+
+func (h *Host) session(ch ssh.Channel, reqs <-chan *ssh.Request) {
+	defer ch.Close()
+	for req := range reqs {
+		if req.Type != "exec" {
+			_ = req.Reply(req.Type == "env" || req.Type == "signal", nil)
+			continue
+		}
+		var p struct{ Command string }
+		if err := ssh.Unmarshal(req.Payload, &p); err != nil {
+			_ = req.Reply(false, nil)
+			return
+		}
+		_ = req.Reply(true, nil)
+		code := h.exec(p.Command, ch, ch, ch.Stderr())
+		_, _ = ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{uint32(code)}))
+		return
+	}
+}
+
+var (
+	cmdlineArg = regexp.MustCompile(`--command-line='((?:[^']|'\\'')*)'`)
+	exportLine = regexp.MustCompile(`(?m)^export ([A-Za-z_][A-Za-z0-9_]*)=(.*)$`)
+)
+
+// exec answers one remote command as a lab host would.
+func (h *Host) exec(command string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if strings.HasPrefix(command, "sh -c ") && strings.Contains(command, "tar -xf -") {
+		return h.untar(stdin, stdout, stderr)
+	}
+	if command != "sh -s" && command != "sudo -n sh -s" {
+		fmt.Fprintf(stderr, "simhost: cannot run %q\n", command)
+		return 127
+	}
+	data, _ := io.ReadAll(stdin)
+	script := string(data)
+	env := map[string]string{}
+	for _, m := range exportLine.FindAllStringSubmatch(script, -1) {
+		env[m[1]] = strings.Trim(m[2], "'")
+	}
+	op := ""
+	for _, line := range strings.Split(script, "\n") {
+		if rest, ok := strings.CutPrefix(line, "# kbisect:"); ok {
+			op = rest
+			break
+		}
+	}
+	name, arg, _ := strings.Cut(op, " ")
+	switch name {
+	case "facts":
+		h.mu.Lock()
+		k, id := h.running, h.bootID
+		h.mu.Unlock()
+		iso, nohz := isolation(k.Cmdline)
+		fmt.Fprintf(stdout, "%s\n%s\n%s\n%s\n%s\n%s\n", k.Release, k.Version, id, k.Cmdline, iso, nohz)
+		return 0
+	case "install":
+		h.mu.Lock()
+		h.installed[arg] = true
+		h.mu.Unlock()
+		return 0
+	case "kexec":
+		m := cmdlineArg.FindStringSubmatch(script)
+		if !h.Installed(arg) || m == nil {
+			fmt.Fprintf(stderr, "kexec: cannot open /boot/vmlinuz-%s\n", arg)
+			return 1
+		}
+		cmdline := strings.ReplaceAll(m[1], `'\''`, "'")
+		go h.reboot(Kernel{Release: arg, Version: "#1 SMP PREEMPT_RT " + time.Now().Format("Mon Jan 2 15:04:05 MST 2006"), Cmdline: cmdline})
+		return 0
+	case "script":
+		rel := env["KBISECT_RELEASE"]
+		go h.reboot(Kernel{Release: rel, Version: "#1 SMP PREEMPT_RT", Cmdline: h.Running().Cmdline})
+		return 0
+	}
+	fmt.Fprintf(stderr, "simhost: cannot run this script\n")
+	return 127
+}
+
+// isolation is what /sys/devices/system/cpu/isolated and nohz_full say for
+// a command line.
+func isolation(cmdline string) (string, string) {
+	bp, err := configs.ParseBootParams(cmdline, 0)
+	if err != nil {
+		return "", ""
+	}
+	return bp.Domain().String(), bp.Tickless().String()
+}
+
+// untar takes a copy: it reads the tar stream and answers sha256sum's
+// lines for what arrived.
+func (h *Host) untar(stdin io.Reader, stdout, stderr io.Writer) int {
+	tr := tar.NewReader(stdin)
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "tar: %v\n", err)
+			return 2
+		}
+		if hdr.Typeflag != tar.TypeReg {
+			continue
+		}
+		sum := sha256.New()
+		if _, err := io.Copy(sum, tr); err != nil {
+			fmt.Fprintf(stderr, "tar: %v\n", err)
+			return 2
+		}
+		line := hex.EncodeToString(sum.Sum(nil))
+		h.mu.Lock()
+		h.files[hdr.Name] = line
+		h.mu.Unlock()
+		fmt.Fprintf(stdout, "%s  ./%s\n", line, hdr.Name)
+	}
+	return 0
+}
+
+// reboot drops every connection and boots k, as the fault for its
+// release says.
+func (h *Host) reboot(k Kernel) {
+	time.Sleep(100 * time.Millisecond) // the command's answer gets out first
+	h.mu.Lock()
+	fault := h.faults[k.Release]
+	h.down = true
+	h.mu.Unlock()
+	h.dropAll()
+	time.Sleep(300 * time.Millisecond)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.bootID = newID()
+	switch fault {
+	case FaultNeverBack:
+		h.boots = append(h.boots, k.Release+" (hung)")
+		return // stays down until the power cycle
+	case FaultWrongRelease:
+		k = h.def
+	case FaultNoIsolation:
+		var keep []string
+		for _, w := range strings.Fields(k.Cmdline) {
+			name, _, _ := strings.Cut(w, "=")
+			if !slicesContains(configs.IsolationParams, name) {
+				keep = append(keep, w)
+			}
+		}
+		k.Cmdline = strings.Join(keep, " ")
+	}
+	h.running = k
+	h.boots = append(h.boots, k.Release)
+	h.down = false
+}
+
+func slicesContains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *Host) dropAll() {
+	h.mu.Lock()
+	conns := h.conns
+	h.conns = map[net.Conn]bool{}
+	h.mu.Unlock()
+	for c := range conns {
+		c.Close()
+	}
+}
+
+// watchPowerCycle does what a BMC does when PowerCycleCommand runs: the
+// host goes down and comes back on its default kernel.
+func (h *Host) watchPowerCycle(done <-chan struct{}) {
+	for {
+		select {
+		case <-done:
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+		if _, err := os.Stat(h.cycle); err != nil {
+			continue
+		}
+		os.Remove(h.cycle)
+		h.mu.Lock()
+		h.down = true
+		h.mu.Unlock()
+		h.dropAll()
+		time.Sleep(300 * time.Millisecond)
+		h.mu.Lock()
+		h.bootID, h.running, h.down = newID(), h.def, false
+		h.boots = append(h.boots, h.def.Release+" (power cycle)")
+		h.mu.Unlock()
+	}
+}

@@ -1,0 +1,222 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"kbisect/configs"
+	"kbisect/noise"
+)
+
+// Boot methods.
+const (
+	MethodKexec  = "kexec"
+	MethodScript = "script"
+)
+
+// BootOptions say how a test kernel is booted and the host recovered.
+type BootOptions struct {
+	Method string
+	// Release is the installed kernel to boot (/boot/vmlinuz-Release).
+	Release string
+	// Params are the job's boot parameters, ExtraCmdline the rest.
+	Params, ExtraCmdline string
+	// Script boots the installed kernel on the host (method script),
+	// with KBISECT_RELEASE set.
+	Script string
+	// Timeout bounds the wait for the new kernel to answer SSH.
+	Timeout time.Duration
+	// PowerCycle runs here, where kbisect runs, when the kernel does not
+	// come back: it must bring the host back on its default kernel.
+	PowerCycle string
+	// Env holds the ${NAME} values the commands use.
+	Env []string
+	// Expect is what the booted kernel must show.
+	Expect Expect
+}
+
+// KernelError is a kernel that failed: it did not come back (and the host
+// was power-cycled back to its default kernel) or it panicked. A
+// bisection skips the commit (or calls it bad when it bisects boot
+// failures); it is never an infrastructure failure.
+type KernelError struct {
+	Release string
+	Reason  string
+}
+
+func (e *KernelError) Error() string { return fmt.Sprintf("kernel %s: %s", e.Release, e.Reason) }
+
+// Dialer connects to the host again after a reboot.
+type Dialer func(ctx context.Context) (*Host, error)
+
+// Boot boots the installed kernel on the host, waits for it to answer
+// with a new boot id, and verifies it runs as expected. It returns the new
+// connection and the new kernel's facts. The old connection is closed.
+func Boot(ctx context.Context, h *Host, dial Dialer, opt BootOptions) (*Host, Facts, error) {
+	before, err := h.Facts(ctx)
+	if err != nil {
+		return nil, Facts{}, err
+	}
+	if err := trigger(ctx, h, before, opt); err != nil {
+		return nil, Facts{}, err
+	}
+	h.Close()
+	nh, facts, err := waitForBoot(ctx, dial, before.BootID, opt.Timeout)
+	if err != nil {
+		var timeout *bootTimeout
+		if !errors.As(err, &timeout) {
+			return nil, Facts{}, err
+		}
+		return nil, Facts{}, recoverHost(ctx, dial, before.BootID, opt, err)
+	}
+	if bad := facts.Check(opt.Expect); len(bad) > 0 {
+		return nh, facts, &InfraError{Host: nh.Name(), Op: "verify", Err: fmt.Errorf("the booted kernel is not the one asked for: %s", strings.Join(bad, "; "))}
+	}
+	return nh, facts, nil
+}
+
+// trigger starts the reboot into the test kernel. The command returns
+// before the connection drops: the reboot itself is left to a background
+// process on the host.
+func trigger(ctx context.Context, h *Host, before Facts, opt BootOptions) error {
+	var script string
+	switch opt.Method {
+	case MethodKexec:
+		cmdline := KexecCmdline(before.Cmdline, opt.Params, opt.ExtraCmdline)
+		rel := noise.ShellQuote(opt.Release)
+		script = fmt.Sprintf(`# kbisect:kexec %s
+set -e
+initrd=
+for f in /boot/initrd.img-%s /boot/initramfs-%s.img; do [ -e "$f" ] && initrd="--initrd=$f" && break; done
+kexec -l /boot/vmlinuz-%s $initrd --command-line=%s
+(sleep 1; systemctl kexec 2>/dev/null || kexec -e) </dev/null >/dev/null 2>&1 &
+`, rel, rel, rel, rel, noise.ShellQuote(cmdline))
+	case MethodScript:
+		script = "# kbisect:script\n(" + opt.Script + ") </dev/null >/dev/null 2>&1 &\n"
+	default:
+		return fmt.Errorf("boot method %q is not supported here yet", opt.Method)
+	}
+	env := append([]string{"KBISECT_RELEASE=" + opt.Release}, opt.Env...)
+	if _, _, err := h.Run(ctx, noise.Cmd{Script: script, Env: env}); err != nil {
+		var ee *noise.ExitError
+		if errors.As(err, &ee) && opt.Method == MethodKexec {
+			// kexec -l refused the image: the kernel cannot even start.
+			return &KernelError{Release: opt.Release, Reason: "kexec could not load it: " + ee.Error()}
+		}
+		return err
+	}
+	return nil
+}
+
+// KexecCmdline is the command line for the test kernel: the running one's
+// without what the boot loader adds (BOOT_IMAGE, initrd) and without any
+// isolation parameter, then the job's parameters and extra command line.
+func KexecCmdline(running, params, extra string) string {
+	var keep []string
+	for _, p := range configs.SplitCmdline(running) {
+		if p.Name == "BOOT_IMAGE" || p.Name == "initrd" || isIsolation(p.Name) {
+			continue
+		}
+		word := p.Name
+		if p.Value != "" || strings.Contains(running, p.Name+"=") {
+			word += "=" + p.Value
+		}
+		if strings.ContainsAny(p.Value, " \t") {
+			word = p.Name + `="` + p.Value + `"`
+		}
+		keep = append(keep, word)
+	}
+	out := strings.Join(keep, " ")
+	for _, s := range []string{params, extra} {
+		if s = strings.TrimSpace(s); s != "" {
+			out = strings.TrimSpace(out + " " + s)
+		}
+	}
+	return out
+}
+
+func isIsolation(name string) bool {
+	for _, n := range configs.IsolationParams {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// bootTimeout is a kernel that did not answer within the boot timeout.
+type bootTimeout struct{ after time.Duration }
+
+func (e *bootTimeout) Error() string { return fmt.Sprintf("did not answer SSH within %s", e.after) }
+
+// waitForBoot polls the host with backoff until it answers with another
+// boot id than before, within timeout.
+func waitForBoot(ctx context.Context, dial Dialer, before string, timeout time.Duration) (*Host, Facts, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	wait := 500 * time.Millisecond
+	for {
+		select {
+		case <-ctx.Done():
+			if ctx.Err() == context.DeadlineExceeded {
+				return nil, Facts{}, &bootTimeout{timeout}
+			}
+			return nil, Facts{}, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 15*time.Second)
+		h, err := dial(ctx)
+		var hk *HostKeyError
+		if errors.As(err, &hk) {
+			return nil, Facts{}, err // never retried: a changed key is not a slow boot
+		}
+		if err != nil {
+			continue
+		}
+		f, err := h.Facts(ctx)
+		if err != nil || f.BootID == before {
+			h.Close() // the old kernel still answering, or not quite up
+			continue
+		}
+		return h, f, nil
+	}
+}
+
+// recoverHost power-cycles a host whose test kernel did not come back and
+// waits for it on its default kernel: the kernel failed, the lab did not.
+func recoverHost(ctx context.Context, dial Dialer, before string, opt BootOptions, why error) error {
+	if opt.PowerCycle == "" {
+		return &InfraError{Host: "the lab host", Op: "boot", Err: fmt.Errorf("kernel %s %v, and there is no boot.power_cycle to get the host back", opt.Release, why)}
+	}
+	if err := runLocal(ctx, opt.PowerCycle, opt.Env); err != nil {
+		return &InfraError{Host: "the lab host", Op: "power cycle", Err: err}
+	}
+	h, f, err := waitForBoot(ctx, dial, before, opt.Timeout)
+	if err != nil {
+		return &InfraError{Host: "the lab host", Op: "power cycle", Err: fmt.Errorf("after the power cycle the host %v", err)}
+	}
+	h.Close()
+	return &KernelError{Release: opt.Release, Reason: fmt.Sprintf("%v; the host was power-cycled and is back on %s", why, f.Release)}
+}
+
+// runLocal runs a command here (power cycle, console) with the job's
+// secrets in its environment, bounded by ctx.
+func runLocal(ctx context.Context, command string, env []string) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	c := exec.CommandContext(ctx, "/bin/sh", "-c", command)
+	c.Env = append(os.Environ(), env...)
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
+	out, err := c.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s: %v: %s", command, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}

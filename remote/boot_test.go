@@ -1,0 +1,122 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"kbisect/internal/simhost"
+)
+
+const (
+	defaultKernel = "6.1.0-28-rt-amd64"
+	testKernel    = "6.12.78-kbisect"
+	labParams     = "nohz_full=1-3 isolcpus=nohz,domain,managed_irq,1-3 rcu_nocbs=1-3 irqaffinity=0"
+)
+
+// simLab is an emulated lab host running its default kernel, and the
+// options that reach it.
+func simLab(t *testing.T) (*simhost.Host, Options) {
+	t.Helper()
+	sim := simhost.Start(t, simhost.Kernel{Release: defaultKernel, Version: "#1 SMP PREEMPT_RT Debian 6.1.119-1",
+		Cmdline: "BOOT_IMAGE=/boot/vmlinuz-" + defaultKernel + " root=/dev/sda1 ro quiet " + labParams})
+	kh := filepath.Join(t.TempDir(), "known_hosts")
+	if err := os.WriteFile(kh, []byte(sim.KnownHostsLine+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return sim, Options{Address: "127.0.0.1", Port: sim.Port, User: "root", Identity: sim.Identity, KnownHosts: kh, ConnectTimeout: 2 * time.Second}
+}
+
+// installAndBoot installs the test kernel and boots it with the lab's
+// parameters, with a short boot timeout.
+func installAndBoot(t *testing.T, sim *simhost.Host, opt Options, powerCycle string) (*Host, Facts, error) {
+	t.Helper()
+	ctx := context.Background()
+	h := dial(t, opt)
+	image := filepath.Join(t.TempDir(), "bzImage")
+	if err := os.WriteFile(image, []byte("a kernel image"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Install(ctx, Artifact{Release: testKernel, Image: image}, InstallOptions{Keep: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if !sim.Installed(testKernel) {
+		t.Fatal("not installed")
+	}
+	redial := func(ctx context.Context) (*Host, error) { return Dial(ctx, opt) }
+	return Boot(ctx, h, redial, BootOptions{
+		Method: MethodKexec, Release: testKernel, Params: labParams, ExtraCmdline: "console=ttyS1,115200",
+		Timeout: 3 * time.Second, PowerCycle: powerCycle,
+		Expect: Expect{Release: testKernel, Params: labParams, PreemptRT: true},
+	})
+}
+
+func TestAKexecBootRunsTheNewKernelWithTheJobsParameters(t *testing.T) {
+	sim, opt := simLab(t)
+	h, f, err := installAndBoot(t, sim, opt, sim.PowerCycleCommand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if f.Release != testKernel || f.Isolated != "1-3" || f.NohzFull != "1-3" || !f.PreemptRT {
+		t.Errorf("%+v", f)
+	}
+	// The command line keeps root= and the rest, drops BOOT_IMAGE, and
+	// carries the job's parameters once.
+	if want := "root=/dev/sda1 ro quiet " + labParams + " console=ttyS1,115200"; sim.Running().Cmdline != want {
+		t.Errorf("cmdline %q\nwant    %q", sim.Running().Cmdline, want)
+	}
+}
+
+func TestAKernelThatNeverComesBackIsAKernelFailureAfterAPowerCycle(t *testing.T) {
+	sim, opt := simLab(t)
+	sim.SetFault(testKernel, simhost.FaultNeverBack)
+	start := time.Now()
+	_, _, err := installAndBoot(t, sim, opt, sim.PowerCycleCommand)
+	var ke *KernelError
+	if !errors.As(err, &ke) || !strings.Contains(err.Error(), "did not answer SSH within 3s; the host was power-cycled and is back on "+defaultKernel) {
+		t.Fatalf("got %T %v", err, err)
+	}
+	if sim.Running().Release != defaultKernel || strings.Join(sim.Boots(), ", ") != testKernel+" (hung), "+defaultKernel+" (power cycle)" {
+		t.Errorf("running %s, boots %v", sim.Running().Release, sim.Boots())
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("took %v", d)
+	}
+}
+
+func TestWithoutAPowerCycleAHungKernelStopsTheRun(t *testing.T) {
+	sim, opt := simLab(t)
+	sim.SetFault(testKernel, simhost.FaultNeverBack)
+	_, _, err := installAndBoot(t, sim, opt, "")
+	var ie *InfraError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "there is no boot.power_cycle to get the host back") {
+		t.Errorf("got %T %v", err, err)
+	}
+}
+
+func TestTheWrongKernelIsNeverMeasured(t *testing.T) {
+	for fault, want := range map[simhost.Fault]string{
+		simhost.FaultWrongRelease: "the running kernel is " + defaultKernel + ", not " + testKernel,
+		simhost.FaultNoIsolation:  "nohz_full=1-3 is not on the kernel command line",
+	} {
+		sim, opt := simLab(t)
+		sim.SetFault(testKernel, fault)
+		_, _, err := installAndBoot(t, sim, opt, sim.PowerCycleCommand)
+		var ie *InfraError
+		if !errors.As(err, &ie) || ie.Op != "verify" || !strings.Contains(err.Error(), want) {
+			t.Errorf("fault %d: got %T %v", fault, err, err)
+		}
+	}
+}
+
+func TestKexecCmdlineReplacesTheIsolation(t *testing.T) {
+	got := KexecCmdline(`BOOT_IMAGE=/boot/vmlinuz-6.1 root=UUID=abc ro nohz_full=1-7 quiet dyndbg="file x +p" initrd=/initrd.img`, "nohz_full=1-3 isolcpus=1-3", "console=ttyS0")
+	if want := `root=UUID=abc ro quiet dyndbg="file x +p" nohz_full=1-3 isolcpus=1-3 console=ttyS0`; got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}

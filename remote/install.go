@@ -1,0 +1,90 @@
+package remote
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"kbisect/noise"
+)
+
+// Artifact is a built kernel to install: its release, its image and, when
+// it has modules, the tree to install as /lib/modules/<release>.
+type Artifact struct {
+	Release string
+	Image   string
+	Modules string
+}
+
+// InstallOptions say how the host makes the initramfs and how many test
+// kernels it keeps.
+type InstallOptions struct {
+	// Initramfs is none, update-initramfs, dracut, kernel-install, or a
+	// command run with KBISECT_RELEASE set.
+	Initramfs string
+	// Keep is how many kbisect kernels stay installed (older ones are
+	// removed, never the running one): /boot must not fill up overnight.
+	Keep int
+	Env  []string
+}
+
+// Install puts the artifact on the host: the image as
+// /boot/vmlinuz-<release>, the modules under /lib/modules/<release>, both
+// copied with their checksums verified, then the initramfs step and the
+// removal of old kbisect kernels.
+func (h *Host) Install(ctx context.Context, art Artifact, opt InstallOptions) error {
+	if art.Release == "" || strings.ContainsAny(art.Release, "/ \t\n") {
+		return fmt.Errorf("install: %q is not a kernel release", art.Release)
+	}
+	stage := "/var/tmp/kbisect-stage/" + art.Release
+	if _, err := h.Copy(ctx, art.Image, stage); err != nil {
+		return err
+	}
+	if art.Modules != "" {
+		if _, err := h.Copy(ctx, art.Modules, "/lib/modules/"+art.Release); err != nil {
+			return err
+		}
+	}
+	rel := noise.ShellQuote(art.Release)
+	image := noise.ShellQuote(stage + "/" + filepath.Base(art.Image))
+	keep := opt.Keep
+	if keep < 1 {
+		keep = 3
+	}
+	script := fmt.Sprintf(`# kbisect:install %s
+set -e
+install -m 0644 %s /boot/vmlinuz-%s
+rm -rf %s
+touch /boot/.kbisect-%s
+%s
+# Older kbisect kernels go, newest first kept, never the running one.
+running=$(uname -r)
+ls -t /boot/.kbisect-* 2>/dev/null | tail -n +%d | while read -r m; do
+	r=${m#/boot/.kbisect-}
+	[ "$r" = "$running" ] && continue
+	rm -rf "/boot/vmlinuz-$r" "/boot/initrd.img-$r" "/boot/initramfs-$r.img" "/lib/modules/$r" "$m"
+done
+`, rel, image, rel, noise.ShellQuote(stage), rel, initramfsStep(opt.Initramfs, art.Release), keep+1)
+	env := append([]string{"KBISECT_RELEASE=" + art.Release}, opt.Env...)
+	if _, _, err := h.Run(ctx, noise.Cmd{Script: script, Env: env}); err != nil {
+		return fmt.Errorf("install %s: %w", art.Release, err)
+	}
+	return nil
+}
+
+// initramfsStep is the shell line that makes the initramfs.
+func initramfsStep(tool, release string) string {
+	rel := noise.ShellQuote(release)
+	switch tool {
+	case "", "none":
+		return ": no initramfs"
+	case "update-initramfs":
+		return "update-initramfs -c -k " + rel
+	case "dracut":
+		return "dracut --force /boot/initramfs-" + rel + ".img " + rel
+	case "kernel-install":
+		return "kernel-install add " + rel + " /boot/vmlinuz-" + rel
+	}
+	return "(" + tool + ")" // the job's own command, with KBISECT_RELEASE
+}
