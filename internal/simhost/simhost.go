@@ -111,7 +111,6 @@ func Start(t testing.TB, def Kernel) *Host {
 	return h
 }
 
-
 func newID() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
