@@ -307,8 +307,12 @@ func (h *Host) Run(ctx context.Context, cmd noise.Cmd) ([]byte, []byte, error) {
 		name, value, _ := strings.Cut(kv, "=")
 		fmt.Fprintf(&in, "export %s=%s\n", name, noise.ShellQuote(value))
 	}
+	// The script is read whole as a function before it runs, with its
+	// standard input from /dev/null: a command in it that reads its
+	// input must not swallow the rest of the script.
+	in.WriteString("kbisect_script() {\n:\n")
 	in.WriteString(cmd.Script)
-	in.WriteString("\n")
+	in.WriteString("\n}\nkbisect_script </dev/null\n")
 	var stdout, stderr bytes.Buffer
 	err := h.session(ctx, "run", h.shell(), &in, &stdout, &stderr)
 	return stdout.Bytes(), stderr.Bytes(), err

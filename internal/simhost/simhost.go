@@ -9,19 +9,23 @@ package simhost
 
 import (
 	"archive/tar"
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -193,20 +197,39 @@ func (h *Host) handle(c net.Conn, cfg *ssh.ServerConfig) {
 
 func (h *Host) session(ch ssh.Channel, reqs <-chan *ssh.Request) {
 	defer ch.Close()
-	for req := range reqs {
-		if req.Type != "exec" {
-			_ = req.Reply(req.Type == "env" || req.Type == "signal", nil)
-			continue
-		}
-		var p struct{ Command string }
-		if err := ssh.Unmarshal(req.Payload, &p); err != nil {
-			_ = req.Reply(false, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	started := false
+	for {
+		select {
+		case <-done:
 			return
+		case req, ok := <-reqs:
+			if !ok {
+				return
+			}
+			switch {
+			case req.Type == "signal":
+				cancel() // a signal ends what runs, as SIGTERM would
+				_ = req.Reply(true, nil)
+			case req.Type != "exec" || started:
+				_ = req.Reply(req.Type == "env", nil)
+			default:
+				var p struct{ Command string }
+				if err := ssh.Unmarshal(req.Payload, &p); err != nil {
+					_ = req.Reply(false, nil)
+					return
+				}
+				_ = req.Reply(true, nil)
+				started = true
+				go func() {
+					defer close(done)
+					code := h.exec(ctx, p.Command, ch, ch, ch.Stderr())
+					_, _ = ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{uint32(code)}))
+				}()
+			}
 		}
-		_ = req.Reply(true, nil)
-		code := h.exec(p.Command, ch, ch, ch.Stderr())
-		_, _ = ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{uint32(code)}))
-		return
 	}
 }
 
@@ -216,13 +239,12 @@ var (
 )
 
 // exec answers one remote command as a lab host would.
-func (h *Host) exec(command string, stdin io.Reader, stdout, stderr io.Writer) int {
+func (h *Host) exec(ctx context.Context, command string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if strings.HasPrefix(command, "sh -c ") && strings.Contains(command, "tar -xf -") {
 		return h.untar(stdin, stdout, stderr)
 	}
 	if command != "sh -s" && command != "sudo -n sh -s" {
-		fmt.Fprintf(stderr, "simhost: cannot run %q\n", command)
-		return 127
+		return h.shell(ctx, command, stdout, stderr)
 	}
 	data, _ := io.ReadAll(stdin)
 	script := string(data)
@@ -265,8 +287,29 @@ func (h *Host) exec(command string, stdin io.Reader, stdout, stderr io.Writer) i
 		go h.reboot(Kernel{Release: rel, Version: "#1 SMP PREEMPT_RT", Cmdline: h.Running().Cmdline})
 		return 0
 	}
-	fmt.Fprintf(stderr, "simhost: cannot run this script\n")
-	return 127
+	return h.shell(ctx, script, stdout, stderr)
+}
+
+// shell runs any other script with this machine's sh: the emulated host's
+// user space is the test machine's.
+func (h *Host) shell(ctx context.Context, script string, stdout, stderr io.Writer) int {
+	c := exec.CommandContext(ctx, "/bin/sh", "-s")
+	c.Stdin, c.Stdout, c.Stderr = strings.NewReader(script), stdout, stderr
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGTERM) }
+	c.WaitDelay = 2 * time.Second
+	err := c.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee) && ee.ExitCode() >= 0:
+		return ee.ExitCode()
+	case errors.As(err, &ee):
+		return 143 // killed by the signal
+	}
+	fmt.Fprintf(stderr, "simhost: %v\n", err)
+	return 126
 }
 
 // isolation is what /sys/devices/system/cpu/isolated and nohz_full say for
