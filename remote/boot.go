@@ -17,6 +17,7 @@ import (
 // Boot methods.
 const (
 	MethodKexec  = "kexec"
+	MethodGrub   = "grub"
 	MethodScript = "script"
 )
 
@@ -86,17 +87,41 @@ func Boot(ctx context.Context, h *Host, dial Dialer, opt BootOptions) (*Host, Fa
 // process on the host.
 func trigger(ctx context.Context, h *Host, before Facts, opt BootOptions) error {
 	var script string
+	cmdline := KexecCmdline(before.Cmdline, opt.Params, opt.ExtraCmdline)
+	rel := noise.ShellQuote(opt.Release)
 	switch opt.Method {
 	case MethodKexec:
-		cmdline := KexecCmdline(before.Cmdline, opt.Params, opt.ExtraCmdline)
-		rel := noise.ShellQuote(opt.Release)
 		script = fmt.Sprintf(`# kbisect:kexec %s
 set -e
+KBISECT_CMDLINE=%s
 initrd=
 for f in /boot/initrd.img-%s /boot/initramfs-%s.img; do [ -e "$f" ] && initrd="--initrd=$f" && break; done
-kexec -l /boot/vmlinuz-%s $initrd --command-line=%s
+kexec -l /boot/vmlinuz-%s $initrd --command-line="$KBISECT_CMDLINE"
 (sleep 1; systemctl kexec 2>/dev/null || kexec -e) </dev/null >/dev/null 2>&1 &
-`, rel, rel, rel, rel, noise.ShellQuote(cmdline))
+`, rel, noise.ShellQuote(cmdline), rel, rel, rel)
+	case MethodGrub:
+		// A one-shot entry in custom.cfg (read by grub at boot, no
+		// update-grub needed): a hang and a power cycle land on the
+		// default kernel again.
+		script = fmt.Sprintf(`# kbisect:grub %s
+set -e
+KBISECT_CMDLINE=%s
+d=/boot/grub; [ -d /boot/grub2 ] && d=/boot/grub2
+uuid=$(grub-probe --target=fs_uuid /boot 2>/dev/null || grub2-probe --target=fs_uuid /boot)
+relpath() { grub-mkrelpath "$1" 2>/dev/null || grub2-mkrelpath "$1"; }
+kernel=$(relpath /boot/vmlinuz-%s)
+initrd=
+for f in /boot/initrd.img-%s /boot/initramfs-%s.img; do [ -e "$f" ] && initrd="initrd $(relpath "$f")" && break; done
+{
+	echo "menuentry 'kbisect %s' --id kbisect {"
+	echo "	search --no-floppy --fs-uuid --set=root $uuid"
+	echo "	linux $kernel $KBISECT_CMDLINE"
+	echo "	$initrd"
+	echo "}"
+} > "$d/custom.cfg"
+grub-reboot kbisect 2>/dev/null || grub2-reboot kbisect
+(sleep 1; systemctl reboot 2>/dev/null || reboot) </dev/null >/dev/null 2>&1 &
+`, rel, noise.ShellQuote(cmdline), rel, rel, rel, opt.Release)
 	case MethodScript:
 		script = "# kbisect:script\n(" + opt.Script + ") </dev/null >/dev/null 2>&1 &\n"
 	default:
@@ -108,6 +133,9 @@ kexec -l /boot/vmlinuz-%s $initrd --command-line=%s
 		if errors.As(err, &ee) && opt.Method == MethodKexec {
 			// kexec -l refused the image: the kernel cannot even start.
 			return &KernelError{Release: opt.Release, Reason: "kexec could not load it: " + ee.Error()}
+		}
+		if errors.As(err, &ee) {
+			return &InfraError{Host: h.Name(), Op: "boot " + opt.Method, Err: err}
 		}
 		return err
 	}

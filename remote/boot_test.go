@@ -114,6 +114,29 @@ func TestTheWrongKernelIsNeverMeasured(t *testing.T) {
 	}
 }
 
+func TestAGrubOneShotBootRunsTheNewKernel(t *testing.T) {
+	sim, opt := simLab(t)
+	ctx := context.Background()
+	h := dial(t, opt)
+	image := filepath.Join(t.TempDir(), "bzImage")
+	if err := os.WriteFile(image, []byte("a kernel image"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Install(ctx, Artifact{Release: testKernel, Image: image}, InstallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	redial := func(ctx context.Context) (*Host, error) { return Dial(ctx, opt) }
+	nh, f, err := Boot(ctx, h, redial, BootOptions{Method: MethodGrub, Release: testKernel, Params: labParams, Timeout: 3 * time.Second,
+		Expect: Expect{Release: testKernel, Params: labParams}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nh.Close()
+	if f.Release != testKernel || sim.Running().Cmdline != "root=/dev/sda1 ro quiet "+labParams {
+		t.Errorf("%+v, cmdline %q", f, sim.Running().Cmdline)
+	}
+}
+
 func TestKexecCmdlineReplacesTheIsolation(t *testing.T) {
 	got := KexecCmdline(`BOOT_IMAGE=/boot/vmlinuz-6.1 root=UUID=abc ro nohz_full=1-7 quiet dyndbg="file x +p" initrd=/initrd.img`, "nohz_full=1-3 isolcpus=1-3", "console=ttyS0")
 	if want := `root=UUID=abc ro quiet dyndbg="file x +p" nohz_full=1-3 isolcpus=1-3 console=ttyS0`; got != want {

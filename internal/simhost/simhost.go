@@ -234,7 +234,7 @@ func (h *Host) session(ch ssh.Channel, reqs <-chan *ssh.Request) {
 }
 
 var (
-	cmdlineArg = regexp.MustCompile(`--command-line='((?:[^']|'\\'')*)'`)
+	cmdlineArg = regexp.MustCompile(`(?m)^KBISECT_CMDLINE='((?:[^']|'\\'')*)'`)
 	exportLine = regexp.MustCompile(`(?m)^export ([A-Za-z_][A-Za-z0-9_]*)=(.*)$`)
 )
 
@@ -273,7 +273,7 @@ func (h *Host) exec(ctx context.Context, command string, stdin io.Reader, stdout
 		h.installed[arg] = true
 		h.mu.Unlock()
 		return 0
-	case "kexec":
+	case "kexec", "grub":
 		m := cmdlineArg.FindStringSubmatch(script)
 		if !h.Installed(arg) || m == nil {
 			fmt.Fprintf(stderr, "kexec: cannot open /boot/vmlinuz-%s\n", arg)
