@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -61,6 +62,45 @@ func RequiresPreemptRT(job *configs.Job) bool {
 		check(o)
 	}
 	return want
+}
+
+// BootArtifact installs the artifact on the job's host, boots it as the
+// job says, and verifies that it runs with the job's parameters. It
+// returns the connection to the new kernel and its facts. A kernel that
+// fails is a *remote.KernelError; anything else wrong is the lab's.
+func BootArtifact(ctx context.Context, job *configs.Job, art remote.Artifact, consoleLog io.Writer) (*remote.Host, remote.Facts, error) {
+	h, err := DialHost(ctx, job)
+	if err != nil {
+		return nil, remote.Facts{}, err
+	}
+	var env []string
+	for _, c := range []configs.Command{job.Boot.PowerCycle, job.Boot.Console, job.Boot.Script, job.Boot.Initramfs} {
+		vars, err := c.Env(nil)
+		if err != nil {
+			h.Close()
+			return nil, remote.Facts{}, fmt.Errorf("%s: %v", job.File, err)
+		}
+		env = append(env, vars...)
+	}
+	if err := h.Install(ctx, art, remote.InstallOptions{Initramfs: string(job.Boot.Initramfs), Env: env}); err != nil {
+		h.Close()
+		return nil, remote.Facts{}, err
+	}
+	opt, _ := HostOptions(job)
+	redial := func(ctx context.Context) (*remote.Host, error) { return remote.Dial(ctx, opt) }
+	return remote.Boot(ctx, h, redial, remote.BootOptions{
+		Method:       job.Boot.Method,
+		Release:      art.Release,
+		Params:       job.Boot.Params,
+		ExtraCmdline: job.Boot.ExtraCmdline,
+		Script:       string(job.Boot.Script),
+		Timeout:      job.Boot.Timeout.D(),
+		PowerCycle:   string(job.Boot.PowerCycle),
+		Console:      string(job.Boot.Console),
+		ConsoleLog:   consoleLog,
+		Env:          env,
+		Expect:       Expect(job, art.Release),
+	})
 }
 
 // Expect is what the job's test kernels must show once booted (release

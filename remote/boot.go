@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -36,6 +37,10 @@ type BootOptions struct {
 	// PowerCycle runs here, where kbisect runs, when the kernel does not
 	// come back: it must bring the host back on its default kernel.
 	PowerCycle string
+	// Console, when set, runs here during the boot and prints the host's
+	// console; ConsoleLog keeps all of it.
+	Console    string
+	ConsoleLog io.Writer
 	// Env holds the ${NAME} values the commands use.
 	Env []string
 	// Expect is what the booted kernel must show.
@@ -49,6 +54,9 @@ type BootOptions struct {
 type KernelError struct {
 	Release string
 	Reason  string
+	// Panic is the console's first panic or oops line, Console its last
+	// lines, when a console was captured.
+	Panic, Console string
 }
 
 func (e *KernelError) Error() string { return fmt.Sprintf("kernel %s: %s", e.Release, e.Reason) }
@@ -64,17 +72,23 @@ func Boot(ctx context.Context, h *Host, dial Dialer, opt BootOptions) (*Host, Fa
 	if err != nil {
 		return nil, Facts{}, err
 	}
-	if err := trigger(ctx, h, before, opt); err != nil {
-		return nil, Facts{}, err
-	}
-	h.Close()
-	nh, facts, err := waitForBoot(ctx, dial, before.BootID, opt.Timeout)
-	if err != nil {
-		var timeout *bootTimeout
-		if !errors.As(err, &timeout) {
-			return nil, Facts{}, err
+	var nh *Host
+	var facts Facts
+	err = withConsole(ctx, opt, func() error {
+		if err := trigger(ctx, h, before, opt); err != nil {
+			return err
 		}
-		return nil, Facts{}, recoverHost(ctx, dial, before.BootID, opt, err)
+		h.Close()
+		var err error
+		nh, facts, err = waitForBoot(ctx, dial, before.BootID, opt.Timeout)
+		var timeout *bootTimeout
+		if errors.As(err, &timeout) {
+			return recoverHost(ctx, dial, before.BootID, opt, err)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, Facts{}, err
 	}
 	if bad := facts.Check(opt.Expect); len(bad) > 0 {
 		return nh, facts, &InfraError{Host: nh.Name(), Op: "verify", Err: fmt.Errorf("the booted kernel is not the one asked for: %s", strings.Join(bad, "; "))}

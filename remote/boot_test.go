@@ -89,6 +89,33 @@ func TestAKernelThatNeverComesBackIsAKernelFailureAfterAPowerCycle(t *testing.T)
 	}
 }
 
+func TestTheConsoleOfAHungKernelIsAttachedToItsFailure(t *testing.T) {
+	sim, opt := simLab(t)
+	sim.SetFault(testKernel, simhost.FaultNeverBack)
+	ctx := context.Background()
+	h := dial(t, opt)
+	image := filepath.Join(t.TempDir(), "bzImage")
+	if err := os.WriteFile(image, []byte("a kernel image"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Install(ctx, Artifact{Release: testKernel, Image: image}, InstallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	redial := func(ctx context.Context) (*Host, error) { return Dial(ctx, opt) }
+	_, _, err := Boot(ctx, h, redial, BootOptions{Method: MethodKexec, Release: testKernel, Params: labParams, Timeout: 2 * time.Second,
+		PowerCycle: sim.PowerCycleCommand, ConsoleLog: &log,
+		Console: `printf '[    1.234] VFS: Cannot open root device\r\n[    1.235] Kernel panic - not syncing: VFS: Unable to mount root fs on unknown-block(0,0)\r\n'; exec sleep 600`})
+	var ke *KernelError
+	if !errors.As(err, &ke) || ke.Panic != "[    1.235] Kernel panic - not syncing: VFS: Unable to mount root fs on unknown-block(0,0)" ||
+		!strings.Contains(err.Error(), "; the console says: [    1.235] Kernel panic") || !strings.Contains(ke.Console, "VFS: Cannot open root device") {
+		t.Fatalf("got %v (%+v)", err, ke)
+	}
+	if !strings.Contains(log.String(), "Kernel panic") {
+		t.Errorf("console log %q", log.String())
+	}
+}
+
 func TestWithoutAPowerCycleAHungKernelStopsTheRun(t *testing.T) {
 	sim, opt := simLab(t)
 	sim.SetFault(testKernel, simhost.FaultNeverBack)

@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -15,6 +16,30 @@ type Artifact struct {
 	Release string
 	Image   string
 	Modules string
+}
+
+// LoadArtifact reads an artifact directory: kernel.release (the release),
+// the image as bzImage, vmlinuz or Image, and optionally modules/ (what
+// goes into /lib/modules/<release>).
+func LoadArtifact(dir string) (Artifact, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "kernel.release"))
+	if err != nil {
+		return Artifact{}, fmt.Errorf("artifact %s: %v (an artifact has kernel.release, bzImage and maybe modules/)", dir, err)
+	}
+	a := Artifact{Release: strings.TrimSpace(string(data))}
+	for _, name := range []string{"bzImage", "vmlinuz", "Image"} {
+		if fi, err := os.Stat(filepath.Join(dir, name)); err == nil && fi.Mode().IsRegular() {
+			a.Image = filepath.Join(dir, name)
+			break
+		}
+	}
+	if a.Image == "" {
+		return a, fmt.Errorf("artifact %s: no kernel image (bzImage, vmlinuz or Image)", dir)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "modules")); err == nil && fi.IsDir() {
+		a.Modules = filepath.Join(dir, "modules")
+	}
+	return a, nil
 }
 
 // InstallOptions say how the host makes the initramfs and how many test

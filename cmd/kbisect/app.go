@@ -43,6 +43,7 @@ kbisect config show FILE
 kbisect parse --tool TOOL FILE [--json]
 kbisect measure (--job FILE | --local --tool TOOL --cpus LIST) [--local] [--samples N] [--json]
 kbisect host check --job FILE
+kbisect boot --job FILE --artifact DIR
 kbisect demo`,
 		Description: `kbisect is being built to bisect a kernel history unattended: for each
 candidate commit, build a PREEMPT_RT kernel, boot it on the lab machine with
@@ -80,6 +81,7 @@ EXAMPLES
 			parseCommand(),
 			measureCommand(),
 			hostCommand(),
+			bootCommand(),
 			demoCommand(),
 		},
 	}
