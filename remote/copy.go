@@ -46,12 +46,12 @@ func (h *Host) Copy(ctx context.Context, src, dir string) (CopyStats, error) {
 	if h.opt.Sudo {
 		command = "sudo -n " + command
 	}
-	var stdout, stderr strings.Builder
+	var stdout, stderr syncBuffer
 	if err := h.session(ctx, "copy", command, pr, &stdout, &stderr); err != nil {
 		pr.CloseWithError(err)
 		return stats, err
 	}
-	if err := compareSums(sums, stdout.String()); err != nil {
+	if err := compareSums(sums, string(stdout.Bytes())); err != nil {
 		return stats, &InfraError{Host: h.Name(), Op: "copy", Err: fmt.Errorf("%s → %s: %v", src, dir, err)}
 	}
 	stats.Elapsed = time.Since(start)

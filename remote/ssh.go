@@ -313,7 +313,7 @@ func (h *Host) Run(ctx context.Context, cmd noise.Cmd) ([]byte, []byte, error) {
 	in.WriteString("kbisect_script() {\n:\n")
 	in.WriteString(cmd.Script)
 	in.WriteString("\n}\nkbisect_script </dev/null\n")
-	var stdout, stderr bytes.Buffer
+	var stdout, stderr syncBuffer
 	err := h.session(ctx, "run", h.shell(), &in, &stdout, &stderr)
 	return stdout.Bytes(), stderr.Bytes(), err
 }
@@ -327,7 +327,7 @@ func (h *Host) shell() string {
 }
 
 // session runs one remote command with the given streams, bounded by ctx.
-func (h *Host) session(ctx context.Context, op, command string, stdin io.Reader, stdout, stderr io.Writer) error {
+func (h *Host) session(ctx context.Context, op, command string, stdin io.Reader, stdout, stderr *syncBuffer) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -349,8 +349,10 @@ func (h *Host) session(ctx context.Context, op, command string, stdin io.Reader,
 		select {
 		case <-done:
 		case <-time.After(5 * time.Second):
+			// Not every server passes signals on: close the channel and
+			// leave what still runs there to the host.
+			s.Close()
 		}
-		s.Close()
 		return ctx.Err()
 	}
 	var ee *ssh.ExitError
@@ -358,10 +360,7 @@ func (h *Host) session(ctx context.Context, op, command string, stdin io.Reader,
 	case err == nil:
 		return nil
 	case errors.As(err, &ee) && ee.Signal() == "":
-		stderrText := ""
-		if b, ok := stderr.(*bytes.Buffer); ok {
-			stderrText = b.String()
-		}
+		stderrText := string(stderr.Bytes())
 		if h.opt.Sudo && ee.ExitStatus() == 1 && strings.Contains(stderrText, "sudo: a password is required") {
 			return h.infra(op, fmt.Errorf("host.sudo needs passwordless sudo for %s (NOPASSWD in sudoers)", h.opt.User))
 		}
@@ -384,4 +383,24 @@ func (h *Host) infra(op string, err error) error {
 		err = fmt.Errorf("connection lost (%v)", err)
 	}
 	return &InfraError{Host: h.Name(), Op: op, Err: err}
+}
+
+// syncBuffer is a buffer the session's copies may still write into after
+// a cancelled command has returned.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// Bytes returns a copy of what was written so far.
+func (b *syncBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]byte(nil), b.buf.Bytes()...)
 }
