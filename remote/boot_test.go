@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"kbisect/internal/simhost"
+	"kbisect/internal/sshtest"
+	"kbisect/noise"
 )
 
 const (
@@ -168,5 +170,79 @@ func TestKexecCmdlineReplacesTheIsolation(t *testing.T) {
 	got := KexecCmdline(`BOOT_IMAGE=/boot/vmlinuz-6.1 root=UUID=abc ro nohz_full=1-7 quiet dyndbg="file x +p" initrd=/initrd.img`, "nohz_full=1-3 isolcpus=1-3", "console=ttyS0")
 	if want := `root=UUID=abc ro quiet dyndbg="file x +p" nohz_full=1-3 isolcpus=1-3 console=ttyS0`; got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+func TestInstallKeepsTheNewestKernelsAndNeverTheRunningOne(t *testing.T) {
+	s := sshtest.Start(t)
+	h := dial(t, options(s))
+	root := t.TempDir()
+	running, _ := sshtest.RunLocal("uname", "-r")
+	run := strings.TrimSpace(string(running))
+	// The running kernel was installed by kbisect long ago.
+	if err := os.MkdirAll(filepath.Join(root, "boot"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{".kbisect-" + run, "vmlinuz-" + run} {
+		if err := os.WriteFile(filepath.Join(root, "boot", f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-time.Hour)
+	_ = os.Chtimes(filepath.Join(root, "boot", ".kbisect-"+run), old, old)
+	for i, rel := range []string{"6.12.57-kbisect", "6.12.60-kbisect", "6.12.78-kbisect"} {
+		art := filepath.Join(t.TempDir(), "art")
+		mods := filepath.Join(art, "modules", "kernel")
+		if err := os.MkdirAll(mods, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		_ = os.WriteFile(filepath.Join(art, "bzImage"), []byte(rel), 0o644)
+		_ = os.WriteFile(filepath.Join(mods, "m.ko"), []byte(rel), 0o644)
+		if err := h.Install(context.Background(), Artifact{Release: rel, Image: filepath.Join(art, "bzImage"), Modules: filepath.Join(art, "modules")},
+			InstallOptions{Keep: 2, Root: root}); err != nil {
+			t.Fatal(err)
+		}
+		// Distinct modification times, oldest first.
+		when := time.Now().Add(time.Duration(i-3) * time.Minute)
+		_ = os.Chtimes(filepath.Join(root, "boot", ".kbisect-"+rel), when, when)
+	}
+	var got []string
+	entries, _ := os.ReadDir(filepath.Join(root, "boot"))
+	for _, e := range entries {
+		got = append(got, e.Name())
+	}
+	want := ".kbisect-6.12.60-kbisect .kbisect-6.12.78-kbisect .kbisect-" + run + " vmlinuz-6.12.60-kbisect vmlinuz-6.12.78-kbisect vmlinuz-" + run
+	if strings.Join(got, " ") != want {
+		t.Errorf("/boot holds %v\nwant %s", got, want)
+	}
+	if _, err := os.Stat(filepath.Join(root, "lib/modules/6.12.57-kbisect")); !os.IsNotExist(err) {
+		t.Errorf("the oldest kernel's modules are still there: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "lib/modules/6.12.78-kbisect/kernel/m.ko")); err != nil || string(b) != "6.12.78-kbisect" {
+		t.Errorf("modules: %q %v", b, err)
+	}
+}
+
+func TestAnImageKexecRefusesIsAKernelFailure(t *testing.T) {
+	_, opt := simLab(t)
+	h := dial(t, opt)
+	redial := func(ctx context.Context) (*Host, error) { return Dial(ctx, opt) }
+	// Never installed: kexec -l cannot open it.
+	_, _, err := Boot(context.Background(), h, redial, BootOptions{Method: MethodKexec, Release: testKernel, Params: labParams, Timeout: 2 * time.Second})
+	var ke *KernelError
+	if !errors.As(err, &ke) || !strings.Contains(err.Error(), "kexec could not load it: exit status 1: kexec: cannot open /boot/vmlinuz-"+testKernel) {
+		t.Errorf("got %T %v", err, err)
+	}
+}
+
+func TestSudoThatWantsAPasswordSaysSo(t *testing.T) {
+	sim, opt := simLab(t)
+	sim.SudoNeedsPassword()
+	opt.Sudo = true
+	h := dial(t, opt)
+	_, _, err := h.Run(context.Background(), noise.Cmd{Script: "id -u"})
+	var ie *InfraError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "host.sudo needs passwordless sudo for root (NOPASSWD in sudoers)") {
+		t.Errorf("got %T %v", err, err)
 	}
 }

@@ -52,6 +52,9 @@ type InstallOptions struct {
 	// removed, never the running one): /boot must not fill up overnight.
 	Keep int
 	Env  []string
+	// Root prefixes every path on the host ("" for /): tests install
+	// into a directory instead of the machine's /boot.
+	Root string
 }
 
 // Install puts the artifact on the host: the image as
@@ -62,12 +65,13 @@ func (h *Host) Install(ctx context.Context, art Artifact, opt InstallOptions) er
 	if art.Release == "" || strings.ContainsAny(art.Release, "/ \t\n") {
 		return fmt.Errorf("install: %q is not a kernel release", art.Release)
 	}
-	stage := "/var/tmp/kbisect-stage/" + art.Release
+	root := strings.TrimSuffix(opt.Root, "/")
+	stage := root + "/var/tmp/kbisect-stage/" + art.Release
 	if _, err := h.Copy(ctx, art.Image, stage); err != nil {
 		return err
 	}
 	if art.Modules != "" {
-		if _, err := h.Copy(ctx, art.Modules, "/lib/modules/"+art.Release); err != nil {
+		if _, err := h.Copy(ctx, art.Modules, root+"/lib/modules/"+art.Release); err != nil {
 			return err
 		}
 	}
@@ -79,18 +83,20 @@ func (h *Host) Install(ctx context.Context, art Artifact, opt InstallOptions) er
 	}
 	script := fmt.Sprintf(`# kbisect:install %s
 set -e
-install -m 0644 %s /boot/vmlinuz-%s
+R=%s
+mkdir -p "$R/boot"
+install -m 0644 %s "$R/boot/vmlinuz-"%s
 rm -rf %s
-touch /boot/.kbisect-%s
+touch "$R/boot/.kbisect-"%s
 %s
-# Older kbisect kernels go, newest first kept, never the running one.
+# Older kbisect kernels go, the newest kept, never the running one.
 running=$(uname -r)
-ls -t /boot/.kbisect-* 2>/dev/null | tail -n +%d | while read -r m; do
-	r=${m#/boot/.kbisect-}
+ls -t "$R"/boot/.kbisect-* 2>/dev/null | tail -n +%d | while read -r m; do
+	r=${m##*/.kbisect-}
 	[ "$r" = "$running" ] && continue
-	rm -rf "/boot/vmlinuz-$r" "/boot/initrd.img-$r" "/boot/initramfs-$r.img" "/lib/modules/$r" "$m"
+	rm -rf "$R/boot/vmlinuz-$r" "$R/boot/initrd.img-$r" "$R/boot/initramfs-$r.img" "$R/lib/modules/$r" "$m"
 done
-`, rel, image, rel, noise.ShellQuote(stage), rel, initramfsStep(opt.Initramfs, art.Release), keep+1)
+`, rel, noise.ShellQuote(root), image, rel, noise.ShellQuote(stage), rel, initramfsStep(opt.Initramfs, art.Release), keep+1)
 	env := append([]string{"KBISECT_RELEASE=" + art.Release}, opt.Env...)
 	if _, _, err := h.Run(ctx, noise.Cmd{Script: script, Env: env}); err != nil {
 		return fmt.Errorf("install %s: %w", art.Release, err)

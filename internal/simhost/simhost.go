@@ -61,6 +61,7 @@ type Host struct {
 	PowerCycleCommand string
 
 	mu        sync.Mutex
+	sudoPass  bool // sudo -n fails as it does without NOPASSWD
 	running   Kernel
 	def       Kernel
 	bootID    string
@@ -127,6 +128,13 @@ func (h *Host) SetFault(release string, f Fault) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.faults[release] = f
+}
+
+// SudoNeedsPassword makes sudo -n fail as it does without NOPASSWD.
+func (h *Host) SudoNeedsPassword() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.sudoPass = true
 }
 
 // Running returns the kernel that runs now.
@@ -242,6 +250,13 @@ var (
 func (h *Host) exec(ctx context.Context, command string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if strings.HasPrefix(command, "sh -c ") && strings.Contains(command, "tar -xf -") {
 		return h.untar(stdin, stdout, stderr)
+	}
+	h.mu.Lock()
+	sudoPass := h.sudoPass
+	h.mu.Unlock()
+	if strings.HasPrefix(command, "sudo -n ") && sudoPass {
+		fmt.Fprintln(stderr, "sudo: a password is required")
+		return 1
 	}
 	if command != "sh -s" && command != "sudo -n sh -s" {
 		return h.shell(ctx, command, stdout, stderr)
