@@ -14,6 +14,7 @@ const (
 	DefaultKeepalive      = Duration(15 * time.Second)
 	DefaultBootTimeout    = Duration(10 * time.Minute)
 	DefaultSettle         = Duration(30 * time.Second)
+	DefaultKeepKernels    = 3
 	DefaultQEMUMemory     = Size(2 << 30)
 	DefaultQEMUCPUs       = 2
 	DefaultCacheSize      = Size(20 << 30)
@@ -58,6 +59,7 @@ func (l *loader) setDefaults() {
 	def("boot.settle", func() { b.Settle = DefaultSettle })
 	def("boot.on_failure", func() { b.OnFailure = FailureSkip })
 	def("boot.initramfs", func() { b.Initramfs = "none" })
+	def("boot.keep_kernels", func() { b.KeepKernels = DefaultKeepKernels })
 	if b.Method == BootQEMU {
 		q := &b.QEMU
 		def("boot.qemu.memory", func() { q.Memory = DefaultQEMUMemory })

@@ -92,6 +92,7 @@ type Boot struct {
 	PowerCycle   Command  `yaml:"power_cycle,omitempty"`
 	Console      Command  `yaml:"console,omitempty"`
 	OnFailure    string   `yaml:"on_failure,omitempty"`
+	KeepKernels  int      `yaml:"keep_kernels,omitempty"`
 	QEMU         QEMU     `yaml:"qemu,omitempty"`
 }
 

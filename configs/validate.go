@@ -210,6 +210,7 @@ func (l *loader) validateBoot() *BootParams {
 		l.errorf(l.at("boot.initramfs"), "boot.initramfs", "%s", msg)
 	}
 	l.durationRange("boot.timeout", b.Timeout, 30*time.Second, 6*time.Hour)
+	l.intRange("boot.keep_kernels", b.KeepKernels, 1, 100)
 	l.durationRange("boot.settle", b.Settle, 0, time.Hour)
 
 	switch b.Method {

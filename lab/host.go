@@ -82,7 +82,7 @@ func BootArtifact(ctx context.Context, job *configs.Job, art remote.Artifact, co
 		}
 		env = append(env, vars...)
 	}
-	if err := h.Install(ctx, art, remote.InstallOptions{Initramfs: string(job.Boot.Initramfs), Env: env}); err != nil {
+	if err := h.Install(ctx, art, remote.InstallOptions{Initramfs: string(job.Boot.Initramfs), Keep: job.Boot.KeepKernels, Env: env}); err != nil {
 		h.Close()
 		return nil, remote.Facts{}, err
 	}
