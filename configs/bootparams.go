@@ -29,6 +29,8 @@ type BootParam struct {
 	// compares them.
 	Name  string
 	Value string
+	// Raw is the parameter as written, quotes and dashes kept.
+	Raw string
 	// Offset and ValueOffset are the byte offsets of the name and of the
 	// value in the command line.
 	Offset, ValueOffset int
@@ -85,7 +87,7 @@ func SplitCmdline(line string) []BootParam {
 			i++
 		}
 		raw := line[start:i]
-		p := BootParam{Offset: start, ValueOffset: i}
+		p := BootParam{Offset: start, ValueOffset: i, Raw: raw}
 		name, value, hasValue := strings.Cut(raw, "=")
 		if hasValue {
 			p.ValueOffset = start + len(name) + 1

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"kbisect/configs"
 	"kbisect/remote"
@@ -82,7 +83,10 @@ func BootArtifact(ctx context.Context, job *configs.Job, art remote.Artifact, co
 		}
 		env = append(env, vars...)
 	}
-	if err := h.Install(ctx, art, remote.InstallOptions{Initramfs: string(job.Boot.Initramfs), Keep: job.Boot.KeepKernels, Env: env}); err != nil {
+	// A copy to a host that stops reading must not hang the night.
+	installCtx, cancel := context.WithTimeout(ctx, 30*time.Minute)
+	defer cancel()
+	if err := h.Install(installCtx, art, remote.InstallOptions{Initramfs: string(job.Boot.Initramfs), Keep: job.Boot.KeepKernels, Env: env}); err != nil {
 		h.Close()
 		return nil, remote.Facts{}, err
 	}

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
+	"regexp"
 	"strings"
-	"syscall"
 	"time"
 
 	"kbisect/configs"
@@ -68,10 +66,15 @@ type Dialer func(ctx context.Context) (*Host, error)
 // with a new boot id, and verifies it runs as expected. It returns the new
 // connection and the new kernel's facts. The old connection is closed.
 func Boot(ctx context.Context, h *Host, dial Dialer, opt BootOptions) (*Host, Facts, error) {
+	defer h.Close()
+	if err := checkRelease(opt.Release); err != nil {
+		return nil, Facts{}, err
+	}
 	before, err := h.Facts(ctx)
 	if err != nil {
 		return nil, Facts{}, err
 	}
+	name := h.Name()
 	var nh *Host
 	var facts Facts
 	err = withConsole(ctx, opt, func() error {
@@ -82,10 +85,22 @@ func Boot(ctx context.Context, h *Host, dial Dialer, opt BootOptions) (*Host, Fa
 		var err error
 		nh, facts, err = waitForBoot(ctx, dial, before.BootID, opt.Timeout)
 		var timeout *bootTimeout
-		if errors.As(err, &timeout) {
-			return recoverHost(ctx, dial, before.BootID, opt, err)
+		switch {
+		case errors.As(err, &timeout) && timeout.stillOld:
+			// The old kernel kept answering: the reboot never happened,
+			// which is the lab's problem, not the test kernel's.
+			return &InfraError{Host: name, Op: "boot " + opt.Method, Err: fmt.Errorf("the host never rebooted: boot id %s answered for %s", before.BootID, opt.Timeout)}
+		case errors.As(err, &timeout):
+			return recoverHost(ctx, name, dial, before.BootID, opt, err)
+		case err != nil:
+			return err
+		case facts.Release != opt.Release && facts.Release == before.Release:
+			// Back on the kernel that ran before, with a new boot id: the
+			// test kernel died and the machine rebooted (panic=N).
+			nh.Close()
+			return &KernelError{Release: opt.Release, Reason: fmt.Sprintf("the host came back on %s instead: the kernel did not boot (a panic with panic=N reboots)", facts.Release)}
 		}
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, Facts{}, err
@@ -101,7 +116,7 @@ func Boot(ctx context.Context, h *Host, dial Dialer, opt BootOptions) (*Host, Fa
 // process on the host.
 func trigger(ctx context.Context, h *Host, before Facts, opt BootOptions) error {
 	var script string
-	cmdline := KexecCmdline(before.Cmdline, opt.Params, opt.ExtraCmdline)
+	cmdline := BootCmdline(before.Cmdline, opt.Params, opt.ExtraCmdline)
 	rel := noise.ShellQuote(opt.Release)
 	switch opt.Method {
 	case MethodKexec:
@@ -120,32 +135,38 @@ kexec -l /boot/vmlinuz-%s $initrd --command-line="$KBISECT_CMDLINE"
 		script = fmt.Sprintf(`# kbisect:grub %s
 set -e
 KBISECT_CMDLINE=%s
+GRUB_ARGS=%s
 d=/boot/grub; [ -d /boot/grub2 ] && d=/boot/grub2
+if [ -e "$d/custom.cfg" ] && ! grep -q '^# written by kbisect' "$d/custom.cfg"; then
+	echo "kbisect: $d/custom.cfg is not kbisect's: move it away (or source it from elsewhere) to boot with grub" >&2; exit 3
+fi
 uuid=$(grub-probe --target=fs_uuid /boot 2>/dev/null || grub2-probe --target=fs_uuid /boot)
 relpath() { grub-mkrelpath "$1" 2>/dev/null || grub2-mkrelpath "$1"; }
 kernel=$(relpath /boot/vmlinuz-%s)
 initrd=
 for f in /boot/initrd.img-%s /boot/initramfs-%s.img; do [ -e "$f" ] && initrd="initrd $(relpath "$f")" && break; done
 {
+	echo "# written by kbisect: the one-shot entry of the test kernel"
 	echo "menuentry 'kbisect %s' --id kbisect {"
 	echo "	search --no-floppy --fs-uuid --set=root $uuid"
-	echo "	linux $kernel $KBISECT_CMDLINE"
+	echo "	linux $kernel $GRUB_ARGS"
 	echo "	$initrd"
 	echo "}"
 } > "$d/custom.cfg"
 grub-reboot kbisect 2>/dev/null || grub2-reboot kbisect
 (sleep 1; systemctl reboot 2>/dev/null || reboot) </dev/null >/dev/null 2>&1 &
-`, rel, noise.ShellQuote(cmdline), rel, rel, rel, opt.Release)
+`, rel, noise.ShellQuote(cmdline), noise.ShellQuote(grubWords(cmdline)), rel, rel, rel, opt.Release)
 	case MethodScript:
-		script = "# kbisect:script\n(" + opt.Script + ") </dev/null >/dev/null 2>&1 &\n"
+		script = "# kbisect:script\n(\n" + opt.Script + "\n) </dev/null >/dev/null 2>&1 &\n"
 	default:
 		return fmt.Errorf("boot method %q is not supported here yet", opt.Method)
 	}
 	env := append([]string{"KBISECT_RELEASE=" + opt.Release}, opt.Env...)
 	if _, _, err := h.Run(ctx, noise.Cmd{Script: script, Env: env}); err != nil {
 		var ee *noise.ExitError
-		if errors.As(err, &ee) && opt.Method == MethodKexec {
+		if errors.As(err, &ee) && opt.Method == MethodKexec && ee.Code != 126 && ee.Code != 127 && !strings.Contains(ee.Stderr, "Operation not permitted") {
 			// kexec -l refused the image: the kernel cannot even start.
+			// (A missing kexec or a kernel lockdown is the lab's.)
 			return &KernelError{Release: opt.Release, Reason: "kexec could not load it: " + ee.Error()}
 		}
 		if errors.As(err, &ee) {
@@ -156,23 +177,22 @@ grub-reboot kbisect 2>/dev/null || grub2-reboot kbisect
 	return nil
 }
 
-// KexecCmdline is the command line for the test kernel: the running one's
-// without what the boot loader adds (BOOT_IMAGE, initrd) and without any
-// isolation parameter, then the job's parameters and extra command line.
-func KexecCmdline(running, params, extra string) string {
+// BootCmdline is the command line for the test kernel: the running one's
+// without what the boot loader adds (BOOT_IMAGE, initrd), without any
+// isolation parameter and without what the job's parameters and extra
+// command line set again (so it does not grow boot after boot), then
+// those, each word as written.
+func BootCmdline(running, params, extra string) string {
+	replaced := map[string]bool{}
+	for _, p := range configs.SplitCmdline(params + " " + extra) {
+		replaced[p.Name] = true
+	}
 	var keep []string
 	for _, p := range configs.SplitCmdline(running) {
-		if p.Name == "BOOT_IMAGE" || p.Name == "initrd" || isIsolation(p.Name) {
+		if p.Name == "BOOT_IMAGE" || p.Name == "initrd" || isIsolation(p.Name) || replaced[p.Name] {
 			continue
 		}
-		word := p.Name
-		if p.Value != "" || strings.Contains(running, p.Name+"=") {
-			word += "=" + p.Value
-		}
-		if strings.ContainsAny(p.Value, " \t") {
-			word = p.Name + `="` + p.Value + `"`
-		}
-		keep = append(keep, word)
+		keep = append(keep, p.Raw)
 	}
 	out := strings.Join(keep, " ")
 	for _, s := range []string{params, extra} {
@@ -192,10 +212,21 @@ func isIsolation(name string) bool {
 	return false
 }
 
-// bootTimeout is a kernel that did not answer within the boot timeout.
-type bootTimeout struct{ after time.Duration }
+// bootTimeout is a kernel that did not answer within the boot timeout;
+// stillOld says the old kernel was the last to answer.
+type bootTimeout struct {
+	after    time.Duration
+	stillOld bool
+	last     error // the last attempt's error, for the message
+}
 
-func (e *bootTimeout) Error() string { return fmt.Sprintf("did not answer SSH within %s", e.after) }
+func (e *bootTimeout) Error() string {
+	msg := fmt.Sprintf("did not answer SSH within %s", e.after)
+	if e.last != nil {
+		msg += fmt.Sprintf(" (last try: %v)", e.last)
+	}
+	return msg
+}
 
 // waitForBoot polls the host with backoff until it answers with another
 // boot id than before, within timeout.
@@ -203,62 +234,97 @@ func waitForBoot(ctx context.Context, dial Dialer, before string, timeout time.D
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	wait := 500 * time.Millisecond
+	stillOld := false
+	var last error
 	for {
 		select {
 		case <-ctx.Done():
 			if ctx.Err() == context.DeadlineExceeded {
-				return nil, Facts{}, &bootTimeout{timeout}
+				return nil, Facts{}, &bootTimeout{after: timeout, stillOld: stillOld, last: last}
 			}
 			return nil, Facts{}, ctx.Err()
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, 15*time.Second)
-		h, err := dial(ctx)
+		h, f, err := attempt(ctx, dial)
 		var hk *HostKeyError
-		if errors.As(err, &hk) {
+		switch {
+		case errors.As(err, &hk):
 			return nil, Facts{}, err // never retried: a changed key is not a slow boot
+		case err != nil:
+			last, stillOld = err, false
+		case f.BootID == before:
+			h.Close() // the old kernel still answering
+			last, stillOld = nil, true
+		default:
+			return h, f, nil
 		}
-		if err != nil {
-			continue
-		}
-		f, err := h.Facts(ctx)
-		if err != nil || f.BootID == before {
-			h.Close() // the old kernel still answering, or not quite up
-			continue
-		}
-		return h, f, nil
 	}
+}
+
+// attempt connects once and reads the facts, within a deadline of its
+// own: a connection to a dying kernel must not eat the boot timeout.
+func attempt(ctx context.Context, dial Dialer) (*Host, Facts, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	h, err := dial(ctx)
+	if err != nil {
+		return nil, Facts{}, err
+	}
+	f, err := h.Facts(ctx)
+	if err != nil {
+		h.Close()
+		return nil, Facts{}, err
+	}
+	return h, f, nil
 }
 
 // recoverHost power-cycles a host whose test kernel did not come back and
 // waits for it on its default kernel: the kernel failed, the lab did not.
-func recoverHost(ctx context.Context, dial Dialer, before string, opt BootOptions, why error) error {
+func recoverHost(ctx context.Context, name string, dial Dialer, before string, opt BootOptions, why error) error {
 	if opt.PowerCycle == "" {
-		return &InfraError{Host: "the lab host", Op: "boot", Err: fmt.Errorf("kernel %s %v, and there is no boot.power_cycle to get the host back", opt.Release, why)}
+		return &InfraError{Host: name, Op: "boot", Err: fmt.Errorf("kernel %s %w, and there is no boot.power_cycle to get the host back", opt.Release, why)}
 	}
 	if err := runLocal(ctx, opt.PowerCycle, opt.Env); err != nil {
-		return &InfraError{Host: "the lab host", Op: "power cycle", Err: err}
+		return &InfraError{Host: name, Op: "power cycle", Err: err}
 	}
 	h, f, err := waitForBoot(ctx, dial, before, opt.Timeout)
 	if err != nil {
-		return &InfraError{Host: "the lab host", Op: "power cycle", Err: fmt.Errorf("after the power cycle the host %v", err)}
+		return &InfraError{Host: name, Op: "power cycle", Err: fmt.Errorf("after the power cycle the host %w", err)}
 	}
 	h.Close()
 	return &KernelError{Release: opt.Release, Reason: fmt.Sprintf("%v; the host was power-cycled and is back on %s", why, f.Release)}
 }
 
-// runLocal runs a command here (power cycle, console) with the job's
-// secrets in its environment, bounded by ctx.
+// runLocal runs a command here (the power cycle) with the job's secrets in
+// its environment, within five minutes.
 func runLocal(ctx context.Context, command string, env []string) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	c := exec.CommandContext(ctx, "/bin/sh", "-c", command)
-	c.Env = append(os.Environ(), env...)
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
-	out, err := c.CombinedOutput()
+	_, _, err := noise.LocalRunner{}.Run(ctx, noise.Cmd{Script: command, Env: env})
 	if err != nil {
-		return fmt.Errorf("%s: %v: %s", command, err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("%s: %w", command, err)
 	}
 	return nil
+}
+
+var releaseName = regexp.MustCompile(`^[A-Za-z0-9._+~-]+$`)
+
+// checkRelease refuses a kernel release that could be anything but a
+// file name in /boot.
+func checkRelease(r string) error {
+	if !releaseName.MatchString(r) {
+		return fmt.Errorf("%q is not a kernel release (letters, digits and . _ + ~ -)", r)
+	}
+	return nil
+}
+
+// grubWords quotes each word of a command line for grub's script syntax,
+// which expands $, ; and quotes as a shell would.
+func grubWords(cmdline string) string {
+	var out []string
+	for _, p := range configs.SplitCmdline(cmdline) {
+		out = append(out, "'"+strings.ReplaceAll(p.Raw, "'", `'\''`)+"'")
+	}
+	return strings.Join(out, " ")
 }

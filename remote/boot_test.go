@@ -80,7 +80,7 @@ func TestAKernelThatNeverComesBackIsAKernelFailureAfterAPowerCycle(t *testing.T)
 	start := time.Now()
 	_, _, err := installAndBoot(t, sim, opt, sim.PowerCycleCommand)
 	var ke *KernelError
-	if !errors.As(err, &ke) || !strings.Contains(err.Error(), "did not answer SSH within 3s; the host was power-cycled and is back on "+defaultKernel) {
+	if !errors.As(err, &ke) || !strings.Contains(err.Error(), "did not answer SSH within 3s") || !strings.Contains(err.Error(), "the host was power-cycled and is back on "+defaultKernel) {
 		t.Fatalf("got %T %v", err, err)
 	}
 	if sim.Running().Release != defaultKernel || strings.Join(sim.Boots(), ", ") != testKernel+" (hung), "+defaultKernel+" (power cycle)" {
@@ -118,6 +118,16 @@ func TestTheConsoleOfAHungKernelIsAttachedToItsFailure(t *testing.T) {
 	}
 }
 
+func TestAKernelThatPanicsAndRebootsIsAKernelFailure(t *testing.T) {
+	sim, opt := simLab(t)
+	sim.SetFault(testKernel, simhost.FaultPanicReboot)
+	_, _, err := installAndBoot(t, sim, opt, sim.PowerCycleCommand)
+	var ke *KernelError
+	if !errors.As(err, &ke) || !strings.Contains(err.Error(), "the host came back on "+defaultKernel+" instead: the kernel did not boot") {
+		t.Errorf("got %T %v", err, err)
+	}
+}
+
 func TestWithoutAPowerCycleAHungKernelStopsTheRun(t *testing.T) {
 	sim, opt := simLab(t)
 	sim.SetFault(testKernel, simhost.FaultNeverBack)
@@ -130,7 +140,7 @@ func TestWithoutAPowerCycleAHungKernelStopsTheRun(t *testing.T) {
 
 func TestTheWrongKernelIsNeverMeasured(t *testing.T) {
 	for fault, want := range map[simhost.Fault]string{
-		simhost.FaultWrongRelease: "the running kernel is " + defaultKernel + ", not " + testKernel,
+		simhost.FaultWrongRelease: "the running kernel is " + simhost.WrongRelease + ", not " + testKernel,
 		simhost.FaultNoIsolation:  "nohz_full=1-3 is not on the kernel command line",
 	} {
 		sim, opt := simLab(t)
@@ -167,7 +177,7 @@ func TestAGrubOneShotBootRunsTheNewKernel(t *testing.T) {
 }
 
 func TestKexecCmdlineReplacesTheIsolation(t *testing.T) {
-	got := KexecCmdline(`BOOT_IMAGE=/boot/vmlinuz-6.1 root=UUID=abc ro nohz_full=1-7 quiet dyndbg="file x +p" initrd=/initrd.img`, "nohz_full=1-3 isolcpus=1-3", "console=ttyS0")
+	got := BootCmdline(`BOOT_IMAGE=/boot/vmlinuz-6.1 root=UUID=abc ro nohz_full=1-7 quiet dyndbg="file x +p" initrd=/initrd.img`, "nohz_full=1-3 isolcpus=1-3", "console=ttyS0")
 	if want := `root=UUID=abc ro quiet dyndbg="file x +p" nohz_full=1-3 isolcpus=1-3 console=ttyS0`; got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
@@ -244,5 +254,40 @@ func TestSudoThatWantsAPasswordSaysSo(t *testing.T) {
 	var ie *InfraError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "host.sudo needs passwordless sudo for root (NOPASSWD in sudoers)") {
 		t.Errorf("got %T %v", err, err)
+	}
+}
+
+func TestReleasesAndCommandLinesCannotInject(t *testing.T) {
+	_, opt := simLab(t)
+	h := dial(t, opt)
+	for _, rel := range []string{"6.1$(touch /tmp/pwned)", "6.1\nid\n#", "6.1'x", ""} {
+		if err := h.Install(context.Background(), Artifact{Release: rel, Image: "/dev/null"}, InstallOptions{}); err == nil || !strings.Contains(err.Error(), "is not a kernel release") {
+			t.Errorf("install %q: %v", rel, err)
+		}
+		redial := func(ctx context.Context) (*Host, error) { return Dial(ctx, opt) }
+		if _, _, err := Boot(context.Background(), dial(t, opt), redial, BootOptions{Method: MethodKexec, Release: rel}); err == nil || !strings.Contains(err.Error(), "is not a kernel release") {
+			t.Errorf("boot %q: %v", rel, err)
+		}
+	}
+	// grub reads the command line as script: every word is quoted for it.
+	if got := grubWords(`quiet x=$foo a;b it's`); got != `'quiet' 'x=$foo' 'a;b' 'it'\''s'` {
+		t.Errorf("grub words %s", got)
+	}
+	// A job's command ending in a comment still closes its group.
+	if step := initramfsStep("mkinitcpio -k $KBISECT_RELEASE # arch", "6.12"); step != "(\nmkinitcpio -k $KBISECT_RELEASE # arch\n)" {
+		t.Errorf("step %q", step)
+	}
+}
+
+func TestTheCommandLineDoesNotGrowBootAfterBoot(t *testing.T) {
+	line := "BOOT_IMAGE=/boot/vmlinuz-6.1 root=/dev/sda1 ro quiet kvm-intel.nested=1"
+	for i := 0; i < 4; i++ {
+		line = BootCmdline(line, "nohz_full=1-3 mitigations=off", "console=ttyS1,115200")
+	}
+	if want := "root=/dev/sda1 ro quiet kvm-intel.nested=1 nohz_full=1-3 mitigations=off console=ttyS1,115200"; line != want {
+		t.Errorf("got  %q\nwant %q", line, want)
+	}
+	if got := BootCmdline("quiet xquiet=1", "", ""); got != "quiet xquiet=1" {
+		t.Errorf("bare flags: %q", got)
 	}
 }

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -97,7 +98,8 @@ func withConsole(ctx context.Context, opt BootOptions, boot func() error) error 
 	}
 	err = boot()
 	text := c.stop()
-	if ke, ok := err.(*KernelError); ok {
+	var ke *KernelError
+	if errors.As(err, &ke) {
 		ke.Panic, ke.Console = consoleEvidence(text)
 		if ke.Panic != "" {
 			ke.Reason += "; the console says: " + ke.Panic

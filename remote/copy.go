@@ -37,8 +37,13 @@ func (h *Host) Copy(ctx context.Context, src, dir string) (CopyStats, error) {
 	}
 	pr, pw := io.Pipe()
 	sums := map[string]string{}
-	var stats CopyStats
-	go func() { pw.CloseWithError(writeTar(pw, src, files, sums, &stats)) }()
+	sent := make(chan CopyStats, 1)
+	go func() {
+		var st CopyStats
+		err := writeTar(pw, src, files, sums, &st)
+		sent <- st
+		pw.CloseWithError(err)
+	}()
 
 	q := noise.ShellQuote(dir)
 	script := "set -e; mkdir -p " + q + "; tar -xf - -C " + q + " --no-same-owner; cd " + q + " && find . -type f -exec sha256sum {} +"
@@ -49,8 +54,10 @@ func (h *Host) Copy(ctx context.Context, src, dir string) (CopyStats, error) {
 	var stdout, stderr syncBuffer
 	if err := h.session(ctx, "copy", command, pr, &stdout, &stderr); err != nil {
 		pr.CloseWithError(err)
-		return stats, err
+		return CopyStats{}, err
 	}
+	// The host read the stream to its end, so the writer is done.
+	stats := <-sent
 	if err := compareSums(sums, string(stdout.Bytes())); err != nil {
 		return stats, &InfraError{Host: h.Name(), Op: "copy", Err: fmt.Errorf("%s → %s: %v", src, dir, err)}
 	}

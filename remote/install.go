@@ -27,6 +27,9 @@ func LoadArtifact(dir string) (Artifact, error) {
 		return Artifact{}, fmt.Errorf("artifact %s: %v (an artifact has kernel.release, bzImage and maybe modules/)", dir, err)
 	}
 	a := Artifact{Release: strings.TrimSpace(string(data))}
+	if err := checkRelease(a.Release); err != nil {
+		return a, fmt.Errorf("artifact %s: kernel.release: %v", dir, err)
+	}
 	for _, name := range []string{"bzImage", "vmlinuz", "Image"} {
 		if fi, err := os.Stat(filepath.Join(dir, name)); err == nil && fi.Mode().IsRegular() {
 			a.Image = filepath.Join(dir, name)
@@ -62,8 +65,8 @@ type InstallOptions struct {
 // copied with their checksums verified, then the initramfs step and the
 // removal of old kbisect kernels.
 func (h *Host) Install(ctx context.Context, art Artifact, opt InstallOptions) error {
-	if art.Release == "" || strings.ContainsAny(art.Release, "/ \t\n") {
-		return fmt.Errorf("install: %q is not a kernel release", art.Release)
+	if err := checkRelease(art.Release); err != nil {
+		return fmt.Errorf("install: %v", err)
 	}
 	root := strings.TrimSuffix(opt.Root, "/")
 	stage := root + "/var/tmp/kbisect-stage/" + art.Release
@@ -117,5 +120,5 @@ func initramfsStep(tool, release string) string {
 	case "kernel-install":
 		return "kernel-install add " + rel + " /boot/vmlinuz-" + rel
 	}
-	return "(" + tool + ")" // the job's own command, with KBISECT_RELEASE
+	return "(\n" + tool + "\n)" // the job's own command, with KBISECT_RELEASE
 }

@@ -72,6 +72,8 @@ type Host struct {
 	done   chan struct{}
 	lost   error // why the keepalive gave up, under mu
 	mu     sync.Mutex
+	close  sync.Once
+	agent  io.Closer // the ssh-agent connection, when keys come from it
 }
 
 var _ noise.Runner = (*Host)(nil)
@@ -82,11 +84,17 @@ func Dial(ctx context.Context, opt Options) (*Host, error) {
 	if opt.ConnectTimeout <= 0 {
 		opt.ConnectTimeout = 30 * time.Second
 	}
-	auth, err := authMethods(opt.Identity)
+	auth, agentConn, err := authMethods(opt.Identity)
 	if err != nil {
 		return nil, &InfraError{Host: opt.target(), Op: "auth", Err: err}
 	}
-	h := &Host{opt: opt, done: make(chan struct{})}
+	h := &Host{opt: opt, done: make(chan struct{}), agent: agentConn}
+	ok := false
+	defer func() {
+		if !ok && agentConn != nil {
+			agentConn.Close()
+		}
+	}()
 	var conn net.Conn
 	if opt.Jump != "" {
 		jopt, err := jumpOptions(opt)
@@ -111,6 +119,7 @@ func Dial(ctx context.Context, opt Options) (*Host, error) {
 	if opt.Keepalive > 0 {
 		go h.keepalive()
 	}
+	ok = true
 	return h, nil
 }
 
@@ -127,12 +136,12 @@ func dialClient(ctx context.Context, opt Options, auth []ssh.AuthMethod, conn ne
 			return nil, &InfraError{Host: target, Op: "dial", Err: err}
 		}
 	}
-	hostKeys, err := hostKeyCallback(opt)
+	hostKeys, algos, err := hostKeyCallback(opt)
 	if err != nil {
 		conn.Close()
 		return nil, &InfraError{Host: target, Op: "known_hosts", Err: err}
 	}
-	cfg := &ssh.ClientConfig{User: opt.User, Auth: auth, HostKeyCallback: hostKeys, Timeout: opt.ConnectTimeout}
+	cfg := &ssh.ClientConfig{User: opt.User, Auth: auth, HostKeyCallback: hostKeys, HostKeyAlgorithms: algos, Timeout: opt.ConnectTimeout}
 	// The handshake has no context of its own: a deadline on the
 	// connection bounds it, and the context's end closes it.
 	deadline, _ := ctx.Deadline()
@@ -207,32 +216,33 @@ func jumpOptions(opt Options) (Options, error) {
 	return j, nil
 }
 
-// authMethods offers the identity file's key, else the agent's keys.
-func authMethods(identity string) ([]ssh.AuthMethod, error) {
+// authMethods offers the identity file's key, else the agent's keys (and
+// the agent connection, to close with the host).
+func authMethods(identity string) ([]ssh.AuthMethod, io.Closer, error) {
 	if identity != "" {
 		pem, err := os.ReadFile(identity)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		signer, err := ssh.ParsePrivateKey(pem)
 		var missing *ssh.PassphraseMissingError
 		if errors.As(err, &missing) {
-			return nil, fmt.Errorf("%s is protected by a passphrase: add it to ssh-agent (ssh-add %s) and leave host.identity out", identity, identity)
+			return nil, nil, fmt.Errorf("%s is protected by a passphrase: add it to ssh-agent (ssh-add %s) and leave host.identity out", identity, identity)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", identity, err)
+			return nil, nil, fmt.Errorf("%s: %v", identity, err)
 		}
-		return []ssh.AuthMethod{ssh.PublicKeys(signer)}, nil
+		return []ssh.AuthMethod{ssh.PublicKeys(signer)}, nil, nil
 	}
 	sock := os.Getenv("SSH_AUTH_SOCK")
 	if sock == "" {
-		return nil, fmt.Errorf("no host.identity and no ssh-agent (SSH_AUTH_SOCK is not set)")
+		return nil, nil, fmt.Errorf("no host.identity and no ssh-agent (SSH_AUTH_SOCK is not set)")
 	}
 	conn, err := net.Dial("unix", sock)
 	if err != nil {
-		return nil, fmt.Errorf("ssh-agent at %s: %v", sock, err)
+		return nil, nil, fmt.Errorf("ssh-agent at %s: %v", sock, err)
 	}
-	return []ssh.AuthMethod{ssh.PublicKeysCallback(agent.NewClient(conn).Signers)}, nil
+	return []ssh.AuthMethod{ssh.PublicKeysCallback(agent.NewClient(conn).Signers)}, conn, nil
 }
 
 // keepalive probes the connection; after three probes without an answer
@@ -279,17 +289,20 @@ func (h *Host) drop(why error) {
 	h.client.Close()
 }
 
-// Close closes the connection (and the jump host's).
+// Close closes the connection (and the jump host's, and the agent's);
+// closing twice is harmless.
 func (h *Host) Close() error {
-	select {
-	case <-h.done:
-	default:
+	var err error
+	h.close.Do(func() {
 		close(h.done)
-	}
-	err := h.client.Close()
-	if h.jump != nil {
-		h.jump.Close()
-	}
+		err = h.client.Close()
+		if h.jump != nil {
+			h.jump.Close()
+		}
+		if h.agent != nil {
+			h.agent.Close()
+		}
+	})
 	return err
 }
 
@@ -299,8 +312,8 @@ func (h *Host) Name() string { return h.opt.User + "@" + h.opt.target() }
 // Run runs a shell script on the host with sh (through sudo -n when the
 // host says so), the script and its environment sent on standard input so
 // that no value appears on a command line. A non-zero exit is a
-// *noise.ExitError; a dropped connection or the context's end is an
-// *InfraError (the remote script gets SIGTERM first).
+// *noise.ExitError, a dropped connection an *InfraError; when the context
+// ends, the remote script gets SIGTERM and Run returns the context's error.
 func (h *Host) Run(ctx context.Context, cmd noise.Cmd) ([]byte, []byte, error) {
 	var in bytes.Buffer
 	for _, kv := range cmd.Env {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -47,6 +48,8 @@ func runHostCheck(ctx context.Context, jobFile string, asJSON bool, stdout, stde
 	if _, err := lab.HostOptions(job); err != nil {
 		return usagef("host check: %v", err)
 	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute) // a check never hangs
+	defer cancel()
 	h, err := lab.DialHost(ctx, job)
 	if err != nil {
 		return fmt.Errorf("host check: %w", err)

@@ -42,9 +42,13 @@ type Fault int
 const (
 	FaultNone         Fault = iota
 	FaultNeverBack          // hangs until power-cycled, then the default kernel runs
-	FaultWrongRelease       // the default kernel comes back instead
+	FaultWrongRelease       // another kernel than the one asked for comes back
 	FaultNoIsolation        // boots, but without the isolation parameters
+	FaultPanicReboot        // panics and reboots (panic=N) into the default kernel
 )
+
+// WrongRelease is the kernel FaultWrongRelease boots instead.
+const WrongRelease = "6.1.0-0.unexpected"
 
 // Kernel is what runs: uname -r, uname -v and /proc/cmdline.
 type Kernel struct {
@@ -385,6 +389,8 @@ func (h *Host) reboot(k Kernel) {
 		h.boots = append(h.boots, k.Release+" (hung)")
 		return // stays down until the power cycle
 	case FaultWrongRelease:
+		k = Kernel{Release: WrongRelease, Version: h.def.Version, Cmdline: h.def.Cmdline}
+	case FaultPanicReboot:
 		k = h.def
 	case FaultNoIsolation:
 		var keep []string

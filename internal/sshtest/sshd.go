@@ -55,6 +55,13 @@ func Start(t testing.TB) *Server {
 		return p
 	}
 	hostKey := keygen("host_key")
+	// A second host key, which known_hosts does not list (as on a stock
+	// Debian host known by its ed25519 key): clients must ask for the key
+	// they know.
+	ecdsaKey := filepath.Join(s.Dir, "host_ecdsa_key")
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ecdsa", "-N", "", "-f", ecdsaKey).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v\n%s", err, out)
+	}
 	s.Identity = keygen("user_key")
 	pub, err := os.ReadFile(s.Identity + ".pub")
 	if err != nil {
@@ -78,6 +85,7 @@ func Start(t testing.TB) *Server {
 	config := fmt.Sprintf(`Port %d
 ListenAddress 127.0.0.1
 HostKey %s
+HostKey %s
 PidFile %s
 AuthorizedKeysFile %s
 StrictModes no
@@ -86,7 +94,7 @@ PasswordAuthentication no
 KbdInteractiveAuthentication no
 PermitRootLogin prohibit-password
 LogLevel ERROR
-`, s.Port, hostKey, filepath.Join(s.Dir, "sshd.pid"), filepath.Join(s.Dir, "authorized_keys"))
+`, s.Port, ecdsaKey, hostKey, filepath.Join(s.Dir, "sshd.pid"), filepath.Join(s.Dir, "authorized_keys"))
 	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
