@@ -92,7 +92,11 @@ func BootArtifact(ctx context.Context, job *configs.Job, art remote.Artifact, co
 	}
 	opt, _ := HostOptions(job)
 	redial := func(ctx context.Context) (*remote.Host, error) { return remote.Dial(ctx, opt) }
-	return remote.Boot(ctx, h, redial, remote.BootOptions{
+	// The boot, a power cycle and the wait after it, with room to spare:
+	// nothing in it may hang the night.
+	bootCtx, cancelBoot := context.WithTimeout(ctx, 2*job.Boot.Timeout.D()+10*time.Minute)
+	defer cancelBoot()
+	return remote.Boot(bootCtx, h, redial, remote.BootOptions{
 		Method:       job.Boot.Method,
 		Release:      art.Release,
 		Params:       job.Boot.Params,
