@@ -44,6 +44,7 @@ kbisect parse --tool TOOL FILE [--json]
 kbisect measure (--job FILE | --local --tool TOOL --cpus LIST) [--local] [--samples N] [--json]
 kbisect host check --job FILE
 kbisect boot --job FILE --artifact DIR
+kbisect build --job FILE --rev REV [--json]
 kbisect demo`,
 		Description: `kbisect is being built to bisect a kernel history unattended: for each
 candidate commit, build a PREEMPT_RT kernel, boot it on the lab machine with
@@ -82,6 +83,7 @@ EXAMPLES
 			measureCommand(),
 			hostCommand(),
 			bootCommand(),
+			buildCommand(),
 			demoCommand(),
 		},
 	}

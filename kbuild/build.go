@@ -1,0 +1,356 @@
+package kbuild
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Options say how kernels are built: the job's build section, resolved.
+type Options struct {
+	// Tree is the kernel git repository; kbisect never touches its
+	// checkout, it builds in worktrees of its own.
+	Tree string
+	// Base is defconfig, tinyconfig, allnoconfig, <arch>_defconfig, or
+	// the path of a config file.
+	Base      string
+	Fragments []string
+	Inline    []string
+	MakeVars  map[string]string
+	Jobs      int  // 0: every CPU
+	CCache    bool // when ccache is installed
+	CacheDir  string
+	// Log receives make's output as it comes (a file in the state dir).
+	Log io.Writer
+}
+
+// Artifact is a built kernel in the cache.
+type Artifact struct {
+	Dir       string        `json:"dir"`
+	Release   string        `json:"release"`
+	Commit    string        `json:"commit"`
+	Key       string        `json:"key"`
+	Signature string        `json:"signature"`
+	Cached    bool          `json:"cached"`
+	Seconds   float64       `json:"seconds"`
+	CCache    bool          `json:"ccache"`
+	Compiler  string        `json:"compiler"`
+	Took      time.Duration `json:"-"`
+}
+
+// BuildError is a commit whose kernel does not build: a bisection skips
+// it (or calls it bad when the job bisects build failures).
+type BuildError struct {
+	Commit string
+	Lines  []string // the first error lines of the log
+}
+
+func (e *BuildError) Error() string {
+	return fmt.Sprintf("%s does not build: %s", short(e.Commit), strings.Join(e.Lines, " | "))
+}
+
+// SetupError is a build machine that cannot build any kernel: a tool or a
+// library is missing, the disk is full, memory ran out. The run stops with
+// what to do.
+type SetupError struct{ Msg string }
+
+func (e *SetupError) Error() string { return e.Msg }
+
+// ConfigError is a configuration that does not have what the job asks:
+// every dropped option, with its reason.
+type ConfigError struct {
+	Commit  string
+	Dropped []Dropped
+}
+
+func (e *ConfigError) Error() string {
+	lines := make([]string, len(e.Dropped))
+	for i, d := range e.Dropped {
+		lines[i] = d.String()
+	}
+	return fmt.Sprintf("the config of %s lacks what the job asks: %s", short(e.Commit), strings.Join(lines, "; "))
+}
+
+func short(commit string) string {
+	if len(commit) > 12 {
+		return commit[:12]
+	}
+	return commit
+}
+
+// LocalVersion is what names a kernel by its commit: -kbisect-<12 hex>.
+func LocalVersion(commit string) string { return "-kbisect-" + short(commit) }
+
+// Build builds the kernel of commit in a slot (a worktree and an output
+// directory of its own), reusing the cache when the same tree, config,
+// compiler and make variables were built before.
+func Build(ctx context.Context, o Options, slot int, commit string) (*Artifact, error) {
+	start := time.Now()
+	if o.Jobs <= 0 {
+		o.Jobs = runtime.NumCPU()
+	}
+	s, err := openSlot(ctx, o, slot)
+	if err != nil {
+		return nil, err
+	}
+	defer s.unlock()
+	if err := s.checkout(ctx, commit); err != nil {
+		return nil, err
+	}
+	req, err := LoadRequest(o.Fragments, append(append([]string{}, o.Inline...),
+		fmt.Sprintf(`CONFIG_LOCALVERSION="%s"`, LocalVersion(commit)), "# CONFIG_LOCALVERSION_AUTO is not set"))
+	if err != nil {
+		return nil, err
+	}
+	m := o.maker(s)
+	if err := s.configure(ctx, m, o.Base, req); err != nil {
+		return nil, err
+	}
+	final, err := ReadConfigFile(filepath.Join(s.out, ".config"))
+	if err != nil {
+		return nil, err
+	}
+	kc, err := ReadKconfig(s.src)
+	if err != nil {
+		return nil, err
+	}
+	if dropped := Verify(req, final, kc); len(dropped) > 0 {
+		return nil, &ConfigError{Commit: commit, Dropped: dropped}
+	}
+	key, compiler, err := s.cacheKey(ctx, commit, m)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(o.CacheDir, "artifacts", key)
+	if a, err := loadArtifact(dir); err == nil {
+		a.Cached, a.Took = true, time.Since(start)
+		return a, nil
+	}
+	if err := m.build(ctx, final); err != nil {
+		return nil, classify(err, commit, m.log.String())
+	}
+	a, err := s.collect(ctx, m, dir, final)
+	if err != nil {
+		return nil, err
+	}
+	a.Commit, a.Key, a.Compiler, a.CCache = commit, key, compiler, m.ccache
+	a.Took = time.Since(start)
+	a.Seconds = a.Took.Seconds()
+	if err := writeMeta(dir, a); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// maker runs make for a slot.
+type maker struct {
+	src, out string
+	jobs     int
+	vars     map[string]string
+	ccache   bool
+	log      *tailBuffer
+	logTo    io.Writer
+}
+
+func (o Options) maker(s *slot) *maker {
+	m := &maker{src: s.src, out: s.out, jobs: o.Jobs, vars: o.MakeVars, log: &tailBuffer{max: 256 << 10}, logTo: o.Log}
+	if o.CCache {
+		if _, err := exec.LookPath("ccache"); err == nil {
+			m.ccache = true
+		}
+	}
+	return m
+}
+
+// argv is make's command line for targets: the output directory, the
+// fixed build identity (so the same source builds the same bytes), an
+// empty LOCALVERSION (no "+" for a tree that is not at a tag), ccache and
+// the job's variables.
+func (m *maker) argv(targets ...string) []string {
+	a := []string{"make", "-C", m.src, "O=" + m.out, "-j" + strconv.Itoa(m.jobs),
+		"KBUILD_BUILD_TIMESTAMP=1970-01-01", "KBUILD_BUILD_USER=kbisect", "KBUILD_BUILD_HOST=kbisect", "LOCALVERSION="}
+	if m.ccache {
+		a = append(a, "CC=ccache gcc")
+	}
+	var names []string
+	for k := range m.vars {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		a = append(a, k+"="+m.vars[k])
+	}
+	return append(a, targets...)
+}
+
+// run runs make, its output to the log, its process group killed when ctx
+// ends.
+func (m *maker) run(ctx context.Context, targets ...string) error {
+	argv := m.argv(targets...)
+	c := exec.Command(argv[0], argv[1:]...)
+	var w io.Writer = m.log
+	if m.logTo != nil {
+		w = io.MultiWriter(m.log, m.logTo)
+	}
+	c.Stdout, c.Stderr = w, w
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := c.Start(); err != nil {
+		return &SetupError{Msg: fmt.Sprintf("cannot run make: %v (Debian: apt-get install build-essential)", err)}
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("%s: %w", strings.Join(targets, " "), err)
+		}
+		return nil
+	case <-ctx.Done():
+		_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+		<-done
+		return ctx.Err()
+	}
+}
+
+// imageTarget is the kernel image make target of the build's arch.
+func (m *maker) imageTarget() string {
+	switch arch := m.vars["ARCH"]; arch {
+	case "arm64", "riscv":
+		return "Image"
+	case "", "x86", "x86_64", "i386":
+		if runtime.GOARCH == "arm64" && arch == "" {
+			return "Image"
+		}
+		return "bzImage"
+	}
+	return "vmlinux"
+}
+
+func (m *maker) build(ctx context.Context, final Config) error {
+	targets := []string{m.imageTarget()}
+	if final.Get("CONFIG_MODULES") == "y" {
+		targets = append(targets, "modules")
+	}
+	return m.run(ctx, targets...)
+}
+
+// tailBuffer keeps the last max bytes written.
+type tailBuffer struct {
+	buf bytes.Buffer
+	max int
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.buf.Write(p)
+	if t.buf.Len() > t.max {
+		keep := t.buf.Bytes()[t.buf.Len()-t.max:]
+		t.buf = *bytes.NewBuffer(append([]byte(nil), keep...))
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string { return t.buf.String() }
+
+var (
+	errorLine = regexp.MustCompile(`(?m)^.*(error:|Error \d+|undefined reference|\*\*\*).*$`)
+	setupHint = []struct {
+		re   *regexp.Regexp
+		hint string
+	}{
+		{regexp.MustCompile(`No space left on device`), "the disk is full: free space in the build cache or the tree"},
+		{regexp.MustCompile(`Cannot allocate memory|Killed signal terminated program|virtual memory exhausted`), "the compiler ran out of memory: lower build.jobs"},
+		{regexp.MustCompile(`(flex|bison|bc|perl): (not found|No such file|command not found)`), "a build tool is missing: Debian: apt-get install flex bison bc perl"},
+		{regexp.MustCompile(`gelf\.h: No such file|libelf.*not found|Cannot resolve BTF IDs`), "libelf is missing: Debian: apt-get install libelf-dev"},
+		{regexp.MustCompile(`openssl/(opensslv|bio|evp)\.h: No such file`), "OpenSSL headers are missing: Debian: apt-get install libssl-dev"},
+		{regexp.MustCompile(`(gcc|cc|ld): (not found|command not found)|No such file or directory: 'gcc'`), "the compiler is missing: Debian: apt-get install build-essential"},
+	}
+)
+
+// classify tells a commit that does not build from a machine that cannot
+// build.
+func classify(err error, commit, log string) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var se *SetupError
+	if errors.As(err, &se) {
+		return err
+	}
+	for _, h := range setupHint {
+		if h.re.MatchString(log) {
+			return &SetupError{Msg: h.hint + " (" + strings.TrimSpace(h.re.FindString(log)) + ")"}
+		}
+	}
+	lines := errorLine.FindAllString(log, 5)
+	for i := range lines {
+		lines[i] = strings.TrimSpace(lines[i])
+	}
+	if len(lines) == 0 {
+		lines = []string{err.Error()}
+	}
+	return &BuildError{Commit: commit, Lines: lines}
+}
+
+// cacheKey is the content address of a build: the commit's tree, the
+// final .config, the compiler and the make variables.
+func (s *slot) cacheKey(ctx context.Context, commit string, m *maker) (string, string, error) {
+	treeHash, err := git(ctx, s.src, "rev-parse", commit+"^{tree}")
+	if err != nil {
+		return "", "", err
+	}
+	cfg, err := os.ReadFile(filepath.Join(s.out, ".config"))
+	if err != nil {
+		return "", "", err
+	}
+	compiler := "unknown"
+	if out, err := exec.CommandContext(ctx, "gcc", "--version").Output(); err == nil {
+		compiler = strings.SplitN(string(out), "\n", 2)[0]
+	}
+	h := sha256.New()
+	// The slot's own paths (-C, O=) and -j are not part of what is built.
+	fmt.Fprintf(h, "tree %s\ncompiler %s\nmake %q\n", strings.TrimSpace(treeHash), compiler, m.argv()[5:])
+	h.Write(cfg)
+	return hex.EncodeToString(h.Sum(nil))[:32], compiler, nil
+}
+
+func writeMeta(dir string, a *Artifact) error {
+	b, err := json.MarshalIndent(a, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, "meta.json.tmp")
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dir, "meta.json"))
+}
+
+// loadArtifact returns the cached artifact of dir, complete only when its
+// meta.json (written last) is there.
+func loadArtifact(dir string) (*Artifact, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "meta.json"))
+	if err != nil {
+		return nil, err
+	}
+	var a Artifact
+	if err := json.Unmarshal(b, &a); err != nil {
+		return nil, err
+	}
+	a.Dir = dir
+	return &a, nil
+}

@@ -1,0 +1,164 @@
+package kbuild
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func buildOptions(t *testing.T, tree string) Options {
+	t.Helper()
+	frag := filepath.Join(t.TempDir(), "rt.config")
+	if err := os.WriteFile(frag, []byte("CONFIG_EXPERT=y\nCONFIG_PREEMPT_RT=y\nCONFIG_NO_HZ_FULL=y\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return Options{Tree: tree, Base: "tinyconfig", Fragments: []string{frag}, Jobs: 2, CacheDir: t.TempDir()}
+}
+
+func compiled(t *testing.T, o Options, slot int) []string {
+	t.Helper()
+	matches, _ := filepath.Glob(filepath.Join(o.CacheDir, "slots", "*", "slot-"+string(rune('0'+slot)), "out", "compiled.log"))
+	if len(matches) != 1 {
+		t.Fatalf("compile log: %v", matches)
+	}
+	b, _ := os.ReadFile(matches[0])
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	_ = os.WriteFile(matches[0], nil, 0o644)
+	return lines
+}
+
+func TestASlotRebuildsOnlyWhatTheNextCommitChanged(t *testing.T) {
+	tree, commits := fakeTree(t, map[string]string{"kernel/eventpoll.c": "int ep_poll_callback(void) { return 2; }\n"})
+	o := buildOptions(t, tree)
+	ctx := context.Background()
+	a, err := Build(ctx, o, 0, commits[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(compiled(t, o, 0)) != 3 {
+		t.Error("the first build did not compile the three files")
+	}
+	want := "6.12.117" + LocalVersion(commits[0])
+	if a.Release != want || a.Cached {
+		t.Errorf("release %q cached %v, want %q", a.Release, a.Cached, want)
+	}
+	for _, f := range []string{"bzImage", "System.map", "config", "kernel.release", "modules/kernel/ext4.ko", "meta.json"} {
+		if _, err := os.Stat(filepath.Join(a.Dir, f)); err != nil {
+			t.Errorf("artifact lacks %s: %v", f, err)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(a.Dir, "modules", "build")); err == nil {
+		t.Error("the modules tree keeps its build symlink")
+	}
+	b, err := Build(ctx, o, 0, commits[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := compiled(t, o, 0); len(got) != 1 || !strings.HasSuffix(got[0], "kernel/eventpoll.c") {
+		t.Errorf("the second commit compiled %v, want only eventpoll.c", got)
+	}
+	if a.Signature == b.Signature {
+		t.Error("different code, same signature")
+	}
+	// The user's own checkout was never touched.
+	if out, _ := git(ctx, tree, "status", "--porcelain"); strings.TrimSpace(out) != "" {
+		t.Errorf("the user's tree changed: %s", out)
+	}
+}
+
+func TestTheSameCommitComesFromTheCache(t *testing.T) {
+	tree, commits := fakeTree(t)
+	o := buildOptions(t, tree)
+	a, err := Build(context.Background(), o, 0, commits[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	b, err := Build(context.Background(), o, 1, commits[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !b.Cached || b.Dir != a.Dir || b.Signature != a.Signature {
+		t.Errorf("second build %+v", b)
+	}
+	t.Logf("cache hit in %v", time.Since(start))
+}
+
+func TestTheSameCodeHasTheSameSignatureWhateverItsCommit(t *testing.T) {
+	tree, commits := fakeTree(t, map[string]string{"README": "a documentation change\n"})
+	o := buildOptions(t, tree)
+	a, err := Build(context.Background(), o, 0, commits[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Build(context.Background(), o, 0, commits[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Signature != b.Signature || a.Release == b.Release {
+		t.Errorf("signatures %s %s, releases %s %s", a.Signature, b.Signature, a.Release, b.Release)
+	}
+}
+
+func TestADroppedOptionFailsTheBuildWithItsReason(t *testing.T) {
+	tree, commits := fakeTree(t)
+	o := buildOptions(t, tree)
+	if err := os.WriteFile(o.Fragments[0], []byte("CONFIG_PREEMPT_RT=y\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Build(context.Background(), o, 0, commits[0])
+	var ce *ConfigError
+	if !errors.As(err, &ce) || len(ce.Dropped) != 1 || !strings.Contains(err.Error(), "CONFIG_PREEMPT_RT=y was dropped (CONFIG_PREEMPT_RT not set; asked by "+o.Fragments[0]+":1): depends on EXPERT && ARCH_SUPPORTS_RT, and CONFIG_EXPERT is not set") {
+		t.Errorf("got %v", err)
+	}
+}
+
+func TestACommitThatDoesNotCompileIsABuildFailure(t *testing.T) {
+	tree, commits := fakeTree(t, map[string]string{"kernel/helper.c": "int helper(void) { return 0 }\n"})
+	o := buildOptions(t, tree)
+	_, err := Build(context.Background(), o, 0, commits[1])
+	var be *BuildError
+	if !errors.As(err, &be) || !strings.Contains(err.Error(), "helper.c:1:28: error: expected") {
+		t.Errorf("got %T %v", err, err)
+	}
+}
+
+func TestMissingToolsAreTheMachinesProblem(t *testing.T) {
+	for log, want := range map[string]string{
+		"scripts/Makefile: /bin/sh: 1: flex: not found":                         "a build tool is missing: Debian: apt-get install flex bison bc perl",
+		"fatal error: gelf.h: No such file or directory":                        "libelf is missing: Debian: apt-get install libelf-dev",
+		"cc1: out of memory: Killed signal terminated program cc1":              "the compiler ran out of memory: lower build.jobs",
+		"/usr/bin/ld: final link failed: No space left on device":               "the disk is full",
+		"kernel/fork.c:12:1: error: unknown type name 'foo'\nmake: *** Error 1": "",
+	} {
+		err := classify(errors.New("make failed"), "0123456789abcdef", log)
+		var se *SetupError
+		if want == "" {
+			var be *BuildError
+			if !errors.As(err, &be) {
+				t.Errorf("%q: got %v", log, err)
+			}
+			continue
+		}
+		if !errors.As(err, &se) || !strings.HasPrefix(se.Msg, want) {
+			t.Errorf("%q: got %v", log, err)
+		}
+	}
+}
+
+func TestACancelledBuildStopsMake(t *testing.T) {
+	tree, commits := fakeTree(t, map[string]string{"kernel/slow.c": "int slow(void) { return 3; }\n"})
+	o := buildOptions(t, tree)
+	o.MakeVars = map[string]string{"CC": "sleep 60; gcc"} // unused by the fake Makefile's gcc lines
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := Build(ctx, o, 0, commits[1])
+	if err == nil || time.Since(start) > 30*time.Second {
+		t.Errorf("got %v after %v", err, time.Since(start))
+	}
+}

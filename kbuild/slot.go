@@ -1,0 +1,274 @@
+package kbuild
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"debug/elf"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// slot is one build slot: a git worktree of the tree and an output
+// directory, reused commit after commit so make rebuilds only what
+// changed; locked while in use.
+type slot struct {
+	src, out string
+	lock     *os.File
+}
+
+// openSlot prepares slot n of the tree under the cache directory: a
+// detached worktree made once, and its own O= directory.
+func openSlot(ctx context.Context, o Options, n int) (*slot, error) {
+	if o.CacheDir == "" {
+		return nil, fmt.Errorf("kbuild: no cache directory")
+	}
+	common, err := git(ctx, o.Tree, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	if err != nil {
+		return nil, fmt.Errorf("build.tree %s is not a git repository: %v", o.Tree, err)
+	}
+	id := sha256.Sum256([]byte(strings.TrimSpace(common)))
+	base := filepath.Join(o.CacheDir, "slots", hex.EncodeToString(id[:6]), fmt.Sprintf("slot-%d", n))
+	s := &slot{src: filepath.Join(base, "src"), out: filepath.Join(base, "out")}
+	if err := os.MkdirAll(s.out, 0o755); err != nil {
+		return nil, err
+	}
+	if s.lock, err = os.OpenFile(filepath.Join(base, "lock"), os.O_CREATE|os.O_RDWR, 0o644); err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(s.lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		s.lock.Close()
+		return nil, fmt.Errorf("build slot %d is in use by another kbisect (%s)", n, base)
+	}
+	if _, err := os.Stat(filepath.Join(s.src, ".git")); err != nil {
+		// A worktree of the user's repository that kbisect alone uses:
+		// the user's own checkout is never touched.
+		_, _ = git(ctx, o.Tree, "worktree", "prune")
+		if _, err := git(ctx, o.Tree, "worktree", "add", "--detach", "--force", s.src, "HEAD"); err != nil {
+			s.unlock()
+			return nil, fmt.Errorf("making build slot %d: %v", n, err)
+		}
+	}
+	return s, nil
+}
+
+func (s *slot) unlock() {
+	if s.lock != nil {
+		_ = syscall.Flock(int(s.lock.Fd()), syscall.LOCK_UN)
+		s.lock.Close()
+	}
+}
+
+// checkout moves the slot to commit. git rewrites only the files that
+// differ and leaves the others, mtimes and all, so make recompiles only
+// what changed; anything left in the source tree (the build writes to
+// O=) is removed.
+func (s *slot) checkout(ctx context.Context, commit string) error {
+	if _, err := git(ctx, s.src, "reset", "-q", "--hard"); err != nil {
+		return err
+	}
+	if _, err := git(ctx, s.src, "clean", "-q", "-fdx"); err != nil {
+		return err
+	}
+	if _, err := git(ctx, s.src, "checkout", "-q", "--detach", commit); err != nil {
+		return fmt.Errorf("checking out %s in the build slot: %v", short(commit), err)
+	}
+	return nil
+}
+
+// configure writes the slot's .config: the base, the request merged over
+// it (as merge_config.sh -m does), then olddefconfig.
+func (s *slot) configure(ctx context.Context, m *maker, base string, req Request) error {
+	cfg := filepath.Join(s.out, ".config")
+	switch {
+	case isMakeConfig(base):
+		if err := m.run(ctx, base); err != nil {
+			return classify(err, "", m.log.String())
+		}
+	default:
+		b, err := os.ReadFile(base)
+		if err != nil {
+			return fmt.Errorf("build.config: %v", err)
+		}
+		if err := os.WriteFile(cfg, b, 0o644); err != nil {
+			return err
+		}
+	}
+	cur, err := ReadConfigFile(cfg)
+	if err != nil {
+		return err
+	}
+	for _, o := range req.Options {
+		cur[o.Name] = o.Value
+	}
+	if err := writeConfig(cfg, cur); err != nil {
+		return err
+	}
+	if err := m.run(ctx, "olddefconfig"); err != nil {
+		return classify(err, "", m.log.String())
+	}
+	return nil
+}
+
+func isMakeConfig(base string) bool {
+	return base == "defconfig" || base == "tinyconfig" || base == "allnoconfig" || strings.HasSuffix(base, "_defconfig")
+}
+
+// writeConfig writes a .config in a stable order.
+func writeConfig(path string, c Config) error {
+	var b bytes.Buffer
+	names := make([]string, 0, len(c))
+	for n := range c {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if c[n] == "n" {
+			fmt.Fprintf(&b, "# %s is not set\n", n)
+		} else {
+			fmt.Fprintf(&b, "%s=%s\n", n, c[n])
+		}
+	}
+	return os.WriteFile(path, b.Bytes(), 0o644)
+}
+
+// collect puts the build's outputs into the artifact directory: the image,
+// System.map, .config, kernel.release, the stripped modules tree, and the
+// signature of vmlinux.
+func (s *slot) collect(ctx context.Context, m *maker, dir string, final Config) (*Artifact, error) {
+	tmp := dir + ".tmp"
+	os.RemoveAll(tmp)
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return nil, err
+	}
+	rel, err := os.ReadFile(filepath.Join(s.out, "include", "config", "kernel.release"))
+	if err != nil {
+		return nil, fmt.Errorf("no kernel.release after the build: %v", err)
+	}
+	release := strings.TrimSpace(string(rel))
+	image := imagePath(s.out, m.imageTarget())
+	for src, dst := range map[string]string{image: m.imageTarget(), filepath.Join(s.out, "System.map"): "System.map", filepath.Join(s.out, ".config"): "config"} {
+		if err := copyFile(src, filepath.Join(tmp, dst)); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "kernel.release"), []byte(release+"\n"), 0o644); err != nil {
+		return nil, err
+	}
+	if final.Get("CONFIG_MODULES") == "y" {
+		stage := filepath.Join(s.out, "kbisect-modules")
+		os.RemoveAll(stage)
+		if err := m.run(ctx, "modules_install", "INSTALL_MOD_PATH="+stage, "INSTALL_MOD_STRIP=1"); err != nil {
+			return nil, classify(err, "", m.log.String())
+		}
+		mods := filepath.Join(stage, "lib", "modules", release)
+		_ = os.Remove(filepath.Join(mods, "build"))
+		_ = os.Remove(filepath.Join(mods, "source"))
+		if err := os.Rename(mods, filepath.Join(tmp, "modules")); err != nil {
+			return nil, err
+		}
+	}
+	sig, err := Signature(filepath.Join(s.out, "vmlinux"))
+	if err != nil {
+		return nil, err
+	}
+	os.RemoveAll(dir)
+	if err := os.Rename(tmp, dir); err != nil {
+		return nil, err
+	}
+	return &Artifact{Dir: dir, Release: release, Signature: sig}, nil
+}
+
+func imagePath(out, target string) string {
+	switch target {
+	case "bzImage":
+		return filepath.Join(out, "arch", "x86", "boot", "bzImage")
+	case "Image":
+		return filepath.Join(out, "arch", "arm64", "boot", "Image")
+	}
+	return filepath.Join(out, target)
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+var localVersionRe = []byte("-kbisect-")
+
+// Signature hashes what a kernel is: the allocated sections of vmlinux
+// that are not notes (the build id changes with anything), with the
+// commit's own -kbisect-<hex> name blanked out, so two commits that build
+// the same code have the same signature.
+func Signature(vmlinux string) (string, error) {
+	f, err := elf.Open(vmlinux)
+	if err != nil {
+		return "", fmt.Errorf("signature: %v", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	for _, sec := range f.Sections {
+		if sec.Flags&elf.SHF_ALLOC == 0 || sec.Type == elf.SHT_NOTE || sec.Type == elf.SHT_NOBITS {
+			continue
+		}
+		data, err := sec.Data()
+		if err != nil {
+			return "", fmt.Errorf("signature: %s: %v", sec.Name, err)
+		}
+		fmt.Fprintf(h, "%s %d\n", sec.Name, len(data))
+		h.Write(blankLocalVersion(data))
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32], nil
+}
+
+// blankLocalVersion replaces the 12 hex digits after each "-kbisect-".
+func blankLocalVersion(data []byte) []byte {
+	i := bytes.Index(data, localVersionRe)
+	if i < 0 {
+		return data
+	}
+	out := append([]byte(nil), data...)
+	for i >= 0 {
+		start := i + len(localVersionRe)
+		for j := start; j < start+12 && j < len(out); j++ {
+			out[j] = 'x'
+		}
+		next := bytes.Index(out[start:], localVersionRe)
+		if next < 0 {
+			break
+		}
+		i = start + next
+	}
+	return out
+}
+
+// git runs git in dir and returns its output.
+func git(ctx context.Context, dir string, args ...string) (string, error) {
+	c := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
+	var stderr bytes.Buffer
+	c.Stderr = &stderr
+	out, err := c.Output()
+	if err != nil {
+		return "", fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return string(out), nil
+}
