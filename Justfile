@@ -27,6 +27,11 @@ simulate:
     go test ./noise -run TestSequentialRule -v
     go test ./noise -run '^$' -bench SequentialVerdict -benchtime 3x
 
+# A real 6.12 PREEMPT_RT kernel build: cold, one-file rebuild, cache hit
+# (needs apt-get install linux-source-6.12 flex bison libelf-dev bc ccache).
+e2e-build:
+    KBISECT_E2E=1 go test ./kbuild -run TestRealKernelBuildsAndRebuildsOneFile -v -timeout 90m
+
 # Heavy end-to-end tests (real kernel builds, QEMU boots).
 e2e:
     KBISECT_E2E=1 go test ./... -timeout 120m

@@ -35,22 +35,34 @@ type Options struct {
 	Jobs      int  // 0: every CPU
 	CCache    bool // when ccache is installed
 	CacheDir  string
+	// CacheSize caps the artifacts the cache keeps, in bytes: the least
+	// recently used go first (0: no cap).
+	CacheSize int64
 	// Log receives make's output as it comes (a file in the state dir).
 	Log io.Writer
 }
 
 // Artifact is a built kernel in the cache.
 type Artifact struct {
-	Dir       string        `json:"dir"`
-	Release   string        `json:"release"`
-	Commit    string        `json:"commit"`
-	Key       string        `json:"key"`
-	Signature string        `json:"signature"`
-	Cached    bool          `json:"cached"`
-	Seconds   float64       `json:"seconds"`
-	CCache    bool          `json:"ccache"`
-	Compiler  string        `json:"compiler"`
-	Took      time.Duration `json:"-"`
+	Dir       string  `json:"dir"`
+	Release   string  `json:"release"`
+	Commit    string  `json:"commit"`
+	Key       string  `json:"key"`
+	Signature string  `json:"signature"`
+	Cached    bool    `json:"cached"`
+	Seconds   float64 `json:"seconds"`
+	CCache    bool    `json:"ccache"`
+	Compiler  string  `json:"compiler"`
+	// TreeHash is the git tree the kernel was built from, ConfigHash the
+	// sha256 of its final .config, Make the make variables it was built
+	// with (the slot's paths and -j aside).
+	TreeHash   string   `json:"tree_hash"`
+	ConfigHash string   `json:"config_hash"`
+	Make       []string `json:"make"`
+	// Phases are the seconds spent in each step of the build that made
+	// the artifact: checkout, configure, make, collect.
+	Phases map[string]float64 `json:"phases"`
+	Took   time.Duration      `json:"-"`
 }
 
 // BuildError is a commit whose kernel does not build: a bisection skips
@@ -109,9 +121,17 @@ func Build(ctx context.Context, o Options, slot int, commit string) (*Artifact, 
 		return nil, err
 	}
 	defer s.unlock()
+	phases := map[string]float64{}
+	mark := time.Now()
+	phase := func(name string) {
+		now := time.Now()
+		phases[name] = now.Sub(mark).Seconds()
+		mark = now
+	}
 	if err := s.checkout(ctx, commit); err != nil {
 		return nil, err
 	}
+	phase("checkout")
 	req, err := LoadRequest(o.Fragments, append(append([]string{}, o.Inline...),
 		fmt.Sprintf(`CONFIG_LOCALVERSION="%s"`, LocalVersion(commit)), "# CONFIG_LOCALVERSION_AUTO is not set"))
 	if err != nil {
@@ -125,34 +145,59 @@ func Build(ctx context.Context, o Options, slot int, commit string) (*Artifact, 
 	if err != nil {
 		return nil, err
 	}
-	kc, err := ReadKconfig(s.src)
-	if err != nil {
-		return nil, err
-	}
-	if dropped := Verify(req, final, kc); len(dropped) > 0 {
+	if dropped := Verify(req, final, nil); len(dropped) > 0 {
+		// Kconfig is read only to explain; when it cannot be read the
+		// dropped options are still named.
+		if kc, err := ReadKconfig(s.src, SrcArch(o.MakeVars["ARCH"])); err == nil {
+			dropped = Verify(req, final, kc)
+		}
 		return nil, &ConfigError{Commit: commit, Dropped: dropped}
 	}
-	key, compiler, err := s.cacheKey(ctx, commit, m)
+	id, err := s.identify(ctx, commit, m)
 	if err != nil {
 		return nil, err
 	}
+	phase("configure")
+	key := id.key
 	dir := filepath.Join(o.CacheDir, "artifacts", key)
 	if a, err := loadArtifact(dir); err == nil {
+		touch(dir)
 		a.Cached, a.Took = true, time.Since(start)
+		m.note(fmt.Sprintf("%s: the cache has this kernel (%s)", short(commit), dir))
 		return a, nil
+	}
+	m.note(fmt.Sprintf("building %s: %s", short(commit), strings.Join(m.argv(m.buildTargets(final)...), " ")))
+	if m.ccache {
+		m.note("ccache: used (" + m.ccacheVersion(ctx) + ")")
+	} else if o.CCache {
+		m.note("ccache: not used, it is not installed (Debian: apt-get install ccache)")
+	} else {
+		m.note("ccache: not used, build.ccache is false")
 	}
 	if err := m.build(ctx, final); err != nil {
 		return nil, classify(err, commit, m.log.String())
 	}
+	phase("make")
 	a, err := s.collect(ctx, m, dir, final)
 	if err != nil {
 		return nil, err
 	}
-	a.Commit, a.Key, a.Compiler, a.CCache = commit, key, compiler, m.ccache
+	phase("collect")
+	a.Commit, a.Key, a.Compiler, a.CCache = commit, key, id.compiler, m.ccache
+	a.TreeHash, a.ConfigHash, a.Make, a.Phases = id.tree, id.config, id.make, phases
 	a.Took = time.Since(start)
 	a.Seconds = a.Took.Seconds()
 	if err := writeMeta(dir, a); err != nil {
 		return nil, err
+	}
+	if o.CacheSize > 0 {
+		removed, err := Evict(o.CacheDir, o.CacheSize, dir)
+		for _, r := range removed {
+			m.note("cache: evicted " + r)
+		}
+		if err != nil {
+			m.note("cache: eviction stopped: " + err.Error())
+		}
 	}
 	return a, nil
 }
@@ -184,16 +229,23 @@ func (o Options) maker(s *slot) *maker {
 func (m *maker) argv(targets ...string) []string {
 	a := []string{"make", "-C", m.src, "O=" + m.out, "-j" + strconv.Itoa(m.jobs),
 		"KBUILD_BUILD_TIMESTAMP=1970-01-01", "KBUILD_BUILD_USER=kbisect", "KBUILD_BUILD_HOST=kbisect", "LOCALVERSION="}
-	if m.ccache {
-		a = append(a, "CC=ccache gcc")
-	}
 	var names []string
 	for k := range m.vars {
 		names = append(names, k)
 	}
 	sort.Strings(names)
 	for _, k := range names {
+		if k == "CC" && m.ccache {
+			continue
+		}
 		a = append(a, k+"="+m.vars[k])
+	}
+	if m.ccache {
+		cc := m.vars["CC"]
+		if cc == "" {
+			cc = "gcc"
+		}
+		a = append(a, "CC=ccache "+cc)
 	}
 	return append(a, targets...)
 }
@@ -229,24 +281,52 @@ func (m *maker) run(ctx context.Context, targets ...string) error {
 
 // imageTarget is the kernel image make target of the build's arch.
 func (m *maker) imageTarget() string {
-	switch arch := m.vars["ARCH"]; arch {
+	switch SrcArch(m.vars["ARCH"]) {
+	case "x86":
+		return "bzImage"
 	case "arm64", "riscv":
 		return "Image"
-	case "", "x86", "x86_64", "i386":
-		if runtime.GOARCH == "arm64" && arch == "" {
-			return "Image"
-		}
-		return "bzImage"
 	}
 	return "vmlinux"
 }
 
-func (m *maker) build(ctx context.Context, final Config) error {
+func (m *maker) buildTargets(final Config) []string {
 	targets := []string{m.imageTarget()}
 	if final.Get("CONFIG_MODULES") == "y" {
 		targets = append(targets, "modules")
 	}
-	return m.run(ctx, targets...)
+	return targets
+}
+
+func (m *maker) build(ctx context.Context, final Config) error {
+	return m.run(ctx, m.buildTargets(final)...)
+}
+
+// note writes a line of kbisect's own into the build log.
+func (m *maker) note(line string) {
+	if m.logTo != nil {
+		fmt.Fprintf(m.logTo, "kbisect: %s\n", line)
+	}
+}
+
+func (m *maker) ccacheVersion(ctx context.Context) string {
+	out, err := exec.CommandContext(ctx, "ccache", "--version").Output()
+	if err != nil {
+		return "version unknown"
+	}
+	return strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0])
+}
+
+// compiler is the C compiler make will run, as the job names it.
+func (m *maker) compiler() string {
+	cc := m.vars["CC"]
+	if cc == "" {
+		cc = m.vars["CROSS_COMPILE"] + "gcc"
+		if m.vars["LLVM"] == "1" {
+			cc = "clang"
+		}
+	}
+	return strings.Fields(cc)[0]
 }
 
 // tailBuffer keeps the last max bytes written.
@@ -306,26 +386,36 @@ func classify(err error, commit, log string) error {
 	return &BuildError{Commit: commit, Lines: lines}
 }
 
-// cacheKey is the content address of a build: the commit's tree, the
-// final .config, the compiler and the make variables.
-func (s *slot) cacheKey(ctx context.Context, commit string, m *maker) (string, string, error) {
-	treeHash, err := git(ctx, s.src, "rev-parse", commit+"^{tree}")
+// identity is what makes a build: the commit's tree, the final .config,
+// the compiler and the make variables; key is its content address.
+type identity struct {
+	key, tree, config, compiler string
+	make                        []string
+}
+
+func (s *slot) identify(ctx context.Context, commit string, m *maker) (identity, error) {
+	var id identity
+	tree, err := git(ctx, s.src, "rev-parse", commit+"^{tree}")
 	if err != nil {
-		return "", "", err
+		return id, err
 	}
+	id.tree = strings.TrimSpace(tree)
 	cfg, err := os.ReadFile(filepath.Join(s.out, ".config"))
 	if err != nil {
-		return "", "", err
+		return id, err
 	}
-	compiler := "unknown"
-	if out, err := exec.CommandContext(ctx, "gcc", "--version").Output(); err == nil {
-		compiler = strings.SplitN(string(out), "\n", 2)[0]
+	sum := sha256.Sum256(cfg)
+	id.config = hex.EncodeToString(sum[:])
+	id.compiler = "unknown"
+	if out, err := exec.CommandContext(ctx, m.compiler(), "--version").Output(); err == nil {
+		id.compiler = strings.SplitN(string(out), "\n", 2)[0]
 	}
-	h := sha256.New()
 	// The slot's own paths (-C, O=) and -j are not part of what is built.
-	fmt.Fprintf(h, "tree %s\ncompiler %s\nmake %q\n", strings.TrimSpace(treeHash), compiler, m.argv()[5:])
-	h.Write(cfg)
-	return hex.EncodeToString(h.Sum(nil))[:32], compiler, nil
+	id.make = m.argv()[5:]
+	h := sha256.New()
+	fmt.Fprintf(h, "tree %s\ncompiler %s\nmake %q\nconfig %s\n", id.tree, id.compiler, id.make, id.config)
+	id.key = hex.EncodeToString(h.Sum(nil))[:32]
+	return id, nil
 }
 
 func writeMeta(dir string, a *Artifact) error {

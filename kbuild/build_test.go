@@ -162,3 +162,48 @@ func TestACancelledBuildStopsMake(t *testing.T) {
 		t.Errorf("got %v after %v", err, time.Since(start))
 	}
 }
+
+// TestTheCacheKeepsWhatWasUsedLast: with room for two artifacts, the third
+// build evicts the one used least recently, and a cache hit counts as a
+// use.
+func TestTheCacheKeepsWhatWasUsedLast(t *testing.T) {
+	tree, commits := fakeTree(t,
+		map[string]string{"kernel/eventpoll.c": "int ep_poll_callback(void) { return 2; }\n"},
+		map[string]string{"kernel/eventpoll.c": "int ep_poll_callback(void) { return 3; }\n"})
+	o := buildOptions(t, tree)
+	ctx := context.Background()
+	var log strings.Builder
+	o.Log = &log
+	a, err := Build(ctx, o, 0, commits[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := du(a.Dir)
+	o.CacheSize = 2*size + size/2
+	b, err := Build(ctx, o, 0, commits[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Use the first again: now the second is the least recently used.
+	old := time.Now().Add(-time.Minute)
+	_ = os.Chtimes(filepath.Join(a.Dir, "meta.json"), old, old)
+	_ = os.Chtimes(filepath.Join(b.Dir, "meta.json"), old, old)
+	if hit, err := Build(ctx, o, 0, commits[0]); err != nil || !hit.Cached {
+		t.Fatalf("cache hit: %+v %v", hit, err)
+	}
+	c, err := Build(ctx, o, 0, commits[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for dir, want := range map[string]bool{a.Dir: true, b.Dir: false, c.Dir: true} {
+		if _, err := os.Stat(filepath.Join(dir, "meta.json")); (err == nil) != want {
+			t.Errorf("%s kept = %v, want %v", filepath.Base(dir), err == nil, want)
+		}
+	}
+	if !strings.Contains(log.String(), "kbisect: cache: evicted "+b.Dir+"\n") {
+		t.Errorf("the log does not say what was evicted:\n%s", log.String())
+	}
+	if !strings.Contains(log.String(), "kbisect: ccache: not used, build.ccache is false\n") {
+		t.Errorf("the log does not say whether ccache was used")
+	}
+}

@@ -136,6 +136,9 @@ type Dropped struct {
 	// tells; Unmet the symbols of it that are not set.
 	DependsOn string
 	Unmet     []string
+	// Chosen is, for an alternative of a choice, the alternative the
+	// choice took instead.
+	Chosen string
 }
 
 func (d Dropped) String() string {
@@ -149,6 +152,9 @@ func (d Dropped) String() string {
 		if len(d.Unmet) > 0 {
 			s += ", and " + strings.Join(d.Unmet, ", ") + " is not set"
 		}
+	}
+	if d.Chosen != "" {
+		s += "; its choice took " + d.Chosen + "=y"
 	}
 	return s
 }
@@ -167,8 +173,20 @@ func Verify(r Request, final Config, kc *Kconfig) []Dropped {
 		if kc != nil {
 			sym := strings.TrimPrefix(o.Name, "CONFIG_")
 			if deps := kc.DependsOn[sym]; len(deps) > 0 {
-				d.DependsOn = strings.Join(deps, " && ")
+				terms := make([]string, len(deps))
+				for i, e := range deps {
+					terms[i] = e
+					if len(deps) > 1 && strings.Contains(e, "||") {
+						terms[i] = "(" + e + ")"
+					}
+				}
+				d.DependsOn = strings.Join(terms, " && ")
 				d.Unmet = unmet(deps, final)
+			}
+			for _, alt := range kc.Choice[sym] {
+				if alt != sym && final.Get("CONFIG_"+alt) == "y" {
+					d.Chosen = "CONFIG_" + alt
+				}
 			}
 		}
 		out = append(out, d)

@@ -8,7 +8,7 @@ import (
 )
 
 func TestKconfigSaysWhatEachOptionDependsOn(t *testing.T) {
-	kc, err := ReadKconfig("testdata/tree")
+	kc, err := ReadKconfig("testdata/tree", "x86")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestADroppedPreemptRTIsCaughtWithItsReason(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kc, err := ReadKconfig("testdata/tree")
+	kc, err := ReadKconfig("testdata/tree", "x86")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestADroppedPreemptRTIsCaughtWithItsReason(t *testing.T) {
 	if len(dropped) != 1 {
 		t.Fatalf("dropped %v", dropped)
 	}
-	want := "CONFIG_PREEMPT_RT=y was dropped (CONFIG_PREEMPT_RT not set; asked by " + frag + ":2): depends on EXPERT && ARCH_SUPPORTS_RT, and CONFIG_EXPERT is not set"
+	want := "CONFIG_PREEMPT_RT=y was dropped (CONFIG_PREEMPT_RT not set; asked by " + frag + ":2): depends on EXPERT && ARCH_SUPPORTS_RT, and CONFIG_EXPERT is not set; its choice took CONFIG_PREEMPT_VOLUNTARY=y"
 	if got := dropped[0].String(); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
@@ -88,5 +88,60 @@ func TestConfigFilesAreReadStrictly(t *testing.T) {
 	c, err := ReadConfig(strings.NewReader("CONFIG_A=y\n# CONFIG_B is not set\n# comment\nCONFIG_C=\"x\"\n"))
 	if err != nil || c.Get("CONFIG_A") != "y" || c.Get("CONFIG_B") != "n" || c.Get("CONFIG_C") != `"x"` || c.Get("CONFIG_D") != "n" {
 		t.Errorf("%v %v", c, err)
+	}
+}
+
+// TestKconfigIsReadAsKconfigReadsIt covers what the real 6.12 tree showed
+// a naive reader: help texts that read like properties, other
+// architectures' files, menus that add a dependency, and choices.
+func TestKconfigIsReadAsKconfigReadsIt(t *testing.T) {
+	kc, err := ReadKconfig("testdata/tree", "x86")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for sym, want := range map[string]string{
+		"LOCALVERSION_AUTO": "",                  // its help says "depends on a git-based tree"
+		"HZ_1000":           "!HZ_PERIODIC_ONLY", // the menu's; not arch/arm's HZ_FIXED = 0, nor its help's
+		"HZ_FIXED":          "",
+	} {
+		if got := strings.Join(kc.DependsOn[sym], " && "); got != want {
+			t.Errorf("%s depends on %q, want %q", sym, got, want)
+		}
+	}
+	if got := strings.Join(kc.Choice["HZ_1000"], " "); got != "HZ_100 HZ_250 HZ_1000" {
+		t.Errorf("HZ_1000's choice is %q", got)
+	}
+	if _, ok := kc.DependsOn["HZ_FIXED"]; ok {
+		t.Error("arch/arm/Kconfig was read for an x86 build")
+	}
+	arm, err := ReadKconfig("testdata/tree", "arm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(arm.DependsOn["HZ_1000"], " && "); got != "!HZ_PERIODIC_ONLY && HZ_FIXED = 0" {
+		t.Errorf("on arm HZ_1000 depends on %q", got)
+	}
+	if _, err := ReadKconfig(t.TempDir(), "x86"); err == nil {
+		t.Error("a tree without a Kconfig file was read without an error")
+	}
+}
+
+// TestTheRequestIsMergedLastSoItsChoiceWins: kconfig lets the last of a
+// choice's alternatives set to y win, so the request's lines must come
+// after the base's (the base's CONFIG_HZ_250=y sorted after a requested
+// CONFIG_HZ_1000=y would win).
+func TestTheRequestIsMergedLastSoItsChoiceWins(t *testing.T) {
+	base := "# Automatically generated file; DO NOT EDIT.\nCONFIG_CC_OPTIMIZE_FOR_SIZE=y\nCONFIG_HZ_250=y\nCONFIG_HZ=250\n# CONFIG_PREEMPT_RT is not set\nCONFIG_LOCALVERSION=\"\""
+	req := Request{Options: []Option{
+		{Name: "CONFIG_HZ_1000", Value: "y"},
+		{Name: "CONFIG_PREEMPT_RT", Value: "y"},
+		{Name: "CONFIG_CC_OPTIMIZE_FOR_SIZE", Value: "n"},
+		{Name: "CONFIG_CC_OPTIMIZE_FOR_PERFORMANCE", Value: "y"},
+		{Name: "CONFIG_LOCALVERSION", Value: `"-kbisect-0123456789ab"`},
+	}}
+	want := "# Automatically generated file; DO NOT EDIT.\nCONFIG_HZ_250=y\nCONFIG_HZ=250\n" +
+		"CONFIG_HZ_1000=y\nCONFIG_PREEMPT_RT=y\n# CONFIG_CC_OPTIMIZE_FOR_SIZE is not set\nCONFIG_CC_OPTIMIZE_FOR_PERFORMANCE=y\nCONFIG_LOCALVERSION=\"-kbisect-0123456789ab\"\n"
+	if got := string(mergeConfig([]byte(base), req)); got != want {
+		t.Errorf("merged:\n%s\nwant:\n%s", got, want)
 	}
 }

@@ -1,6 +1,7 @@
 package kbuild
 
 import (
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,12 +64,16 @@ func fakeTree(t *testing.T, changes ...map[string]string) (string, []string) {
 	}
 	run("init", "-q")
 	files := map[string]string{"Makefile": fakeMakefile}
-	for _, name := range []string{"Kconfig", "kernel/Kconfig.preempt", "arch/x86/Kconfig"} {
-		b, err := os.ReadFile(filepath.Join("testdata/tree", name))
-		if err != nil {
-			t.Fatal(err)
+	err := filepath.WalkDir("testdata/tree", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
 		}
-		files[name] = string(b)
+		b, err := os.ReadFile(p)
+		files[strings.TrimPrefix(filepath.ToSlash(p), "testdata/tree/")] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	files["kernel/main.c"] = "int helper(void);\nint main(void) { return helper(); }\n"
 	files["kernel/helper.c"] = "int helper(void) { return 0; }\n"

@@ -11,9 +11,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
+
+	"kbisect/configs"
 )
 
 // slot is one build slot: a git worktree of the tree and an output
@@ -101,14 +102,11 @@ func (s *slot) configure(ctx context.Context, m *maker, base string, req Request
 			return err
 		}
 	}
-	cur, err := ReadConfigFile(cfg)
+	b, err := os.ReadFile(cfg)
 	if err != nil {
 		return err
 	}
-	for _, o := range req.Options {
-		cur[o.Name] = o.Value
-	}
-	if err := writeConfig(cfg, cur); err != nil {
+	if err := os.WriteFile(cfg, mergeConfig(b, req), 0o644); err != nil {
 		return err
 	}
 	if err := m.run(ctx, "olddefconfig"); err != nil {
@@ -121,22 +119,31 @@ func isMakeConfig(base string) bool {
 	return base == "defconfig" || base == "tinyconfig" || base == "allnoconfig" || strings.HasSuffix(base, "_defconfig")
 }
 
-// writeConfig writes a .config in a stable order.
-func writeConfig(path string, c Config) error {
-	var b bytes.Buffer
-	names := make([]string, 0, len(c))
-	for n := range c {
-		names = append(names, n)
+// mergeConfig merges the request over a base .config as merge_config.sh
+// does: each requested symbol's line leaves its place and the request's
+// lines come last, in the request's order. kconfig lets the last of a
+// choice's alternatives set to y win, so a fragment's CONFIG_HZ_1000=y
+// beats the base's CONFIG_HZ_250=y (sorted, the base's could come after).
+func mergeConfig(base []byte, req Request) []byte {
+	asked := map[string]bool{}
+	for _, o := range req.Options {
+		asked[o.Name] = true
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		if c[n] == "n" {
-			fmt.Fprintf(&b, "# %s is not set\n", n)
-		} else {
-			fmt.Fprintf(&b, "%s=%s\n", n, c[n])
+	var b bytes.Buffer
+	for _, line := range strings.SplitAfter(string(base), "\n") {
+		if line == "" {
+			continue
+		}
+		if o, err := configs.ParseConfigLine(strings.TrimSuffix(line, "\n")); err == nil && asked[o.Name] {
+			continue
+		}
+		b.WriteString(line)
+		if !strings.HasSuffix(line, "\n") {
+			b.WriteByte('\n')
 		}
 	}
-	return os.WriteFile(path, b.Bytes(), 0o644)
+	b.WriteString(req.Fragment())
+	return b.Bytes()
 }
 
 // collect puts the build's outputs into the artifact directory: the image,

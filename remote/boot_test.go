@@ -25,7 +25,8 @@ const (
 func simLab(t *testing.T) (*simhost.Host, Options) {
 	t.Helper()
 	sim := simhost.Start(t, simhost.Kernel{Release: defaultKernel, Version: "#1 SMP PREEMPT_RT Debian 6.1.119-1",
-		Cmdline: "BOOT_IMAGE=/boot/vmlinuz-" + defaultKernel + " root=/dev/sda1 ro quiet " + labParams})
+		Cmdline: "BOOT_IMAGE=/boot/vmlinuz-" + defaultKernel + " root=/dev/sda1 ro quiet " + labParams,
+		Config:  "#\n# Linux/x86 6.1.119 Kernel Configuration\n#\nCONFIG_PREEMPT_RT=y\nCONFIG_NO_HZ_FULL=y\n# CONFIG_DEBUG_PREEMPT is not set\n"})
 	kh := filepath.Join(t.TempDir(), "known_hosts")
 	if err := os.WriteFile(kh, []byte(sim.KnownHostsLine+"\n"), 0o600); err != nil {
 		t.Fatal(err)

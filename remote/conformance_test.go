@@ -54,6 +54,19 @@ func TestEveryBackendBehavesAlike(t *testing.T) {
 				t.Errorf("facts: %+v %v", f, err)
 			}
 
+			// The running kernel's config: the emulated host has one,
+			// this machine (the real sshd's) has one when either file is
+			// there, and says which it lacks when not.
+			cfg, release, err := h.RunningConfig(ctx)
+			switch {
+			case b.name == "openssh" && !hasRunningConfig(f.Release):
+				if err == nil || !strings.Contains(err.Error(), "neither /proc/config.gz") {
+					t.Errorf("running config without one: %v", err)
+				}
+			case err != nil || release != f.Release || !strings.Contains(string(cfg), "\nCONFIG_") || strings.HasPrefix(string(cfg), f.Release):
+				t.Errorf("running config of %s: %q… %v", release, firstLine(cfg), err)
+			}
+
 			dir := filepath.Join(t.TempDir(), "copy")
 			stats, err := h.Copy(ctx, makeTree(t, 30, 4096), dir)
 			if err != nil || stats.Files != 30 || stats.Bytes != 30*4096 {
@@ -194,4 +207,20 @@ func TestKeepalivesNoticeADeadPeer(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("a dead peer went unnoticed")
 	}
+}
+
+// hasRunningConfig says whether this machine has its kernel's config.
+func hasRunningConfig(release string) bool {
+	for _, p := range []string{"/proc/config.gz", "/boot/config-" + release} {
+		if f, err := os.Open(p); err == nil {
+			f.Close()
+			return true
+		}
+	}
+	return false
+}
+
+func firstLine(b []byte) string {
+	line, _, _ := strings.Cut(string(b), "\n")
+	return line
 }

@@ -65,7 +65,11 @@ func runBuild(ctx context.Context, jobFile, rev string, slot int, asJSON bool, s
 	}
 	defer log.Close()
 	fmt.Fprintf(stderr, "building %s (%s) in slot %d; make's output: %s\n", rev, commit[:12], slot, logPath)
-	a, err := kbuild.Build(ctx, lab.BuildOptions(job, log), slot, commit)
+	opt := lab.BuildOptions(job, log)
+	if opt.Base, err = lab.BaseConfig(ctx, job, stderr); err != nil {
+		return err
+	}
+	a, err := kbuild.Build(ctx, opt, slot, commit)
 	if err != nil {
 		return fmt.Errorf("build %s: %w", rev, err)
 	}

@@ -50,9 +50,12 @@ const (
 // WrongRelease is the kernel FaultWrongRelease boots instead.
 const WrongRelease = "6.1.0-0.unexpected"
 
-// Kernel is what runs: uname -r, uname -v and /proc/cmdline.
+// Kernel is what runs: uname -r, uname -v and /proc/cmdline, and the
+// kernel's config as /proc/config.gz gives it (empty: the kernel has
+// none, as a kernel kbisect boots here has none).
 type Kernel struct {
 	Release, Version, Cmdline string
+	Config                    string
 }
 
 // Host is an emulated lab machine listening on 127.0.0.1.
@@ -286,6 +289,14 @@ func (h *Host) exec(ctx context.Context, command string, stdin io.Reader, stdout
 		h.mu.Unlock()
 		iso, nohz := isolation(k.Cmdline)
 		fmt.Fprintf(stdout, "%s\n%s\n%s\n%s\n%s\n%s\n", k.Release, k.Version, id, k.Cmdline, iso, nohz)
+		return 0
+	case "config":
+		k := h.Running()
+		if k.Config == "" {
+			fmt.Fprintf(stderr, "the running kernel %s has neither /proc/config.gz (CONFIG_IKCONFIG_PROC) nor /boot/config-%s\n", k.Release, k.Release)
+			return 3
+		}
+		fmt.Fprintf(stdout, "%s\n%s", k.Release, k.Config)
 		return 0
 	case "install":
 		h.mu.Lock()

@@ -1,0 +1,94 @@
+package kbuild
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+)
+
+// cached is one artifact of the cache: its directory, its size on disk
+// and when it was last built or used.
+type cached struct {
+	dir  string
+	size int64
+	used time.Time
+}
+
+// touch marks an artifact as used now, so eviction keeps it longest.
+func touch(dir string) {
+	now := time.Now()
+	_ = os.Chtimes(filepath.Join(dir, "meta.json"), now, now)
+}
+
+// Evict removes the artifacts used least recently until the cache holds
+// at most limit bytes; keep (the artifact just built or used) is never
+// removed. Half-written artifacts (no meta.json) older than an hour are
+// removed first: a build that was killed leaves them. It returns the
+// directories it removed.
+func Evict(cacheDir string, limit int64, keep string) ([]string, error) {
+	root := filepath.Join(cacheDir, "artifacts")
+	entries, err := os.ReadDir(root)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var all []cached
+	var total int64
+	var removed []string
+	for _, e := range entries {
+		dir := filepath.Join(root, e.Name())
+		if !e.IsDir() || dir == keep {
+			if dir == keep {
+				total += du(dir)
+			}
+			continue
+		}
+		meta, err := os.Stat(filepath.Join(dir, "meta.json"))
+		if err != nil {
+			if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > time.Hour {
+				if os.RemoveAll(dir) == nil {
+					removed = append(removed, dir)
+				}
+			}
+			continue
+		}
+		c := cached{dir: dir, size: du(dir), used: meta.ModTime()}
+		total += c.size
+		all = append(all, c)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].used.Before(all[j].used) })
+	for _, c := range all {
+		if total <= limit {
+			break
+		}
+		// meta.json goes first: a reader never sees a half-removed
+		// artifact as complete.
+		if err := os.Remove(filepath.Join(c.dir, "meta.json")); err != nil {
+			return removed, err
+		}
+		if err := os.RemoveAll(c.dir); err != nil {
+			return removed, err
+		}
+		total -= c.size
+		removed = append(removed, c.dir)
+	}
+	return removed, nil
+}
+
+// du is the disk usage of a directory tree in bytes.
+func du(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
