@@ -1,8 +1,11 @@
 package kbuild
 
 import (
+	"archive/tar"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,13 +49,14 @@ func TestASlotRebuildsOnlyWhatTheNextCommitChanged(t *testing.T) {
 	if a.Release != want || a.Cached {
 		t.Errorf("release %q cached %v, want %q", a.Release, a.Cached, want)
 	}
-	for _, f := range []string{"bzImage", "System.map", "config", "kernel.release", "modules/kernel/ext4.ko", "meta.json"} {
+	for _, f := range []string{"bzImage", "System.map", "config", "kernel.release", "modules.tar", "meta.json"} {
 		if _, err := os.Stat(filepath.Join(a.Dir, f)); err != nil {
 			t.Errorf("artifact lacks %s: %v", f, err)
 		}
 	}
-	if _, err := os.Lstat(filepath.Join(a.Dir, "modules", "build")); err == nil {
-		t.Error("the modules tree keeps its build symlink")
+	// The modules as installed, without the build symlink into the slot.
+	if got := tarEntries(t, filepath.Join(a.Dir, "modules.tar")); got != "kernel/ root 0755; kernel/ext4.ko root 0644 module\n" {
+		t.Errorf("modules.tar holds %q", got)
 	}
 	b, err := Build(ctx, o, 0, commits[1])
 	if err != nil {
@@ -206,4 +210,32 @@ func TestTheCacheKeepsWhatWasUsedLast(t *testing.T) {
 	if !strings.Contains(log.String(), "kbisect: ccache: not used, build.ccache is false\n") {
 		t.Errorf("the log does not say whether ccache was used")
 	}
+}
+
+// tarEntries lists a tarball: name, owner, mode and, for files, content.
+func tarEntries(t *testing.T, path string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	tr := tar.NewReader(f)
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := fmt.Sprintf("%s %s %04o", hdr.Name, hdr.Uname, hdr.Mode&0o7777)
+		if hdr.Typeflag == tar.TypeReg {
+			b, _ := io.ReadAll(tr)
+			e += " " + string(b)
+		}
+		out = append(out, e)
+	}
+	return strings.Join(out, "; ")
 }

@@ -147,8 +147,9 @@ func mergeConfig(base []byte, req Request) []byte {
 }
 
 // collect puts the build's outputs into the artifact directory: the image,
-// System.map, .config, kernel.release, the stripped modules tree, and the
-// signature of vmlinux.
+// System.map, .config, kernel.release, the stripped modules as a tarball
+// (modules.tar: what goes into /lib/modules/<release>), and the signature
+// of vmlinux.
 func (s *slot) collect(ctx context.Context, m *maker, dir string, final Config) (*Artifact, error) {
 	tmp := dir + ".tmp"
 	os.RemoveAll(tmp)
@@ -178,9 +179,10 @@ func (s *slot) collect(ctx context.Context, m *maker, dir string, final Config) 
 		mods := filepath.Join(stage, "lib", "modules", release)
 		_ = os.Remove(filepath.Join(mods, "build"))
 		_ = os.Remove(filepath.Join(mods, "source"))
-		if err := os.Rename(mods, filepath.Join(tmp, "modules")); err != nil {
+		if err := writeTarball(filepath.Join(tmp, "modules.tar"), mods); err != nil {
 			return nil, err
 		}
+		os.RemoveAll(stage)
 	}
 	sig, err := Signature(filepath.Join(s.out, "vmlinux"))
 	if err != nil {

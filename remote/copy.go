@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -30,18 +31,42 @@ type CopyStats struct {
 // every regular file as it landed on the host's disk: a copy that differs
 // in any byte is an error naming the files.
 func (h *Host) Copy(ctx context.Context, src, dir string) (CopyStats, error) {
-	start := time.Now()
 	files, err := listTree(src)
 	if err != nil {
 		return CopyStats{}, err
 	}
+	return h.copyStream(ctx, src, dir, func(w io.Writer, sums map[string]string, st *CopyStats) error {
+		return writeTar(w, src, files, sums, st)
+	})
+}
+
+// CopyTarball unpacks a local tarball into dir on the host, as Copy does
+// a tree: streamed, then every regular file's SHA-256 checked where it
+// landed. An entry that would land outside dir is refused.
+func (h *Host) CopyTarball(ctx context.Context, tarball, dir string) (CopyStats, error) {
+	f, err := os.Open(tarball)
+	if err != nil {
+		return CopyStats{}, err
+	}
+	defer f.Close()
+	return h.copyStream(ctx, tarball, dir, func(w io.Writer, sums map[string]string, st *CopyStats) error {
+		return retar(w, f, sums, st)
+	})
+}
+
+// copyStream sends the tar stream produce writes into dir on the host and
+// compares the checksums of what landed with those produce recorded.
+func (h *Host) copyStream(ctx context.Context, src, dir string, produce func(io.Writer, map[string]string, *CopyStats) error) (CopyStats, error) {
+	start := time.Now()
 	pr, pw := io.Pipe()
 	sums := map[string]string{}
 	sent := make(chan CopyStats, 1)
+	produced := make(chan error, 1)
 	go func() {
 		var st CopyStats
-		err := writeTar(pw, src, files, sums, &st)
+		err := produce(pw, sums, &st)
 		sent <- st
+		produced <- err
 		pw.CloseWithError(err)
 	}()
 
@@ -54,15 +79,77 @@ func (h *Host) Copy(ctx context.Context, src, dir string) (CopyStats, error) {
 	var stdout, stderr syncBuffer
 	if err := h.session(ctx, "copy", command, pr, &stdout, &stderr); err != nil {
 		pr.CloseWithError(err)
+		if perr := <-produced; perr != nil {
+			return CopyStats{}, fmt.Errorf("copy %s: %v", src, perr)
+		}
 		return CopyStats{}, err
 	}
 	// The host read the stream to its end, so the writer is done.
 	stats := <-sent
+	if err := <-produced; err != nil {
+		return stats, fmt.Errorf("copy %s: %v", src, err)
+	}
 	if err := compareSums(sums, string(stdout.Bytes())); err != nil {
 		return stats, &InfraError{Host: h.Name(), Op: "copy", Err: fmt.Errorf("%s → %s: %v", src, dir, err)}
 	}
 	stats.Elapsed = time.Since(start)
 	return stats, nil
+}
+
+// retar copies the entries of a tarball into a tar stream, hashing
+// regular files on the way; names are kept inside the directory.
+func retar(w io.Writer, r io.Reader, sums map[string]string, stats *CopyStats) error {
+	bw := bufio.NewWriterSize(w, 1<<20)
+	tw := tar.NewWriter(bw)
+	tr := tar.NewReader(bufio.NewReaderSize(r, 1<<20))
+	symlinks := map[string]bool{}
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		name := path.Clean(strings.TrimPrefix(hdr.Name, "./"))
+		if path.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../") {
+			return fmt.Errorf("the tarball's entry %q lands outside the directory", hdr.Name)
+		}
+		if hdr.Typeflag == tar.TypeLink {
+			return fmt.Errorf("the tarball's entry %q is a hard link", hdr.Name)
+		}
+		for dir := path.Dir(name); dir != "."; dir = path.Dir(dir) {
+			if symlinks[dir] {
+				return fmt.Errorf("the tarball's entry %q goes through the symbolic link %s", hdr.Name, dir)
+			}
+		}
+		if hdr.Typeflag == tar.TypeSymlink {
+			symlinks[name] = true
+		}
+		hdr.Name = name
+		if hdr.Typeflag == tar.TypeDir {
+			hdr.Name += "/"
+		}
+		hdr.Uname, hdr.Gname = "", ""
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		if hdr.Typeflag != tar.TypeReg {
+			continue
+		}
+		h := sha256.New()
+		n, err := io.Copy(io.MultiWriter(tw, h), tr)
+		if err != nil {
+			return err
+		}
+		sums["./"+name] = hex.EncodeToString(h.Sum(nil))
+		stats.Files++
+		stats.Bytes += n
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	return bw.Flush()
 }
 
 // listTree returns the paths under src, relative to it, sorted; a single

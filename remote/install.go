@@ -11,7 +11,8 @@ import (
 )
 
 // Artifact is a built kernel to install: its release, its image and, when
-// it has modules, the tree to install as /lib/modules/<release>.
+// it has modules, what to install as /lib/modules/<release>: a tarball
+// (what kbisect build makes) or a directory tree.
 type Artifact struct {
 	Release string
 	Image   string
@@ -19,12 +20,12 @@ type Artifact struct {
 }
 
 // LoadArtifact reads an artifact directory: kernel.release (the release),
-// the image as bzImage, vmlinuz or Image, and optionally modules/ (what
-// goes into /lib/modules/<release>).
+// the image as bzImage, vmlinuz or Image, and optionally modules.tar or a
+// modules/ tree (what goes into /lib/modules/<release>).
 func LoadArtifact(dir string) (Artifact, error) {
 	data, err := os.ReadFile(filepath.Join(dir, "kernel.release"))
 	if err != nil {
-		return Artifact{}, fmt.Errorf("artifact %s: %v (an artifact has kernel.release, bzImage and maybe modules/)", dir, err)
+		return Artifact{}, fmt.Errorf("artifact %s: %v (an artifact has kernel.release, bzImage and maybe modules.tar)", dir, err)
 	}
 	a := Artifact{Release: strings.TrimSpace(string(data))}
 	if err := checkRelease(a.Release); err != nil {
@@ -39,7 +40,9 @@ func LoadArtifact(dir string) (Artifact, error) {
 	if a.Image == "" {
 		return a, fmt.Errorf("artifact %s: no kernel image (bzImage, vmlinuz or Image)", dir)
 	}
-	if fi, err := os.Stat(filepath.Join(dir, "modules")); err == nil && fi.IsDir() {
+	if fi, err := os.Stat(filepath.Join(dir, "modules.tar")); err == nil && fi.Mode().IsRegular() {
+		a.Modules = filepath.Join(dir, "modules.tar")
+	} else if fi, err := os.Stat(filepath.Join(dir, "modules")); err == nil && fi.IsDir() {
 		a.Modules = filepath.Join(dir, "modules")
 	}
 	return a, nil
@@ -74,7 +77,11 @@ func (h *Host) Install(ctx context.Context, art Artifact, opt InstallOptions) er
 		return err
 	}
 	if art.Modules != "" {
-		if _, err := h.Copy(ctx, art.Modules, root+"/lib/modules/"+art.Release); err != nil {
+		copyModules := h.Copy
+		if strings.HasSuffix(art.Modules, ".tar") {
+			copyModules = h.CopyTarball
+		}
+		if _, err := copyModules(ctx, art.Modules, root+"/lib/modules/"+art.Release); err != nil {
 			return err
 		}
 	}

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -215,4 +216,90 @@ func makeTree(t testing.TB, n, size int) string {
 		}
 	}
 	return dir
+}
+
+// writeTestTarball writes a tarball of the given entries: a name ending
+// in "/" is a directory, "name -> target" a symbolic link, else a file
+// holding its own name.
+func writeTestTarball(t *testing.T, entries ...string) string {
+	t.Helper()
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	for _, e := range entries {
+		name, target, isLink := strings.Cut(e, " -> ")
+		hdr := &tar.Header{Name: name, Mode: 0o644, Typeflag: tar.TypeReg, Size: int64(len(name))}
+		switch {
+		case isLink:
+			hdr = &tar.Header{Name: name, Mode: 0o777, Typeflag: tar.TypeSymlink, Linkname: target}
+		case strings.HasSuffix(name, "/"):
+			hdr = &tar.Header{Name: name, Mode: 0o755, Typeflag: tar.TypeDir}
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			t.Fatal(err)
+		}
+		if hdr.Typeflag == tar.TypeReg {
+			tw.Write([]byte(name))
+		}
+	}
+	tw.Close()
+	p := filepath.Join(t.TempDir(), "modules.tar")
+	if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestCopyTarballUnpacksOnTheHostAndChecksWhatArrived(t *testing.T) {
+	s := sshtest.Start(t)
+	h := dial(t, options(s))
+	ctx := context.Background()
+	tarball := writeTestTarball(t, "kernel/", "kernel/fs/", "kernel/fs/ext4.ko", "./modules.dep", "build -> /usr/src/linux")
+	dst := filepath.Join(t.TempDir(), "lib", "modules", "6.12.0-kbisect")
+	stats, err := h.CopyTarball(ctx, tarball, dst)
+	if err != nil || stats.Files != 2 {
+		t.Fatalf("%+v %v", stats, err)
+	}
+	for _, rel := range []string{"kernel/fs/ext4.ko", "modules.dep"} {
+		if b, err := os.ReadFile(filepath.Join(dst, rel)); err != nil || !strings.HasSuffix(string(b), rel) {
+			t.Errorf("%s: %q %v", rel, b, err)
+		}
+	}
+	if link, err := os.Readlink(filepath.Join(dst, "build")); err != nil || link != "/usr/src/linux" {
+		t.Errorf("symlink: %q %v", link, err)
+	}
+	// Entries that would land outside the directory are refused.
+	outside := filepath.Join(t.TempDir(), "outside")
+	for bad, want := range map[string]string{
+		"../escaped":        `the tarball's entry "../escaped" lands outside the directory`,
+		"/etc/escaped":      `the tarball's entry "/etc/escaped" lands outside the directory`,
+		"up/escaped":        `the tarball's entry "up/escaped" goes through the symbolic link up`,
+		"kernel/../../oops": `the tarball's entry "kernel/../../oops" lands outside the directory`,
+	} {
+		_, err := h.CopyTarball(ctx, writeTestTarball(t, "up -> "+outside, bad), filepath.Join(t.TempDir(), "m"))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+	if _, err := os.Stat(outside); !os.IsNotExist(err) {
+		t.Errorf("something landed outside: %v", err)
+	}
+}
+
+func TestLoadArtifactPrefersTheModulesTarball(t *testing.T) {
+	dir := t.TempDir()
+	for name, content := range map[string]string{"kernel.release": "6.12.78-kbisect-0123456789ab\n", "bzImage": "k", "modules.tar": "", "modules/kernel/m.ko": "m"} {
+		p := filepath.Join(dir, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, err := LoadArtifact(dir)
+	if err != nil || a.Release != "6.12.78-kbisect-0123456789ab" || a.Image != filepath.Join(dir, "bzImage") || a.Modules != filepath.Join(dir, "modules.tar") {
+		t.Errorf("%+v %v", a, err)
+	}
+	os.Remove(filepath.Join(dir, "modules.tar"))
+	if a, err := LoadArtifact(dir); err != nil || a.Modules != filepath.Join(dir, "modules") {
+		t.Errorf("without the tarball: %+v %v", a, err)
+	}
 }

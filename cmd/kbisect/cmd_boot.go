@@ -26,7 +26,8 @@ CPUs and PREEMPT_RT. A kernel that does not come back is power-cycled away
 said; a kernel that runs but not as asked is a lab failure. Both exit 1.
 
 An artifact directory holds kernel.release, bzImage (or vmlinuz, Image) and
-optionally modules/ (the tree for /lib/modules/<release>).
+optionally modules.tar (what kbisect build makes) or a modules/ tree: what
+goes into /lib/modules/<release>.
 
 EXAMPLES
    kbisect boot --job configs/system-0.yaml --artifact ~/.cache/kbisect/6.12.78-rt`,
