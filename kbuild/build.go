@@ -357,6 +357,8 @@ var (
 		{regexp.MustCompile(`(flex|bison|bc|perl): (not found|No such file|command not found)`), "a build tool is missing: Debian: apt-get install flex bison bc perl"},
 		{regexp.MustCompile(`gelf\.h: No such file|libelf.*not found|Cannot resolve BTF IDs`), "libelf is missing: Debian: apt-get install libelf-dev"},
 		{regexp.MustCompile(`openssl/(opensslv|bio|evp)\.h: No such file`), "OpenSSL headers are missing: Debian: apt-get install libssl-dev"},
+		{regexp.MustCompile(`pahole \(pahole\) is not available|pahole: (not found|command not found)`), "pahole is missing for CONFIG_DEBUG_INFO_BTF: Debian: apt-get install dwarves (or unset CONFIG_DEBUG_INFO_BTF)"},
+		{regexp.MustCompile(`(cpio|zstd|lz4|lzop|xz|rsync): (not found|command not found)`), "a build tool is missing: Debian: apt-get install cpio zstd lz4 lzop xz-utils rsync"},
 		{regexp.MustCompile(`(gcc|cc|ld): (not found|command not found)|No such file or directory: 'gcc'`), "the compiler is missing: Debian: apt-get install build-essential"},
 	}
 )

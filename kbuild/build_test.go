@@ -137,6 +137,8 @@ func TestMissingToolsAreTheMachinesProblem(t *testing.T) {
 		"fatal error: gelf.h: No such file or directory":                        "libelf is missing: Debian: apt-get install libelf-dev",
 		"cc1: out of memory: Killed signal terminated program cc1":              "the compiler ran out of memory: lower build.jobs",
 		"/usr/bin/ld: final link failed: No space left on device":               "the disk is full",
+		"BTF: .tmp_vmlinux.btf: pahole (pahole) is not available":               "pahole is missing for CONFIG_DEBUG_INFO_BTF",
+		"kernel/gen_kheaders.sh: line 84: cpio: command not found":              "a build tool is missing: Debian: apt-get install cpio",
 		"kernel/fork.c:12:1: error: unknown type name 'foo'\nmake: *** Error 1": "",
 	} {
 		err := classify(errors.New("make failed"), "0123456789abcdef", log)
