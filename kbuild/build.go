@@ -116,7 +116,29 @@ func Build(ctx context.Context, o Options, slot int, commit string) (*Artifact, 
 	if o.Jobs <= 0 {
 		o.Jobs = runtime.NumCPU()
 	}
-	s, err := openSlot(ctx, o, slot)
+	req, err := LoadRequest(o.Fragments, append(append([]string{}, o.Inline...),
+		fmt.Sprintf(`CONFIG_LOCALVERSION="%s"`, LocalVersion(commit)), "# CONFIG_LOCALVERSION_AUTO is not set"))
+	if err != nil {
+		return nil, err
+	}
+	// What went in before: the same inputs make the same .config, so the
+	// cache answers without a checkout or a configure.
+	cfgInputs, err := o.configInputs(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	inputs, err := o.inputKey(ctx, commit, cfgInputs)
+	if err != nil {
+		return nil, err
+	}
+	if a := o.lookup(inputs); a != nil {
+		a.Cached, a.Took = true, time.Since(start)
+		if o.Log != nil {
+			fmt.Fprintf(o.Log, "kbisect: %s: the cache has this kernel (%s)\n", short(commit), a.Dir)
+		}
+		return a, nil
+	}
+	s, err := openSlot(ctx, o, slot, commit)
 	if err != nil {
 		return nil, err
 	}
@@ -132,13 +154,8 @@ func Build(ctx context.Context, o Options, slot int, commit string) (*Artifact, 
 		return nil, err
 	}
 	phase("checkout")
-	req, err := LoadRequest(o.Fragments, append(append([]string{}, o.Inline...),
-		fmt.Sprintf(`CONFIG_LOCALVERSION="%s"`, LocalVersion(commit)), "# CONFIG_LOCALVERSION_AUTO is not set"))
-	if err != nil {
-		return nil, err
-	}
 	m := o.maker(s)
-	if err := s.configure(ctx, m, o.Base, req); err != nil {
+	if err := s.configure(ctx, m, o.Base, req, cfgInputs, commit); err != nil {
 		return nil, err
 	}
 	final, err := ReadConfigFile(filepath.Join(s.out, ".config"))
@@ -162,6 +179,7 @@ func Build(ctx context.Context, o Options, slot int, commit string) (*Artifact, 
 	dir := filepath.Join(o.CacheDir, "artifacts", key)
 	if a, err := loadArtifact(dir); err == nil {
 		touch(dir)
+		o.remember(inputs, key)
 		a.Cached, a.Took = true, time.Since(start)
 		m.note(fmt.Sprintf("%s: the cache has this kernel (%s)", short(commit), dir))
 		return a, nil
@@ -190,6 +208,7 @@ func Build(ctx context.Context, o Options, slot int, commit string) (*Artifact, 
 	if err := writeMeta(dir, a); err != nil {
 		return nil, err
 	}
+	o.remember(inputs, key)
 	if o.CacheSize > 0 {
 		removed, err := Evict(o.CacheDir, o.CacheSize, dir)
 		for _, r := range removed {
@@ -388,6 +407,80 @@ func classify(err error, commit, log string) error {
 	return &BuildError{Commit: commit, Lines: lines}
 }
 
+// configInputs names what makes a .config but the commit: the base
+// config (a make target, or a file's content), the request without
+// CONFIG_LOCALVERSION, the compiler (Kconfig asks it what it supports)
+// and make's variables.
+func (o Options) configInputs(ctx context.Context, req Request) (string, error) {
+	base := "target " + o.Base
+	if !isMakeConfig(o.Base) {
+		b, err := os.ReadFile(o.Base)
+		if err != nil {
+			return "", fmt.Errorf("build.config: %v", err)
+		}
+		sum := sha256.Sum256(b)
+		base = "file " + hex.EncodeToString(sum[:])
+	}
+	var opts []Option
+	for _, opt := range req.Options {
+		if opt.Name != "CONFIG_LOCALVERSION" {
+			opts = append(opts, opt)
+		}
+	}
+	m := o.maker(&slot{})
+	h := sha256.New()
+	fmt.Fprintf(h, "base %s\ncompiler %s\nmake %q\nrequest\n%s", base, compilerVersion(ctx, m.compiler()), m.argv()[5:], Request{Options: opts}.Fragment())
+	return hex.EncodeToString(h.Sum(nil))[:32], nil
+}
+
+// inputKey names everything that goes into a commit's build before it is
+// configured: its tree, its kernel release name and the config inputs.
+// The same inputs make the same .config, hence the same kernel.
+func (o Options) inputKey(ctx context.Context, commit, cfgInputs string) (string, error) {
+	tree, err := git(ctx, o.Tree, "rev-parse", "--verify", "--quiet", commit+"^{tree}")
+	if err != nil {
+		return "", fmt.Errorf("build.tree %s has no commit %s", o.Tree, short(commit))
+	}
+	h := sha256.Sum256([]byte("tree " + strings.TrimSpace(tree) + "\nrelease " + LocalVersion(commit) + "\nconfig " + cfgInputs + "\n"))
+	return hex.EncodeToString(h[:16]), nil
+}
+
+// lookup returns the artifact built before from the same inputs.
+func (o Options) lookup(inputs string) *Artifact {
+	key, err := os.ReadFile(filepath.Join(o.CacheDir, "inputs", inputs))
+	if err != nil {
+		return nil
+	}
+	dir := filepath.Join(o.CacheDir, "artifacts", strings.TrimSpace(string(key)))
+	a, err := loadArtifact(dir)
+	if err != nil {
+		return nil
+	}
+	touch(dir)
+	return a
+}
+
+// remember notes which artifact the inputs built (best effort: without
+// it the next build configures to find it).
+func (o Options) remember(inputs, key string) {
+	dir := filepath.Join(o.CacheDir, "inputs")
+	if os.MkdirAll(dir, 0o755) != nil {
+		return
+	}
+	tmp := filepath.Join(dir, "."+inputs+".tmp")
+	if os.WriteFile(tmp, []byte(key+"\n"), 0o644) == nil {
+		_ = os.Rename(tmp, filepath.Join(dir, inputs))
+	}
+}
+
+func compilerVersion(ctx context.Context, cc string) string {
+	out, err := exec.CommandContext(ctx, cc, "--version").Output()
+	if err != nil {
+		return "unknown"
+	}
+	return strings.SplitN(string(out), "\n", 2)[0]
+}
+
 // identity is what makes a build: the commit's tree, the final .config,
 // the compiler and the make variables; key is its content address.
 type identity struct {
@@ -408,10 +501,7 @@ func (s *slot) identify(ctx context.Context, commit string, m *maker) (identity,
 	}
 	sum := sha256.Sum256(cfg)
 	id.config = hex.EncodeToString(sum[:])
-	id.compiler = "unknown"
-	if out, err := exec.CommandContext(ctx, m.compiler(), "--version").Output(); err == nil {
-		id.compiler = strings.SplitN(string(out), "\n", 2)[0]
-	}
+	id.compiler = compilerVersion(ctx, m.compiler())
 	// The slot's own paths (-C, O=) and -j are not part of what is built.
 	id.make = m.argv()[5:]
 	h := sha256.New()

@@ -89,6 +89,10 @@ func TestTheSameCommitComesFromTheCache(t *testing.T) {
 	if !b.Cached || b.Dir != a.Dir || b.Signature != a.Signature {
 		t.Errorf("second build %+v", b)
 	}
+	// Found from its inputs: slot 1 was not even made.
+	if m, _ := filepath.Glob(filepath.Join(o.CacheDir, "slots", "*", "slot-1")); len(m) != 0 {
+		t.Errorf("a cache hit made a slot: %v", m)
+	}
 	t.Logf("cache hit in %v", time.Since(start))
 }
 
@@ -240,4 +244,36 @@ func tarEntries(t *testing.T, path string) string {
 		out = append(out, e)
 	}
 	return strings.Join(out, "; ")
+}
+
+// TestASlotReconfiguresOnlyWhenKconfigChanged: a commit that changes no
+// Kconfig file keeps the slot's .config (its CONFIG_LOCALVERSION set)
+// without the make runs; one that changes a Kconfig file is configured
+// again.
+func TestASlotReconfiguresOnlyWhenKconfigChanged(t *testing.T) {
+	tree, commits := fakeTree(t,
+		map[string]string{"kernel/eventpoll.c": "int ep_poll_callback(void) { return 2; }\n"},
+		map[string]string{"kernel/Kconfig.hz": "config HZ_100\n\tbool \"100 HZ\"\n"})
+	o := buildOptions(t, tree)
+	var log strings.Builder
+	o.Log = &log
+	ctx := context.Background()
+	for i, want := range []bool{false, true, false} {
+		log.Reset()
+		a, err := Build(ctx, o, 0, commits[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		reused := strings.Contains(log.String(), "kbisect: config: the one of "+short(commits[max(i-1, 0)]))
+		if reused != want {
+			t.Errorf("commit %d: configuration reused %v, want %v:\n%s", i, reused, want, log.String())
+		}
+		if a.Release != "6.12.117"+LocalVersion(commits[i]) {
+			t.Errorf("commit %d: release %s", i, a.Release)
+		}
+		cfg, _ := ReadConfigFile(filepath.Join(a.Dir, "config"))
+		if cfg.Get("CONFIG_PREEMPT_RT") != "y" || cfg.Get("CONFIG_LOCALVERSION") != `"`+LocalVersion(commits[i])+`"` {
+			t.Errorf("commit %d: config PREEMPT_RT=%s LOCALVERSION=%s", i, cfg.Get("CONFIG_PREEMPT_RT"), cfg.Get("CONFIG_LOCALVERSION"))
+		}
+	}
 }

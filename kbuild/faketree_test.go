@@ -12,9 +12,9 @@ import (
 // fakeMakefile behaves like the kernel's for the targets kbuild uses, with
 // O=: config targets, olddefconfig (which drops PREEMPT_RT without
 // EXPERT, as Kconfig does), bzImage (a real ELF linked from the tree's C
-// files, each compiled only when it changed), modules, modules_install,
-// and include/config/kernel.release. Every compile is logged, so tests can
-// count them.
+// files, each compiled only when it changed; like the kernel's build it
+// writes include/config/kernel.release from .config), modules and
+// modules_install. Every compile is logged, so tests can count them.
 const fakeMakefile = `VERSION := 6.12.117
 O ?= .
 SRCS := $(wildcard $(CURDIR)/kernel/*.c)
@@ -36,6 +36,7 @@ $(O)/%.o: $(CURDIR)/%.c
 	gcc -c -o $@ $<
 
 bzImage: $(OBJS)
+	lv=$$(sed -n 's/^CONFIG_LOCALVERSION="\(.*\)"/\1/p' $(O)/.config); echo "$(VERSION)$$lv$(LOCALVERSION)" > $(O)/include/config/kernel.release
 	gcc -o $(O)/vmlinux $(OBJS)
 	mkdir -p $(O)/arch/x86/boot
 	cp $(O)/vmlinux $(O)/arch/x86/boot/bzImage

@@ -27,7 +27,7 @@ type slot struct {
 
 // openSlot prepares slot n of the tree under the cache directory: a
 // detached worktree made once, and its own O= directory.
-func openSlot(ctx context.Context, o Options, n int) (*slot, error) {
+func openSlot(ctx context.Context, o Options, n int, commit string) (*slot, error) {
 	if o.CacheDir == "" {
 		return nil, fmt.Errorf("kbuild: no cache directory")
 	}
@@ -52,7 +52,7 @@ func openSlot(ctx context.Context, o Options, n int) (*slot, error) {
 		// A worktree of the user's repository that kbisect alone uses:
 		// the user's own checkout is never touched.
 		_, _ = git(ctx, o.Tree, "worktree", "prune")
-		if _, err := git(ctx, o.Tree, "worktree", "add", "--detach", "--force", s.src, "HEAD"); err != nil {
+		if _, err := git(ctx, o.Tree, "worktree", "add", "--detach", "--force", s.src, commit); err != nil {
 			s.unlock()
 			return nil, fmt.Errorf("making build slot %d: %v", n, err)
 		}
@@ -85,9 +85,29 @@ func (s *slot) checkout(ctx context.Context, commit string) error {
 }
 
 // configure writes the slot's .config: the base, the request merged over
-// it (as merge_config.sh -m does), then olddefconfig.
-func (s *slot) configure(ctx context.Context, m *maker, base string, req Request) error {
+// it (as merge_config.sh -m does), then olddefconfig. When the slot was
+// configured from the same inputs for a commit whose Kconfig files and
+// config fragments are those of this one, the result would be the same
+// .config but for CONFIG_LOCALVERSION: that line is set and the make
+// runs are saved (several seconds a step on a kernel tree).
+func (s *slot) configure(ctx context.Context, m *maker, base string, req Request, inputs, commit string) error {
 	cfg := filepath.Join(s.out, ".config")
+	stateFile := filepath.Join(s.out, ".kbisect-configured")
+	if st, err := os.ReadFile(stateFile); err == nil {
+		prev, prevInputs, _ := strings.Cut(strings.TrimSpace(string(st)), " ")
+		if prevInputs == inputs && prev != "" {
+			if changed, err := kconfigChanged(ctx, s.src, prev, commit); err == nil && !changed {
+				if err := setLocalVersion(cfg, LocalVersion(commit)); err == nil {
+					m.note(fmt.Sprintf("config: the one of %s with CONFIG_LOCALVERSION=\"%s\" (no Kconfig file or config fragment changed)", short(prev), LocalVersion(commit)))
+					return os.WriteFile(stateFile, []byte(commit+" "+inputs+"\n"), 0o644)
+				}
+			}
+		}
+	}
+	// A configure that fails halfway must not be reused.
+	if err := os.Remove(stateFile); err != nil && !os.IsNotExist(err) {
+		return err
+	}
 	switch {
 	case isMakeConfig(base):
 		if err := m.run(ctx, base); err != nil {
@@ -112,7 +132,50 @@ func (s *slot) configure(ctx context.Context, m *maker, base string, req Request
 	if err := m.run(ctx, "olddefconfig"); err != nil {
 		return classify(err, "", m.log.String())
 	}
-	return nil
+	return os.WriteFile(stateFile, []byte(commit+" "+inputs+"\n"), 0o644)
+}
+
+// kconfigChanged says whether anything that shapes a .config differs
+// between two commits: Kconfig files, config fragments and defconfigs
+// (*/configs/*), kconfig itself, and the top Makefile.
+func kconfigChanged(ctx context.Context, dir, from, to string) (bool, error) {
+	out, err := git(ctx, dir, "diff", "--name-only", "--no-renames", from, to)
+	if err != nil {
+		return true, err
+	}
+	for _, p := range strings.Split(strings.TrimSpace(out), "\n") {
+		name := filepath.Base(p)
+		switch {
+		case p == "":
+		case strings.HasPrefix(name, "Kconfig"), p == "Makefile",
+			strings.HasPrefix(p, "scripts/kconfig/"), strings.Contains("/"+p, "/configs/"):
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// setLocalVersion sets CONFIG_LOCALVERSION in a .config that has it.
+func setLocalVersion(path, version string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	found := false
+	for i, l := range lines {
+		if strings.HasPrefix(l, "CONFIG_LOCALVERSION=") {
+			lines[i], found = fmt.Sprintf("CONFIG_LOCALVERSION=\"%s\"\n", version), true
+		}
+	}
+	if !found {
+		return fmt.Errorf("%s has no CONFIG_LOCALVERSION", path)
+	}
+	tmp := path + ".kbisect-tmp"
+	if err := os.WriteFile(tmp, []byte(strings.Join(lines, "")), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 func isMakeConfig(base string) bool {
