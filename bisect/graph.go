@@ -174,6 +174,20 @@ func (g *Graph) id(h plumbing.Hash) int32 {
 	return id
 }
 
+// Parents returns the parents of a commit, as the bisection sees them
+// (grafts and replacements applied).
+func (g *Graph) Parents(h plumbing.Hash) ([]plumbing.Hash, error) {
+	id := g.id(h)
+	if err := g.parse(id); err != nil {
+		return nil, err
+	}
+	out := make([]plumbing.Hash, 0, len(g.nodes[id].parents))
+	for _, p := range g.nodes[id].parents {
+		out = append(out, g.nodes[p].hash)
+	}
+	return out, nil
+}
+
 // Hash returns the object name of node id.
 func (g *Graph) Hash(id int32) plumbing.Hash { return g.nodes[id].hash }
 

@@ -129,6 +129,20 @@ func (s *Session) addGood(h plumbing.Hash) {
 	s.goods[i] = h
 }
 
+// Fork returns a copy of the session on another graph of the same
+// repository, to ask what would come next after a verdict (a build
+// started ahead) without touching this session or its graph: what git
+// has parsed shapes its choices, so the real session's graph must only
+// see what git's would.
+func (s *Session) Fork(g *Graph) *Session {
+	c := &Session{g: g, bad: s.bad, goods: append([]plumbing.Hash(nil), s.goods...), skips: map[plumbing.Hash]bool{},
+		firstParent: s.firstParent, ancestorsOK: s.ancestorsOK, expected: s.expected}
+	for h := range s.skips {
+		c.skips[h] = true
+	}
+	return c
+}
+
 // Mark records a verdict on commit h.
 func (s *Session) Mark(h plumbing.Hash, v Verdict) error {
 	switch v {
