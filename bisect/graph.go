@@ -188,6 +188,15 @@ func (g *Graph) Parents(h plumbing.Hash) ([]plumbing.Hash, error) {
 	return out, nil
 }
 
+// CommitTime returns a commit's committer time (Unix seconds).
+func (g *Graph) CommitTime(h plumbing.Hash) (int64, error) {
+	id := g.id(h)
+	if err := g.parse(id); err != nil {
+		return 0, err
+	}
+	return g.nodes[id].date, nil
+}
+
 // Hash returns the object name of node id.
 func (g *Graph) Hash(id int32) plumbing.Hash { return g.nodes[id].hash }
 

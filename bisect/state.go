@@ -114,6 +114,18 @@ func OpenState(dir string) (*StateLog, []Record, error) {
 	return l, records, nil
 }
 
+// ReadState reads the records of a state directory without taking its
+// lock, for a report while a run is in flight: a last line being written
+// is left out.
+func ReadState(dir string) ([]Record, error) {
+	path := filepath.Join(dir, LogName)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("state directory %s: %w", dir, err)
+	}
+	return decodeRecords(path, data[:bytes.LastIndexByte(data, '\n')+1])
+}
+
 // Init writes the first records of a new log at once: the file appears
 // with all of them or not at all, so a start and the verdicts replayed
 // with it cannot be separated by a crash.

@@ -185,7 +185,7 @@ func TestExampleJobFilesLoad(t *testing.T) {
 	if p, ok := sys.Pos("boot.method"); !ok || p.File != "lab-defaults.yaml" {
 		t.Errorf("boot.method set at %v, want lab-defaults.yaml", p)
 	}
-	if sys.Verdict.Threshold.String() != "20us" || sys.Verdict.Metric != "max_single_noise" || sys.Workload.NoiseThreshold.D() != time.Microsecond {
+	if sys.Verdict.Threshold.String() != "1ms" || sys.Verdict.Metric != "noise" || sys.Workload.NoiseThreshold.D() != time.Microsecond {
 		t.Errorf("system-0 verdict %+v", sys.Verdict)
 	}
 	abs, _ := filepath.Abs("fragments/preempt-rt.config")

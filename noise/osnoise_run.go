@@ -24,7 +24,8 @@ func (w Workload) osnoiseScript() string {
 	}
 	secs := wholeSeconds(w.Duration) // busybox sleep takes no fractions
 	var b strings.Builder
-	fmt.Fprintf(&b, `set -u
+	fmt.Fprintf(&b, `# kbisect:osnoise
+set -u
 T=${KBISECT_TRACEFS:-}
 if [ -z "$T" ]; then
 	for d in /sys/kernel/tracing /sys/kernel/debug/tracing; do

@@ -77,6 +77,7 @@ EXAMPLES
 		DisableSliceFlagSeparator: true,
 		Commands: []*cli.Command{
 			runCommand(),
+			reportCommand(),
 			validateCommand(),
 			configCommand(),
 			parseCommand(),

@@ -35,15 +35,44 @@ type runOptions struct {
 	State       string
 	Replay      string
 	JSON        bool
+	// NoBuildAhead turns off building the next commits while one is
+	// measured (run --job).
+	NoBuildAhead bool
 }
 
 func runCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "run",
 		Usage: "bisect a range to the first bad commit",
-		UsageText: `kbisect run --good REV [--good REV…] --bad REV --exec CMD [--repo DIR]
+		UsageText: `kbisect run --good REV [--good REV…] --bad REV --job FILE [--first-parent]
+       [--state DIR] [--json]
+   kbisect run --good REV [--good REV…] --bad REV --exec CMD [--repo DIR]
        [--first-parent] [--state DIR] [--replay FILE] [--json]`,
 		Description: `run drives a bisection to its end, unattended.
+
+With --job FILE it bisects kernels on the job's lab machine. The revisions
+are those of the job's build.tree, which is only read: every kernel is
+built in kbisect's own build slots (kbisect build). First the endpoints
+are measured (calibration): the bad one must be bad and the good one good
+under the job's verdict rule, or the run stops as not reproduced (exit 4)
+with both kernels' numbers; a ratio or auto threshold is set here. Then
+each commit is built (the cache first), installed, booted with the job's
+boot parameters and verified, measured as the verdict section says (more
+samples while the rule is unsure), and judged. A commit that does not
+build or boot is skipped (or bad: build.on_failure, boot.on_failure); an
+unsure verdict after verdict.samples.max samples is a skip with its
+reason; a failure of the lab (SSH, the host) is retried with backoff and
+then stops the run, never a verdict. While the host measures a commit,
+the two commits that can come next (after good, after bad) are built in
+its build slot, incrementally (--no-build-ahead not to). Two commits that
+build the same code
+(kbuild's signature) share one measurement. Every commit's evidence (its
+samples, the tools' raw output) goes to DIR/commits/ before its verdict is
+recorded: killing kbisect and running the same command again resumes. The
+default DIR is <git-dir of build.tree>/kbisect/run-<id>; a changed job file
+does not resume another's verdicts. At the end: the first bad commit, the
+tested commits with their numbers, and the last good and first bad kernels
+compared.
 
 With --exec CMD it is "git bisect run CMD": each candidate is checked out
 (detached) in the work tree of --repo, and CMD runs at its top through
@@ -114,12 +143,13 @@ EXAMPLES
 			&cli.StringSliceFlag{Name: "good", Usage: "a revision known to be good (repeatable)"},
 			&cli.StringFlag{Name: "bad", Usage: "a revision known to be bad"},
 			&cli.StringFlag{Name: "exec", Usage: "test each candidate with this shell command, as git bisect run"},
-			&cli.StringFlag{Name: "job", Usage: "job file of the lab machine (checked today; build, boot and measure arrive next)"},
+			&cli.StringFlag{Name: "job", Usage: "bisect kernels on the lab machine of this job file: build, boot, measure, decide"},
 			&cli.StringFlag{Name: "repo", Value: ".", Usage: "the git work tree to bisect in"},
 			&cli.BoolFlag{Name: "first-parent", Usage: "follow only the first parent of merges, as git bisect --first-parent"},
 			&cli.StringFlag{Name: "state", Usage: "state directory (default: <git-dir>/kbisect/run-<id>)"},
 			&cli.StringFlag{Name: "replay", Usage: "start from the verdicts of a git bisect log file"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object on stdout at the end"},
+			&cli.BoolFlag{Name: "no-build-ahead", Usage: "with --job: do not build the next commits while one is measured"},
 		},
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
@@ -134,6 +164,8 @@ EXAMPLES
 				State:       c.String("state"),
 				Replay:      c.String("replay"),
 				JSON:        c.Bool("json"),
+
+				NoBuildAhead: c.Bool("no-build-ahead"),
 			}
 			return runRun(c.Context, opts, c.App.Writer, c.App.ErrWriter)
 		},
@@ -159,6 +191,12 @@ func (o *runOptions) validate() error {
 }
 
 func runRun(ctx context.Context, o runOptions, stdout, stderr io.Writer) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	if o.Job != "" {
+		return runJob(ctx, o, stdout, stderr)
+	}
 	r := &execRun{o: o, stdout: stdout, stderr: stderr}
 	defer r.close()
 	if err := r.prepare(ctx); err != nil {
@@ -219,26 +257,10 @@ func (m runningMark) head() worktree.Head {
 	return worktree.Head{Branch: m.HeadBranch, Commit: m.HeadCommit}
 }
 
-// prepareJob checks the job file before anything else, so that a typo
-// surfaces in a second rather than hours into a run.
-func (r *execRun) prepareJob() error {
-	job, err := loadJob(r.o.Job, r.stderr)
-	if err != nil {
-		return err
-	}
-	if err := job.CheckEnv(nil); err != nil {
-		return usagef("run --job %v (set it, or run validate to see where it is used)", err)
-	}
-	return usagef("run --job %s: the job file is valid, but building, booting and measuring kernels from it is not available yet; use --exec CMD for now", r.o.Job)
-}
-
 func (r *execRun) prepare(ctx context.Context) error {
 	o := r.o
 	if err := o.validate(); err != nil {
 		return err
-	}
-	if o.Job != "" {
-		return r.prepareJob()
 	}
 	tree, err := worktree.Open(ctx, o.Repo)
 	if err != nil {

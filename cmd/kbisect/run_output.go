@@ -22,14 +22,31 @@ type runJSON struct {
 	StateDir   string       `json:"state_dir"`
 	Reason     string       `json:"reason,omitempty"`
 	Warnings   []string     `json:"warnings,omitempty"`
-	Error      string       `json:"error,omitempty"`
+	// Confirmed says, for run --job, whether the first bad commit and its
+	// parent measured bad and good again on fresh boots.
+	Confirmed *bool  `json:"confirmed,omitempty"`
+	Error     string `json:"error,omitempty"`
 }
 
 type testedJSON struct {
-	Commit  string  `json:"commit"`
-	Verdict string  `json:"verdict"`
-	Seconds float64 `json:"seconds"`
-	Source  string  `json:"source,omitempty"`
+	Commit  string      `json:"commit"`
+	Verdict string      `json:"verdict"`
+	Seconds float64     `json:"seconds"`
+	Source  string      `json:"source,omitempty"`
+	Metric  *metricJSON `json:"metric,omitempty"`
+}
+
+// metricJSON is what a kernel measured, for run --job: the samples'
+// values of the job's metric, their median, the rule's threshold, and why
+// the verdict is what it is.
+type metricJSON struct {
+	Name      string    `json:"name,omitempty"`
+	Kind      string    `json:"kind,omitempty"`
+	Values    []float64 `json:"values,omitempty"`
+	Median    float64   `json:"median,omitempty"`
+	Threshold float64   `json:"threshold,omitempty"`
+	Reason    string    `json:"reason,omitempty"`
+	SameAs    string    `json:"same_as,omitempty"`
 }
 
 // saveReports writes git-bisect.log and result.json into the state dir.

@@ -1,10 +1,14 @@
 // Package simhost is an emulated kernel host: an in-process SSH server
 // (golang.org/x/crypto/ssh) that speaks the real protocol and answers the
-// operations kbisect sends (facts, install, kexec, copies) as a lab
-// machine would, including the ways machines fail: a kernel that never
-// comes back until power-cycled, one that boots the wrong release, one
-// that boots without the isolation parameters. It is the seed of the
-// simulated lab.
+// operations kbisect sends (facts, install, kexec, copies, the osnoise
+// tracer) as a lab machine would, including the ways machines fail: a
+// kernel that never comes back until power-cycled, one that boots the
+// wrong release, one that boots without the isolation parameters, a
+// connection that drops in the middle of a measurement, a host that
+// refuses or drops connections for a while. A kernel's noise comes from
+// its image: the KBISECT_SIM_NOISE_US=<n> string the simulated tree
+// compiles into it (see osnoise.go). It is the host of the simulated lab
+// (internal/simlab).
 package simhost
 
 import (
@@ -52,10 +56,14 @@ const WrongRelease = "6.1.0-0.unexpected"
 
 // Kernel is what runs: uname -r, uname -v and /proc/cmdline, and the
 // kernel's config as /proc/config.gz gives it (empty: the kernel has
-// none, as a kernel kbisect boots here has none).
+// none, as a kernel kbisect boots here has none). Noise is its noise
+// level on isolated CPUs, the longest single noise a period typically
+// sees (0: DefaultNoise); a booted kernel takes the level its image
+// carries.
 type Kernel struct {
 	Release, Version, Cmdline string
 	Config                    string
+	Noise                     time.Duration
 }
 
 // Host is an emulated lab machine listening on 127.0.0.1.
@@ -80,29 +88,62 @@ type Host struct {
 	files     map[string]string // copied files: path → sha256
 	l         net.Listener
 	cycle     string
+	done      chan struct{}
+	closeOnce sync.Once
+
+	cpus     int                      // the machine's CPUs
+	levels   map[string]time.Duration // release → noise level its image carries
+	seed     uint64
+	measured int          // osnoise answers so far
+	dropAt   map[int]bool // osnoise answers (by number) that lose their connection
+	refuse   int          // connections still to close before the handshake
+	dropNext int          // connections still to drop at their first session
+	uptime   float64      // seconds the running kernel has been up, as its trace clock says
 }
 
 // Start starts an emulated host running def; it stops with the test.
 func Start(t testing.TB, def Kernel) *Host {
 	t.Helper()
-	dir := t.TempDir()
-	_, hostPriv, _ := ed25519.GenerateKey(rand.Reader)
+	h, err := New(t.TempDir(), def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
+}
+
+// New starts an emulated host running def, listening on 127.0.0.1; its
+// identity file and power-cycle flag live in dir, which must exist. It
+// runs until Close.
+func New(dir string, def Kernel) (*Host, error) {
+	_, hostPriv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("simhost: host key: %v", err)
+	}
 	hostSigner, err := ssh.NewSignerFromKey(hostPriv)
 	if err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("simhost: host key: %v", err)
 	}
-	userPub, userPriv, _ := ed25519.GenerateKey(rand.Reader)
+	userPub, userPriv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("simhost: user key: %v", err)
+	}
 	pemBlock, err := ssh.MarshalPrivateKey(userPriv, "")
 	if err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("simhost: user key: %v", err)
 	}
 	h := &Host{running: def, def: def, bootID: newID(), installed: map[string]bool{}, faults: map[string]Fault{},
-		conns: map[net.Conn]bool{}, files: map[string]string{}, cycle: filepath.Join(dir, "power-cycle")}
+		conns: map[net.Conn]bool{}, files: map[string]string{}, cycle: filepath.Join(dir, "power-cycle"),
+		done: make(chan struct{}), cpus: DefaultCPUs, levels: map[string]time.Duration{}, seed: 1,
+		dropAt: map[int]bool{}, uptime: bootUptime}
 	h.Identity = filepath.Join(dir, "id")
 	if err := os.WriteFile(h.Identity, pem.EncodeToMemory(pemBlock), 0o600); err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("simhost: %v", err)
 	}
-	authorized, _ := ssh.NewPublicKey(userPub)
+	authorized, err := ssh.NewPublicKey(userPub)
+	if err != nil {
+		return nil, fmt.Errorf("simhost: user key: %v", err)
+	}
 	cfg := &ssh.ServerConfig{PublicKeyCallback: func(_ ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
 		if string(key.Marshal()) == string(authorized.Marshal()) {
 			return nil, nil
@@ -111,16 +152,26 @@ func Start(t testing.TB, def Kernel) *Host {
 	}}
 	cfg.AddHostKey(hostSigner)
 	if h.l, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("simhost: %v", err)
 	}
 	h.Port = h.l.Addr().(*net.TCPAddr).Port
 	h.KnownHostsLine = knownhosts.Line([]string{knownhosts.Normalize(fmt.Sprintf("127.0.0.1:%d", h.Port))}, hostSigner.PublicKey())
-	h.PowerCycleCommand = "touch " + h.cycle
-	done := make(chan struct{})
-	t.Cleanup(func() { close(done); h.l.Close(); h.dropAll() })
+	h.PowerCycleCommand = "touch '" + strings.ReplaceAll(h.cycle, "'", `'\''`) + "'"
 	go h.serve(cfg)
-	go h.watchPowerCycle(done)
-	return h
+	go h.watchPowerCycle(h.done)
+	return h, nil
+}
+
+// Close stops the host: it stops listening and drops every connection.
+// Closing twice is harmless.
+func (h *Host) Close() error {
+	var err error
+	h.closeOnce.Do(func() {
+		close(h.done)
+		err = h.l.Close()
+		h.dropAll()
+	})
+	return err
 }
 
 func newID() string {
@@ -158,6 +209,67 @@ func (h *Host) Boots() []string {
 	return append([]string(nil), h.boots...)
 }
 
+// SetCPUs says how many CPUs the machine has (DefaultCPUs unless set):
+// the osnoise tracer refuses others.
+func (h *Host) SetCPUs(n int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.cpus = n
+}
+
+// SetSeed seeds the noise: the same seed gives the same measurements in
+// the same order.
+func (h *Host) SetSeed(seed uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.seed = seed
+}
+
+// Noise returns the noise level the image copied for release carries,
+// and whether one did.
+func (h *Host) Noise(release string) (time.Duration, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	l, ok := h.levels[release]
+	return l, ok
+}
+
+// Measurements returns how many osnoise runs the host answered (dropped
+// ones included).
+func (h *Host) Measurements() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.measured
+}
+
+// DropMeasurement makes the nth osnoise run from now (1: the next) lose
+// its connection halfway through the trace, as a host whose network
+// fails during a measurement.
+func (h *Host) DropMeasurement(n int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if n > 0 {
+		h.dropAt[h.measured+n] = true
+	}
+}
+
+// RefuseConnections closes the next n connections before the SSH
+// handshake, as a host whose sshd is not up yet.
+func (h *Host) RefuseConnections(n int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.refuse = max(n, 0)
+}
+
+// DropConnections drops the next n connections once they are
+// authenticated, when they open their first session: the dial works, the
+// first command fails.
+func (h *Host) DropConnections(n int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.dropNext = max(n, 0)
+}
+
 // Installed reports whether release was installed.
 func (h *Host) Installed(release string) bool {
 	h.mu.Lock()
@@ -172,20 +284,29 @@ func (h *Host) serve(cfg *ssh.ServerConfig) {
 			return
 		}
 		h.mu.Lock()
-		down := h.down
-		if !down {
+		down, refuse, drop := h.down, h.refuse > 0, false
+		switch {
+		case refuse:
+			h.refuse--
+		case !down:
 			h.conns[c] = true
+			if h.dropNext > 0 {
+				h.dropNext--
+				drop = true
+			}
 		}
 		h.mu.Unlock()
-		if down {
-			c.Close() // booting: nothing answers yet
+		if down || refuse {
+			c.Close() // booting, or flaky: nothing answers
 			continue
 		}
-		go h.handle(c, cfg)
+		go h.handle(c, cfg, drop)
 	}
 }
 
-func (h *Host) handle(c net.Conn, cfg *ssh.ServerConfig) {
+// handle serves one connection; drop closes it when its first session
+// opens.
+func (h *Host) handle(c net.Conn, cfg *ssh.ServerConfig, drop bool) {
 	defer func() {
 		h.mu.Lock()
 		delete(h.conns, c)
@@ -202,15 +323,19 @@ func (h *Host) handle(c net.Conn, cfg *ssh.ServerConfig) {
 			_ = nc.Reject(ssh.UnknownChannelType, "sessions only")
 			continue
 		}
+		if drop {
+			return
+		}
 		ch, chReqs, err := nc.Accept()
 		if err != nil {
 			return
 		}
-		go h.session(ch, chReqs)
+		go h.session(c, ch, chReqs)
 	}
 }
 
-func (h *Host) session(ch ssh.Channel, reqs <-chan *ssh.Request) {
+// session answers one session of connection c.
+func (h *Host) session(c net.Conn, ch ssh.Channel, reqs <-chan *ssh.Request) {
 	defer ch.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -240,7 +365,7 @@ func (h *Host) session(ch ssh.Channel, reqs <-chan *ssh.Request) {
 				started = true
 				go func() {
 					defer close(done)
-					code := h.exec(ctx, p.Command, ch, ch, ch.Stderr())
+					code := h.exec(ctx, c, p.Command, ch, ch, ch.Stderr())
 					_, _ = ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{uint32(code)}))
 				}()
 			}
@@ -253,10 +378,10 @@ var (
 	exportLine = regexp.MustCompile(`(?m)^export ([A-Za-z_][A-Za-z0-9_]*)=(.*)$`)
 )
 
-// exec answers one remote command as a lab host would.
-func (h *Host) exec(ctx context.Context, command string, stdin io.Reader, stdout, stderr io.Writer) int {
+// exec answers one remote command of connection c as a lab host would.
+func (h *Host) exec(ctx context.Context, c net.Conn, command string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if strings.HasPrefix(command, "sh -c ") && strings.Contains(command, "tar -xf -") {
-		return h.untar(stdin, stdout, stderr)
+		return h.untar(command, stdin, stdout, stderr)
 	}
 	h.mu.Lock()
 	sudoPass := h.sudoPass
@@ -310,12 +435,14 @@ func (h *Host) exec(ctx context.Context, command string, stdin io.Reader, stdout
 			return 1
 		}
 		cmdline := strings.ReplaceAll(m[1], `'\''`, "'")
-		go h.reboot(Kernel{Release: arg, Version: "#1 SMP PREEMPT_RT " + time.Now().Format("Mon Jan 2 15:04:05 MST 2006"), Cmdline: cmdline})
+		go h.reboot(Kernel{Release: arg, Version: "#1 SMP PREEMPT_RT " + time.Now().Format("Mon Jan 2 15:04:05 MST 2006"), Cmdline: cmdline, Noise: h.level(arg)})
 		return 0
 	case "script":
 		rel := env["KBISECT_RELEASE"]
-		go h.reboot(Kernel{Release: rel, Version: "#1 SMP PREEMPT_RT", Cmdline: h.Running().Cmdline})
+		go h.reboot(Kernel{Release: rel, Version: "#1 SMP PREEMPT_RT", Cmdline: h.Running().Cmdline, Noise: h.level(rel)})
 		return 0
+	case "osnoise":
+		return h.osnoise(script, c, stdout, stderr)
 	}
 	return h.shell(ctx, script, stdout, stderr)
 }
@@ -352,9 +479,29 @@ func isolation(cmdline string) (string, string) {
 	return bp.Domain().String(), bp.Tickless().String()
 }
 
+// level is the noise level of release: what its image carried, else the
+// default kernel's.
+func (h *Host) level(release string) time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if l, ok := h.levels[release]; ok {
+		return l
+	}
+	return h.def.Noise
+}
+
+// stageDir is where remote.Install copies a kernel image before
+// installing it: /var/tmp/kbisect-stage/<release>.
+var stageDir = regexp.MustCompile(`/var/tmp/kbisect-stage/([A-Za-z0-9._+~-]+)`)
+
 // untar takes a copy: it reads the tar stream and answers sha256sum's
-// lines for what arrived.
-func (h *Host) untar(stdin io.Reader, stdout, stderr io.Writer) int {
+// lines for what arrived. An image staged for a release that carries a
+// noise level sets that release's level.
+func (h *Host) untar(command string, stdin io.Reader, stdout, stderr io.Writer) int {
+	release := ""
+	if m := stageDir.FindStringSubmatch(command); m != nil {
+		release = m[1]
+	}
 	tr := tar.NewReader(stdin)
 	for {
 		hdr, err := tr.Next()
@@ -369,13 +516,17 @@ func (h *Host) untar(stdin io.Reader, stdout, stderr io.Writer) int {
 			continue
 		}
 		sum := sha256.New()
-		if _, err := io.Copy(sum, tr); err != nil {
+		var marker levelScanner
+		if _, err := io.Copy(io.MultiWriter(sum, &marker), tr); err != nil {
 			fmt.Fprintf(stderr, "tar: %v\n", err)
 			return 2
 		}
 		line := hex.EncodeToString(sum.Sum(nil))
 		h.mu.Lock()
 		h.files[hdr.Name] = line
+		if l, ok := marker.level(); ok && release != "" {
+			h.levels[release] = l
+		}
 		h.mu.Unlock()
 		fmt.Fprintf(stdout, "%s  ./%s\n", line, hdr.Name)
 	}
@@ -394,13 +545,13 @@ func (h *Host) reboot(k Kernel) {
 	time.Sleep(300 * time.Millisecond)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.bootID = newID()
+	h.bootID, h.uptime = newID(), bootUptime
 	switch fault {
 	case FaultNeverBack:
 		h.boots = append(h.boots, k.Release+" (hung)")
 		return // stays down until the power cycle
 	case FaultWrongRelease:
-		k = Kernel{Release: WrongRelease, Version: h.def.Version, Cmdline: h.def.Cmdline}
+		k = Kernel{Release: WrongRelease, Version: h.def.Version, Cmdline: h.def.Cmdline, Noise: h.def.Noise}
 	case FaultPanicReboot:
 		k = h.def
 	case FaultNoIsolation:
@@ -456,7 +607,7 @@ func (h *Host) watchPowerCycle(done <-chan struct{}) {
 		h.dropAll()
 		time.Sleep(300 * time.Millisecond)
 		h.mu.Lock()
-		h.bootID, h.running, h.down = newID(), h.def, false
+		h.bootID, h.running, h.down, h.uptime = newID(), h.def, false, bootUptime
 		h.boots = append(h.boots, h.def.Release+" (power cycle)")
 		h.mu.Unlock()
 	}

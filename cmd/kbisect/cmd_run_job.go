@@ -1,0 +1,236 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"kbisect/bisect"
+	"kbisect/configs"
+	"kbisect/lab"
+	"kbisect/worktree"
+)
+
+// jobRun is one kbisect run --job: the job's tree read, never checked
+// out (kernels build in kbuild's slots), the lab pipeline as the tester.
+type jobRun struct {
+	o              runOptions
+	stdout, stderr io.Writer
+
+	job      *configs.Job
+	jobSum   string
+	g        *bisect.Graph
+	log      *bisect.StateLog
+	stateDir string
+	sess     *bisect.Session
+	start    bisect.Record
+	pipe     *lab.Pipeline
+	buildLog *os.File
+	view     *jobView
+	ahead    *lab.Ahead
+	aheadLog *os.File
+	g2       *bisect.Graph
+}
+
+func (r *jobRun) close() {
+	if r.log != nil {
+		r.log.Close()
+	}
+	if r.g != nil {
+		r.g.Close()
+	}
+	if r.ahead != nil {
+		r.ahead.Close()
+	}
+	if r.g2 != nil {
+		r.g2.Close()
+	}
+	for _, f := range []*os.File{r.buildLog, r.aheadLog} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+func runJob(ctx context.Context, o runOptions, stdout, stderr io.Writer) error {
+	r := &jobRun{o: o, stdout: stdout, stderr: stderr}
+	defer r.close()
+	if err := r.prepare(ctx); err != nil {
+		if o.JSON {
+			writeRunJSON(stdout, toJSON(bisect.Result{Kind: bisect.Aborted}, r.stateDir, err))
+			return &reportedError{err}
+		}
+		return err
+	}
+	return r.bisect(ctx)
+}
+
+func (r *jobRun) prepare(ctx context.Context) error {
+	o := r.o
+	switch {
+	case o.Replay == "" && (o.Bad == "" || len(o.Goods) == 0):
+		return usagef("run --job: --bad REV and at least one --good REV are required (or --replay FILE)")
+	case o.Replay != "" && (o.Bad != "" || len(o.Goods) > 0):
+		return usagef("run: --replay takes the range from the log: drop --good and --bad")
+	}
+	job, err := loadJob(o.Job, r.stderr)
+	if err != nil {
+		return err
+	}
+	if err := job.CheckEnv(nil); err != nil {
+		return usagef("run --job %v (set it, or run validate to see where it is used)", err)
+	}
+	r.job = job
+	if r.jobSum, err = fileSHA256(o.Job); err != nil {
+		return err
+	}
+	tree := string(job.Build.Tree)
+	if r.g, err = bisect.OpenGraph(tree); err != nil {
+		return usagef("build.tree %s: %v", tree, err)
+	}
+	start, marks, err := resolveRange(r.g, o)
+	if err != nil {
+		return err
+	}
+	start.Meta["job"], start.Meta["job_sha256"] = o.Job, r.jobSum
+	r.stateDir = o.State
+	if r.stateDir == "" {
+		wt, err := worktree.Open(ctx, tree)
+		if err != nil {
+			return fmt.Errorf("build.tree %s: %w", tree, err)
+		}
+		r.stateDir = filepath.Join(wt.GitDir, "kbisect", "run-"+runID(start, "job:"+r.jobSum))
+	}
+	if r.stateDir, err = filepath.Abs(r.stateDir); err != nil {
+		return err
+	}
+	log, records, err := bisect.OpenState(r.stateDir)
+	if err != nil {
+		return err
+	}
+	r.log = log
+	if len(records) > 0 {
+		if err := sameRun(records[0], start, r.stateDir); err != nil {
+			return err
+		}
+		if records[0].Meta["job_sha256"] != r.jobSum {
+			return usagef("state directory %s holds verdicts made with another version of %s (its copy is %s); give another --state, or remove it to start over",
+				r.stateDir, o.Job, filepath.Join(r.stateDir, "job.yaml"))
+		}
+		fmt.Fprintf(r.stderr, "kbisect: resuming from %s (%d verdicts)\n", r.stateDir, countVerdicts(records))
+	} else {
+		data, err := os.ReadFile(o.Job)
+		if err != nil {
+			return err
+		}
+		// The job file as used: what the verdicts were made with.
+		if err := bisect.WriteFileAtomic(filepath.Join(r.stateDir, "job.yaml"), data); err != nil {
+			return err
+		}
+		if err := log.Init(append([]bisect.Record{start}, marks...)...); err != nil {
+			return err
+		}
+	}
+	r.start = log.Records()[0]
+	if r.sess, _, err = bisect.Restore(r.g, log.Records()); err != nil {
+		return err
+	}
+	if r.buildLog, err = os.OpenFile(filepath.Join(r.stateDir, "build.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+		return err
+	}
+	bo := lab.BuildOptions(job, r.buildLog)
+	if bo.Base, err = lab.BaseConfig(ctx, job, r.stderr); err != nil {
+		return err
+	}
+	r.view = newJobView(r.stderr, r.g)
+	r.pipe = &lab.Pipeline{Job: job, Build: bo, StateDir: r.stateDir, Progress: r.view.Event}
+	if !o.NoBuildAhead {
+		// A second graph: looking ahead must not change what the
+		// session's graph has parsed.
+		if r.g2, err = bisect.OpenGraph(tree); err != nil {
+			return err
+		}
+		if r.aheadLog, err = os.OpenFile(filepath.Join(r.stateDir, "build-ahead.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+			return err
+		}
+		ab := bo
+		ab.Log = r.aheadLog
+		r.ahead = &lab.Ahead{Session: r.sess, Graph: r.g2, Build: ab, Slot: 0,
+			Note: func(commit, what string) { r.view.note(commit, what) }}
+		r.pipe.Ahead = r.ahead
+		r.view.onTesting = r.ahead.Plan
+	}
+	return nil
+}
+
+func short12(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}
+
+// bisect calibrates on the endpoints, drives the bisection and reports.
+func (r *jobRun) bisect(ctx context.Context) error {
+	good := r.start.Good[0]
+	r.view.line("calibrating on the endpoints: bad %s, good %s", short12(r.start.Bad), short12(good))
+	cal, err := r.pipe.Calibrate(ctx, good, r.start.Bad)
+	var res bisect.Result
+	switch {
+	case err != nil:
+		res.Kind = bisect.Aborted
+	case !cal.Reproduced:
+		res.Kind, res.Reason = bisect.NotReproduced, cal.Reason
+	default:
+		r.view.line("calibrated: %s", cal.Reason)
+		res, err = bisect.Drive(ctx, r.sess, r.log, r.pipe.Test, r.view)
+	}
+	var conf *lab.Confirmation
+	if err == nil && res.Kind == bisect.Found {
+		conf, err = r.confirm(ctx, res.FirstBad)
+	}
+	r.view.Done()
+	rep := &jobReport{g: r.g, job: r.job, stateDir: r.stateDir, start: r.start, res: res, cal: cal, conf: conf}
+	out := toJSON(res, r.stateDir, err)
+	rep.addToJSON(&out)
+	if serr := saveReports(r.g, r.log, res, out); serr != nil {
+		fmt.Fprintf(r.stderr, "kbisect: %v\n", serr)
+	}
+	if r.o.JSON {
+		writeRunJSON(r.stdout, out)
+	} else if err == nil {
+		rep.writeText(r.stdout)
+	}
+	switch {
+	case err != nil:
+		if r.o.JSON {
+			return &reportedError{err}
+		}
+		return err
+	case res.Kind == bisect.Found:
+		return nil
+	case res.Kind == bisect.Inconclusive:
+		return &resultError{exitInconclusive}
+	case res.Kind == bisect.NotReproduced:
+		return &resultError{exitNotReproduced}
+	}
+	return &resultError{exitFailure}
+}
+
+// confirm measures the first bad commit and its parent again.
+func (r *jobRun) confirm(ctx context.Context, culprit plumbing.Hash) (*lab.Confirmation, error) {
+	parents, err := r.g.Parents(culprit)
+	if err != nil {
+		return nil, err
+	}
+	var ps []string
+	for _, p := range parents {
+		ps = append(ps, p.String())
+	}
+	r.view.line("confirming %s against its parent, on fresh boots with more samples", short12(culprit.String()))
+	return r.pipe.Confirm(ctx, culprit.String(), ps)
+}

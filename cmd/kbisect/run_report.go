@@ -1,0 +1,305 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"kbisect/bisect"
+	"kbisect/configs"
+	"kbisect/lab"
+	"kbisect/noise"
+)
+
+// jobReport is what a run --job found and why, read from its state
+// directory: what run prints at its end, and kbisect report at any time.
+type jobReport struct {
+	g        *bisect.Graph
+	job      *configs.Job
+	stateDir string
+	start    bisect.Record
+	res      bisect.Result
+	cal      *lab.Calibration
+	conf     *lab.Confirmation
+}
+
+// evidence returns what the state directory holds for a commit (nil when
+// nothing).
+func (r *jobReport) evidence(commit string) *lab.Evidence {
+	ev, err := lab.ReadEvidence(r.stateDir, commit)
+	if err != nil {
+		return nil
+	}
+	return ev
+}
+
+// addToJSON puts each tested commit's numbers and the confirmation into
+// the JSON answer.
+func (r *jobReport) addToJSON(out *runJSON) {
+	for i := range out.Tested {
+		if ev := r.evidence(out.Tested[i].Commit); ev != nil {
+			out.Tested[i].Metric = metricJSONOf(ev)
+		}
+	}
+	if r.conf != nil {
+		out.Confirmed = &r.conf.Confirmed
+		out.Warnings = append(out.Warnings, r.conf.Flags...)
+	}
+}
+
+func metricJSONOf(ev *lab.Evidence) *metricJSON {
+	if len(ev.Values) == 0 {
+		return &metricJSON{Reason: ev.Reason, SameAs: ev.SameAs}
+	}
+	m := &metricJSON{Name: ev.Metric, Kind: ev.Kind, Values: ev.Values, Reason: ev.Reason, SameAs: ev.SameAs}
+	if ev.Decision != nil {
+		m.Median, m.Threshold = ev.Decision.Median, ev.Decision.Threshold
+	}
+	return m
+}
+
+// row is one tested kernel in the report.
+type row struct {
+	commit  plumbing.Hash
+	verdict string
+	ev      *lab.Evidence
+	subject string
+	when    int64
+}
+
+// rows are the tested commits, endpoints included, in history order
+// (oldest first: by commit time, ancestors before descendants).
+func (r *jobReport) rows() []row {
+	var rows []row
+	add := func(commit, verdict string, ev *lab.Evidence) {
+		h, err := hashOf(commit)
+		if err != nil {
+			return
+		}
+		rows = append(rows, row{commit: h, verdict: verdict, ev: ev})
+	}
+	if r.cal != nil {
+		add(r.start.Bad, "bad (endpoint)", r.cal.Bad)
+		add(r.start.Good[0], "good (endpoint)", r.cal.Good)
+	}
+	for _, t := range r.res.Tested {
+		add(t.Commit.String(), t.Verdict.String(), r.evidence(t.Commit.String()))
+	}
+	hs := make([]plumbing.Hash, len(rows))
+	for i := range rows {
+		hs[i] = rows[i].commit
+	}
+	infos, _ := r.g.Infos(hs)
+	for i := range rows {
+		rows[i].subject = infos[rows[i].commit].Subject
+		rows[i].when, _ = r.g.CommitTime(rows[i].commit)
+	}
+	slices.SortStableFunc(rows, func(a, b row) int { return int(a.when - b.when) })
+	return rows
+}
+
+// numbers is a kernel's median and range, as its metric prints them.
+func numbers(ev *lab.Evidence) string {
+	if ev == nil || len(ev.Values) == 0 {
+		return "-"
+	}
+	lo, hi := slices.Min(ev.Values), slices.Max(ev.Values)
+	med := lo
+	if ev.Decision != nil {
+		med = ev.Decision.Median
+	}
+	return fmt.Sprintf("%s [%s–%s] n=%d", noise.FormatValue(ev.Kind, med), noise.FormatValue(ev.Kind, lo), noise.FormatValue(ev.Kind, hi), len(ev.Values))
+}
+
+// writeText writes the report in text: the answer as git prints it, the
+// confirmation, the tested kernels with their numbers, and the two
+// kernels on either side of the answer compared, with their per-CPU
+// tables.
+func (r *jobReport) writeText(w io.Writer) {
+	printResult(w, r.g, r.res)
+	if r.res.Kind == "" {
+		fmt.Fprintln(w, "in progress: no answer yet")
+	}
+	if c := r.conf; c != nil {
+		fmt.Fprintln(w)
+		if c.Confirmed {
+			fmt.Fprintf(w, "Confirmed on fresh boots: first bad %s, its parent %s.\n", numbers(c.Culprit), numbers(c.Parent))
+		} else {
+			fmt.Fprintln(w, "NOT confirmed on fresh boots: read the flags before trusting this commit.")
+		}
+		for _, f := range c.Flags {
+			fmt.Fprintf(w, "flag: %s\n", f)
+		}
+	}
+	if rows := r.rows(); len(rows) > 0 {
+		fmt.Fprintf(w, "\nTested kernels, oldest first (%s, median [range]):\n", r.metricName())
+		for _, rw := range rows {
+			fmt.Fprintf(w, "  %s %-15s %-38s %s\n", rw.commit.String()[:12], rw.verdict, numbers(rw.ev), rw.subject)
+			if rw.ev != nil && (len(rw.ev.Values) == 0 || rw.ev.SameAs != "") {
+				fmt.Fprintf(w, "  %12s %s\n", "", rw.ev.Reason)
+			}
+		}
+	}
+	good, bad := r.pair()
+	if good == nil || bad == nil {
+		return
+	}
+	rep, err := r.compare(good, bad)
+	if err != nil {
+		return
+	}
+	fmt.Fprintln(w)
+	_ = rep.WriteText(w)
+	for _, ev := range []*lab.Evidence{good, bad} {
+		fmt.Fprintf(w, "\n%s, %s: the sample with the median %s\n", ev.Commit[:12], ev.Release, ev.Metric)
+		_ = noise.WriteTable(w, medianSample(ev))
+	}
+	if r.res.Kind == bisect.NotReproduced {
+		fmt.Fprintf(w, "\nThe endpoints' samples and raw outputs are in %s; to measure them again, remove the state directory or give another --state.\n", filepath.Join(r.stateDir, "commits"))
+	}
+}
+
+// writeMarkdown writes the same report in markdown, for mail and issues.
+func (r *jobReport) writeMarkdown(w io.Writer) {
+	switch r.res.Kind {
+	case bisect.Found:
+		fmt.Fprintf(w, "**First bad commit:** `%s`", r.res.FirstBad)
+		if info, err := r.g.Info(r.res.FirstBad); err == nil {
+			fmt.Fprintf(w, " %s (%s, %s)", info.Subject, info.Author, info.Date)
+		}
+		fmt.Fprintln(w)
+	case bisect.Inconclusive:
+		fmt.Fprintln(w, "**Inconclusive:** the first bad commit is one of the skipped commits:")
+		for _, c := range r.res.Candidates {
+			fmt.Fprintf(w, "- `%s`\n", c)
+		}
+	case bisect.NotReproduced:
+		fmt.Fprintf(w, "**Not reproduced:** %s\n", r.res.Reason)
+	default:
+		fmt.Fprintln(w, "**In progress:** no answer yet.")
+	}
+	if c := r.conf; c != nil {
+		state := "confirmed"
+		if !c.Confirmed {
+			state = "**not confirmed**"
+		}
+		fmt.Fprintf(w, "\nOn fresh boots, %s: first bad %s, its parent %s.\n", state, numbers(c.Culprit), numbers(c.Parent))
+		for _, f := range c.Flags {
+			fmt.Fprintf(w, "- %s\n", f)
+		}
+	}
+	if rows := r.rows(); len(rows) > 0 {
+		fmt.Fprintf(w, "\n| commit | verdict | %s: median [range] | subject |\n|---|---|---|---|\n", r.metricName())
+		for _, rw := range rows {
+			fmt.Fprintf(w, "| `%s` | %s | %s | %s |\n", rw.commit.String()[:12], rw.verdict, numbers(rw.ev), strings.ReplaceAll(rw.subject, "|", `\|`))
+		}
+	}
+	good, bad := r.pair()
+	if good == nil || bad == nil {
+		return
+	}
+	if rep, err := r.compare(good, bad); err == nil {
+		fmt.Fprintln(w)
+		_ = rep.WriteMarkdown(w)
+	}
+	for _, ev := range []*lab.Evidence{good, bad} {
+		fmt.Fprintf(w, "\n`%s` (%s), the sample with the median %s:\n\n", ev.Commit[:12], ev.Release, ev.Metric)
+		_ = noise.WriteMarkdown(w, medianSample(ev))
+	}
+}
+
+func (r *jobReport) metricName() string {
+	if r.job != nil {
+		return r.job.Verdict.Metric
+	}
+	return "metric"
+}
+
+// pair is the good and bad kernels the report compares: the last good
+// and the first bad commit, or the endpoints when not reproduced.
+func (r *jobReport) pair() (good, bad *lab.Evidence) {
+	switch {
+	case r.res.Kind == bisect.Found && r.conf != nil && r.conf.Culprit.Commit == r.res.FirstBad.String():
+		// Measured again with more samples on fresh boots: the better
+		// evidence.
+		bad, good = r.conf.Culprit, r.conf.Parent
+	case r.res.Kind == bisect.Found:
+		bad = r.evidence(r.res.FirstBad.String())
+		good = r.lastGood()
+	case r.res.Kind == bisect.NotReproduced && r.cal != nil:
+		good, bad = r.cal.Good, r.cal.Bad
+	}
+	if good == nil || bad == nil || len(good.Samples) == 0 || len(bad.Samples) == 0 {
+		return nil, nil
+	}
+	return good, bad
+}
+
+func (r *jobReport) compare(good, bad *lab.Evidence) (*noise.ABReport, error) {
+	if r.job == nil {
+		return nil, errors.New("no job file in the state directory")
+	}
+	goodName, badName := "last good ", "first bad "
+	if r.res.Kind == bisect.NotReproduced {
+		goodName, badName = "good endpoint ", "bad endpoint "
+	}
+	return noise.CompareAB(noise.Side{Name: goodName + good.Commit[:12], Samples: good.Samples},
+		noise.Side{Name: badName + bad.Commit[:12], Samples: bad.Samples},
+		r.job.Verdict.Metric, r.job.Verdict.Aggregate, r.job.Verdict.Confidence)
+}
+
+// lastGood is the good kernel next to the first bad commit: its parent
+// when that was tested good, else the good commit tested last, else the
+// good endpoint.
+func (r *jobReport) lastGood() *lab.Evidence {
+	if parents, err := r.g.Parents(r.res.FirstBad); err == nil && len(parents) > 0 {
+		if ev := r.evidence(parents[0].String()); ev != nil && ev.Verdict == string(noise.Good) && len(ev.Samples) > 0 {
+			return ev
+		}
+	}
+	for i := len(r.res.Tested) - 1; i >= 0; i-- {
+		if r.res.Tested[i].Verdict == bisect.Good {
+			if ev := r.evidence(r.res.Tested[i].Commit.String()); ev != nil && len(ev.Samples) > 0 {
+				return ev
+			}
+		}
+	}
+	if r.cal != nil {
+		return r.cal.Good
+	}
+	return nil
+}
+
+// medianSample is the sample whose value is the median of the commit's.
+func medianSample(ev *lab.Evidence) *noise.Measurement {
+	idx := make([]int, len(ev.Values))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int {
+		switch {
+		case ev.Values[a] < ev.Values[b]:
+			return -1
+		case ev.Values[a] > ev.Values[b]:
+			return 1
+		}
+		return 0
+	})
+	i := idx[len(idx)/2]
+	if i < len(ev.Samples) {
+		return ev.Samples[i]
+	}
+	return ev.Samples[len(ev.Samples)-1]
+}
+
+func hashOf(s string) (plumbing.Hash, error) {
+	if len(s) != 40 || strings.Trim(s, "0123456789abcdef") != "" {
+		return plumbing.ZeroHash, errors.New("not a commit hash")
+	}
+	return plumbing.NewHash(s), nil
+}

@@ -1,0 +1,170 @@
+package simlab_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"kbisect/configs"
+	"kbisect/internal/simhost"
+	"kbisect/internal/simlab"
+	"kbisect/kbuild"
+	"kbisect/lab"
+	"kbisect/noise"
+	"kbisect/remote"
+)
+
+// newLab makes a small lab and loads its job file.
+func newLab(t *testing.T, opt simlab.Options) (*simlab.Lab, *configs.Job) {
+	t.Helper()
+	l, err := simlab.New(t.TempDir(), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	job, err := configs.Load(l.JobFile, configs.LoadOptions{Home: t.TempDir(), LookupEnv: func(string) (string, bool) { return "", false }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, job
+}
+
+func TestTheLabsJobFileDescribesTheLab(t *testing.T) {
+	t.Parallel()
+	l, job := newLab(t, simlab.Options{Seed: 5, Commits: 80})
+	for _, w := range job.Warnings {
+		t.Errorf("warning: %s: %s", w.Key, w.Msg)
+	}
+	isolated, _ := configs.ParseCPUs(simlab.IsolatedCPUs, simlab.CPUs)
+	switch {
+	case job.Machine.CPUs != 64 || job.Host.Address != "127.0.0.1" || job.Host.Port != l.Host.Port || string(job.Host.Identity) != l.Identity:
+		t.Errorf("machine and host: %+v %+v", job.Machine, job.Host)
+	case job.Boot.Method != configs.BootKexec || job.Boot.Params != simlab.BootParams || string(job.Boot.PowerCycle) != l.Host.PowerCycleCommand:
+		t.Errorf("boot: %+v", job.Boot)
+	case string(job.Build.Tree) != l.Tree.Dir || job.Build.Config != "tinyconfig" || len(job.Build.Fragments) != 1 || string(job.Build.CacheDir) != l.CacheDir:
+		t.Errorf("build: %+v", job.Build)
+	case job.Workload.Tool != "osnoise" || !slices.Equal(job.Workload.CPUs, isolated) || job.Workload.Duration.D() != 10*time.Second:
+		t.Errorf("workload: %+v", job.Workload)
+	case job.Verdict.Metric != "noise" || job.Verdict.Threshold.Time != time.Millisecond || l.Metric != simlab.DefaultMetric || l.Threshold != simlab.DefaultThreshold:
+		t.Errorf("verdict: %+v", job.Verdict)
+	}
+	if !lab.RequiresPreemptRT(job) {
+		t.Error("the job's kernels need not run PREEMPT_RT")
+	}
+	if got := l.Host.Running(); got.Release != simlab.DefaultRelease || got.Noise != simlab.DefaultGoodNoise {
+		t.Errorf("the host runs %+v", got)
+	}
+}
+
+// imageLevel returns the noise level an artifact's image carries.
+func imageLevel(t *testing.T, a *kbuild.Artifact) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(a.Dir, "bzImage"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := bytes.Cut(b, []byte(simhost.NoiseMarker))
+	if !ok {
+		t.Fatalf("%s carries no noise level", a.Dir)
+	}
+	level, _, _ := bytes.Cut(rest, []byte{0})
+	return string(level)
+}
+
+// TestAKernelCarriesItsNoiseFromBuildToMeasurement follows the
+// endpoints through the real pipeline: kbuild builds them from the
+// lab's job, the host measures its default kernel as good, then boots
+// the bad kernel and measures it as bad.
+func TestAKernelCarriesItsNoiseFromBuildToMeasurement(t *testing.T) {
+	t.Parallel()
+	l, job := newLab(t, simlab.Options{Seed: 3, Commits: 120})
+	ctx := context.Background()
+	o := lab.BuildOptions(job, io.Discard)
+	good, err := kbuild.Build(ctx, o, 0, l.Tree.GoodCommit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, err := kbuild.Build(ctx, o, 0, l.Tree.BadCommit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, b := imageLevel(t, good), imageLevel(t, bad); g != "3" || b != "17" {
+		t.Errorf("the images carry %s µs (good) and %s µs (bad)", g, b)
+	}
+	var be *kbuild.BuildError
+	if _, err := kbuild.Build(ctx, o, 0, l.Tree.Broken[0]); !errors.As(err, &be) {
+		t.Errorf("a broken commit built: %v", err)
+	}
+
+	h, err := lab.DialHost(ctx, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := lab.Measure(ctx, job, h, 0, nil)
+	h.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The job decides on the noise per period: a quiet kernel's is tens
+	// of µs.
+	if res.Decision == nil || res.Decision.Verdict != noise.Good || len(res.Values) != 3 || slices.Max(res.Values) > 100e3 || slices.Min(res.Values) < 2e3 {
+		t.Errorf("the default kernel: %+v %v", res.Decision, res.Values)
+	}
+
+	art, err := remote.LoadArtifact(bad.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nh, facts, err := lab.BootArtifact(ctx, job, art, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nh.Close()
+	if facts.Release != bad.Release || !facts.PreemptRT || l.Host.Running().Noise != 17*time.Microsecond {
+		t.Errorf("booted %+v; the host runs %+v", facts, l.Host.Running())
+	}
+	res, err = lab.Measure(ctx, job, nh, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The storm: ~49 ms of noise per 950 ms period.
+	if res.Decision == nil || res.Decision.Verdict != noise.Bad || slices.Min(res.Values) < 40e6 || slices.Max(res.Values) > 60e6 {
+		t.Errorf("the bad kernel: %+v %v", res.Decision, res.Values)
+	}
+}
+
+func TestADocumentationCommitBuildsTheSameKernel(t *testing.T) {
+	t.Parallel()
+	tree, err := simlab.NewTree(filepath.Join(t.TempDir(), "tree"), simlab.Options{Seed: 9, Commits: 80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc, parent string
+	for _, d := range tree.DocOnly {
+		if p := gitOut(t, tree.Dir, "rev-parse", d+"^"); tree.Builds(p) {
+			doc, parent = d, p
+			break
+		}
+	}
+	if doc == "" {
+		t.Fatal("no documentation commit with a parent that builds")
+	}
+	o := kbuild.Options{Tree: tree.Dir, Base: "tinyconfig", Jobs: 2, CacheDir: t.TempDir()}
+	a, err := kbuild.Build(context.Background(), o, 0, parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := kbuild.Build(context.Background(), o, 0, doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Signature != b.Signature || a.Release == b.Release {
+		t.Errorf("signatures %s %s, releases %s %s", a.Signature, b.Signature, a.Release, b.Release)
+	}
+}

@@ -1,0 +1,155 @@
+package lab
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"kbisect/bisect"
+	"kbisect/kbuild"
+)
+
+// Ahead builds, while the host measures a commit, the commits that come
+// next whether it turns out good or bad: the host never waits for a build
+// it could have had. It builds in the pipeline's own slot, one build at a
+// time and only while the pipeline does not build, so every build is
+// incremental and no second worktree takes disk; built kernels land in the
+// cache, where the pipeline finds them.
+type Ahead struct {
+	// Session is the bisection; Graph a second graph of the same
+	// repository, so that looking ahead never changes what the session
+	// has parsed (and so its git-identical choices).
+	Session *bisect.Session
+	Graph   *bisect.Graph
+	Build   kbuild.Options
+	Slot    int
+	// Note hears what it does (nil: nothing).
+	Note func(commit, what string)
+
+	mu      sync.Mutex
+	queue   []string
+	held    bool // the pipeline builds: start nothing
+	running string
+	cancel  context.CancelFunc
+	done    chan struct{}
+	wg      sync.WaitGroup
+	closed  bool
+}
+
+// Plan is called when the session is about to test a commit: it looks at
+// both verdicts' next commits and queues them, dropping what an earlier
+// plan queued and no longer needs. A build ahead of the commit about to
+// be tested goes on (the pipeline waits for it). Queued builds start at
+// Go, once the commit's own kernel is built.
+func (a *Ahead) Plan(step bisect.Step) {
+	if step.Kind != bisect.StepTest {
+		return
+	}
+	var next []string
+	for _, v := range []bisect.Verdict{bisect.Bad, bisect.Good} {
+		f := a.Session.Fork(a.Graph)
+		if err := f.Mark(step.Commit, v); err != nil {
+			continue
+		}
+		if n, err := f.Next(); err == nil && n.Kind == bisect.StepTest && n.Commit != plumbing.ZeroHash {
+			next = append(next, n.Commit.String())
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return
+	}
+	a.held = true
+	now := step.Commit.String()
+	if a.running != "" && a.running != now && !slices.Contains(next, a.running) && a.cancel != nil {
+		a.cancel() // the other branch: not needed any more
+	}
+	a.queue = a.queue[:0]
+	for _, c := range next {
+		if c != a.running && c != now {
+			a.queue = append(a.queue, c)
+		}
+	}
+}
+
+// Go lets the queued builds start: the commit under test is built and the
+// host busy with it.
+func (a *Ahead) Go() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.held = false
+	if a.running == "" {
+		a.startLocked()
+	}
+}
+
+// startLocked starts the next queued build; a.mu is held.
+func (a *Ahead) startLocked() {
+	if len(a.queue) == 0 || a.closed || a.held {
+		return
+	}
+	commit := a.queue[0]
+	a.queue = a.queue[1:]
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	a.running, a.cancel, a.done = commit, cancel, done
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		if a.Note != nil {
+			a.Note(commit, "building ahead")
+		}
+		_, err := kbuild.Build(ctx, a.Build, a.Slot, commit)
+		if a.Note != nil && err == nil {
+			a.Note(commit, "built ahead")
+		}
+		cancel()
+		a.mu.Lock()
+		close(done)
+		a.running, a.cancel, a.done = "", nil, nil
+		a.startLocked()
+		a.mu.Unlock()
+	}()
+}
+
+// Wait makes way for the pipeline's build of commit: a build ahead of
+// that commit is waited for (its kernel is then in the cache), any other
+// is stopped, and nothing starts until Go. A queued build of the commit
+// is dropped: the pipeline builds it now.
+func (a *Ahead) Wait(ctx context.Context, commit string) {
+	a.mu.Lock()
+	a.held = true
+	for i, c := range a.queue {
+		if c == commit {
+			a.queue = append(a.queue[:i], a.queue[i+1:]...)
+			break
+		}
+	}
+	if a.running != "" && a.running != commit && a.cancel != nil {
+		a.cancel()
+	}
+	done := a.done
+	a.mu.Unlock()
+	if done == nil {
+		return
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+// Close stops the builds ahead and waits for them to end.
+func (a *Ahead) Close() {
+	a.mu.Lock()
+	a.closed = true
+	a.queue = nil
+	if a.cancel != nil {
+		a.cancel()
+	}
+	a.mu.Unlock()
+	a.wg.Wait()
+}

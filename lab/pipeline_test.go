@@ -1,0 +1,223 @@
+package lab
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"kbisect/bisect"
+	"kbisect/configs"
+	"kbisect/internal/simhost"
+	"kbisect/internal/simlab"
+	"kbisect/kbuild"
+	"kbisect/noise"
+)
+
+// simRun is a bisection of a simulated lab through the real pipeline:
+// builds by make and gcc, boots over SSH on the emulated host, osnoise
+// output parsed and judged by the job's rule.
+type simRun struct {
+	lab   *simlab.Lab
+	job   *configs.Job
+	g     *bisect.Graph
+	state string
+	pipe  *Pipeline
+}
+
+func newSimRun(t *testing.T, opt simlab.Options) *simRun {
+	t.Helper()
+	l, err := simlab.New(t.TempDir(), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	job, err := configs.Load(l.JobFile, configs.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := bisect.OpenGraph(l.Tree.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	r := &simRun{lab: l, job: job, g: g, state: t.TempDir()}
+	r.pipe = r.pipeline()
+	return r
+}
+
+// pipeline is a pipeline on the run's state directory, as a new kbisect
+// process would make it.
+func (r *simRun) pipeline() *Pipeline {
+	return &Pipeline{Job: r.job, Build: BuildOptions(r.job, nil), StateDir: r.state,
+		Backoff: time.Millisecond, Sleep: func(ctx context.Context, d time.Duration) error { return ctx.Err() }}
+}
+
+// bisect calibrates and drives the bisection to its end.
+func (r *simRun) bisect(t *testing.T, ctx context.Context) (bisect.Result, *Calibration, error) {
+	t.Helper()
+	log, records, err := bisect.OpenState(filepath.Join(r.state, "session"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	bad, good := plumbing.NewHash(r.lab.Tree.BadCommit), plumbing.NewHash(r.lab.Tree.GoodCommit)
+	if len(records) == 0 {
+		if err := log.Init(bisect.Record{Event: bisect.EventStart, Bad: bad.String(), Good: []string{good.String()}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sess, _, err := bisect.Restore(r.g, log.Records())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cal, err := r.pipe.Calibrate(ctx, good.String(), bad.String())
+	if err != nil || !cal.Reproduced {
+		return bisect.Result{}, cal, err
+	}
+	res, err := bisect.Drive(ctx, sess, log, r.pipe.Test, quiet{})
+	return res, cal, err
+}
+
+type quiet struct{}
+
+func (quiet) Testing(bisect.Step)                                 {}
+func (quiet) Tested(plumbing.Hash, bisect.Outcome, time.Duration) {}
+func (quiet) Warn(string)                                         {}
+
+func TestTheLabFindsThePlantedRegression(t *testing.T) {
+	r := newSimRun(t, simlab.Options{Seed: 3, Commits: 120})
+	res, cal, err := r.bisect(t, context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cal.Reproduced || cal.Bad.Verdict != "bad" || cal.Good.Verdict != "good" {
+		t.Fatalf("calibration: %+v", cal)
+	}
+	if res.Kind != bisect.Found || res.FirstBad.String() != r.lab.Tree.Expected.FirstBad {
+		t.Fatalf("found %v %s, the planted regression is %s (%+v)", res.Kind, res.FirstBad, r.lab.Tree.Expected.FirstBad, res)
+	}
+	// Every verdict agrees with the tree, and has its evidence kept.
+	for _, tc := range res.Tested {
+		ev, err := ReadEvidence(r.state, tc.Commit.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case !r.lab.Tree.Builds(tc.Commit.String()):
+			if tc.Verdict != bisect.Skip || !strings.HasPrefix(ev.Reason, "does not build: ") {
+				t.Errorf("%s does not build but is %v (%s)", tc.Commit, tc.Verdict, ev.Reason)
+			}
+		case r.lab.Tree.IsBad(tc.Commit.String()) != (tc.Verdict == bisect.Bad):
+			t.Errorf("%s is %v (%s); bad in the tree: %v", tc.Commit, tc.Verdict, ev.Reason, r.lab.Tree.IsBad(tc.Commit.String()))
+		}
+		if ev.SameAs == "" && ev.Verdict != "skip" {
+			raw := filepath.Join(r.state, "commits", tc.Commit.String(), "sample-1.out")
+			if b, err := os.ReadFile(raw); err != nil || !strings.Contains(string(b), "# tracer: osnoise") {
+				t.Errorf("%s: raw output of sample 1: %v", tc.Commit, err)
+			}
+			if len(ev.Boots) == 0 || !strings.HasSuffix(ev.Boots[0].Release, "-kbisect-"+tc.Commit.String()[:12]) {
+				t.Errorf("%s was measured on %+v", tc.Commit, ev.Boots)
+			}
+		}
+	}
+	// The host ran the kernels it was asked to, with the job's parameters.
+	if got := r.lab.Host.Running().Cmdline; !strings.Contains(got, simlab.BootParams) {
+		t.Errorf("the host runs with %q", got)
+	}
+}
+
+// TestAKernelThatDoesNotBootIsSkipped: a kernel that hangs until the
+// lab power-cycles the host is the commit's failure, not the run's.
+func TestAKernelThatDoesNotBootIsSkipped(t *testing.T) {
+	r := newSimRun(t, simlab.Options{Seed: 5, Commits: 80})
+	commit := r.lab.Tree.Expected.FirstBad
+	a, err := kbuild.Build(context.Background(), r.pipe.Build, 0, commit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.lab.Host.SetFault(a.Release, simhost.FaultNeverBack)
+	// The emulated host boots in milliseconds: a kernel that is not back
+	// after two seconds never will be (job files may not say less than
+	// 30s, meant for real machines).
+	r.job.Boot.Timeout = configs.Duration(2 * time.Second)
+	ev, err := r.pipe.Evidence(context.Background(), commit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Verdict != "skip" || !strings.HasPrefix(ev.Reason, "does not boot: ") {
+		t.Errorf("%+v", ev)
+	}
+	if !strings.HasPrefix(r.lab.Host.Running().Release, "6.1.0") {
+		t.Errorf("after the power cycle the host runs %s", r.lab.Host.Running().Release)
+	}
+}
+
+// TestARunResumesWhereItWasKilled: the evidence of a finished commit is
+// kept, so a new pipeline (a new kbisect process) on the same state
+// directory answers from it without building, booting or measuring.
+func TestARunResumesWhereItWasKilled(t *testing.T) {
+	r := newSimRun(t, simlab.Options{Seed: 7, Commits: 80})
+	ctx := context.Background()
+	if _, err := r.pipe.Calibrate(ctx, r.lab.Tree.GoodCommit, r.lab.Tree.BadCommit); err != nil {
+		t.Fatal(err)
+	}
+	c := r.lab.Tree.Expected.FirstBad
+	first, err := r.pipe.Evidence(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	boots := len(r.lab.Host.Boots())
+	again := r.pipeline()
+	if _, err := again.Calibrate(ctx, r.lab.Tree.GoodCommit, r.lab.Tree.BadCommit); err != nil {
+		t.Fatal(err)
+	}
+	second, err := again.Evidence(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.lab.Host.Boots()) != boots || second.Verdict != first.Verdict || len(second.Values) != len(first.Values) {
+		t.Errorf("resumed: %d boots (was %d), %s/%d values (was %s/%d)", len(r.lab.Host.Boots()), boots, second.Verdict, len(second.Values), first.Verdict, len(first.Values))
+	}
+	if again.Rule().Kind != noise.Absolute || len(again.Rule().Good) == 0 {
+		t.Errorf("the resumed rule lacks the calibration: %+v", again.Rule())
+	}
+}
+
+// TestTheSameKernelIsMeasuredOnce: a commit that changes only
+// documentation builds its parent's code; its verdict is its parent's,
+// without a boot.
+func TestTheSameKernelIsMeasuredOnce(t *testing.T) {
+	r := newSimRun(t, simlab.Options{Seed: 11, Commits: 120, DocPercent: 40})
+	ctx := context.Background()
+	if _, err := r.pipe.Calibrate(ctx, r.lab.Tree.GoodCommit, r.lab.Tree.BadCommit); err != nil {
+		t.Fatal(err)
+	}
+	var doc, parent string
+	for _, d := range r.lab.Tree.DocOnly {
+		parents, err := r.g.Parents(plumbing.NewHash(d))
+		if err == nil && len(parents) == 1 && r.lab.Tree.Builds(d) && r.lab.Tree.Builds(parents[0].String()) {
+			doc, parent = d, parents[0].String()
+			break
+		}
+	}
+	if doc == "" {
+		t.Fatal("the tree has no documentation-only commit")
+	}
+	p, err := r.pipe.Evidence(ctx, parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	boots := len(r.lab.Host.Boots())
+	d, err := r.pipe.Evidence(ctx, doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.SameAs != parent || d.Verdict != p.Verdict || d.Signature != p.Signature || len(r.lab.Host.Boots()) != boots {
+		t.Errorf("documentation commit: same as %q (parent %s), verdict %s (parent %s), boots %d → %d", d.SameAs, parent[:12], d.Verdict, p.Verdict, boots, len(r.lab.Host.Boots()))
+	}
+}
