@@ -548,25 +548,37 @@ func (p *Pipeline) bootRetrying(ctx context.Context, commit string, art remote.A
 			defer closeConsole()
 			h, f, err := BootArtifact(ctx, p.Job, art, console)
 			if err != nil {
+				if h != nil {
+					h.Close() // a kernel that is not the one asked for
+				}
 				return nil, f, err
 			}
 			return h, f, nil
 		}
 	}
 	retries, backoff := p.retries(), p.backoff()
+	wrong := "" // a kernel the lab booted instead of the one asked for
 	for try := 0; ; try++ {
 		p.say(Event{Commit: commit, Phase: PhaseBoot})
 		m, facts, err := boot(ctx, art)
 		var ke *remote.KernelError
+		if errors.As(err, &ke) && wrong != "" && ke.CameBackOn == wrong {
+			// Back on the kernel the lab booted instead of ours last time:
+			// the lab boots the wrong kernel, it is not this one's panic.
+			err, ke = fmt.Errorf("the host booted %s again instead of %s", wrong, art.Release), nil
+		}
 		switch {
 		case err == nil:
 			return m, facts, nil, nil
-		case errors.As(err, &ke):
+		case ke != nil:
 			return nil, facts, ke, nil
 		case ctx.Err() != nil:
 			return nil, facts, nil, ctx.Err()
 		case try >= retries:
 			return nil, facts, nil, fmt.Errorf("boot %s: the lab failed %d times, the last: %w", art.Release, try+1, err)
+		}
+		if facts.Release != "" && facts.Release != art.Release {
+			wrong = facts.Release
 		}
 		wait := backoff << try
 		p.say(Event{Commit: commit, Phase: PhaseBoot, Note: fmt.Sprintf("retrying in %s: %v", wait, err)})

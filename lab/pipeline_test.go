@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"kbisect/internal/simlab"
 	"kbisect/kbuild"
 	"kbisect/noise"
+	"kbisect/remote"
 )
 
 // simRun is a bisection of a simulated lab through the real pipeline:
@@ -219,5 +221,74 @@ func TestTheSameKernelIsMeasuredOnce(t *testing.T) {
 	}
 	if d.SameAs != parent || d.Verdict != p.Verdict || d.Signature != p.Signature || len(r.lab.Host.Boots()) != boots {
 		t.Errorf("documentation commit: same as %q (parent %s), verdict %s (parent %s), boots %d → %d", d.SameAs, parent[:12], d.Verdict, p.Verdict, boots, len(r.lab.Host.Boots()))
+	}
+}
+
+// TestADroppedMeasurementCostsABootNotTheRun: the lab drops the SSH
+// connection in the middle of a sample; the kernel is booted again and
+// sampling goes on.
+func TestADroppedMeasurementCostsABootNotTheRun(t *testing.T) {
+	r := newSimRun(t, simlab.Options{Seed: 13, Commits: 80})
+	var notes []string
+	r.pipe.Progress = func(e Event) {
+		if e.Note != "" {
+			notes = append(notes, e.Note)
+		}
+	}
+	r.lab.Host.DropMeasurement(2) // the second sample from now
+	ev, err := r.pipe.Evidence(context.Background(), r.lab.Tree.Expected.FirstBad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Verdict != "bad" || len(ev.Boots) != 2 || ev.Boots[0].Samples != 1 || len(ev.Values) < 3 {
+		t.Errorf("verdict %s, boots %+v, %d values", ev.Verdict, ev.Boots, len(ev.Values))
+	}
+	if len(notes) != 1 || !strings.HasPrefix(notes[0], "the lab dropped the measurement (") {
+		t.Errorf("notes %q", notes)
+	}
+}
+
+// TestAFlakyHostIsRetriedAndADeadOneStopsTheRun: connections the host
+// refuses are the lab's failure: retried with backoff, and when they go on
+// the test ends with an error, never a verdict.
+func TestAFlakyHostIsRetriedAndADeadOneStopsTheRun(t *testing.T) {
+	r := newSimRun(t, simlab.Options{Seed: 17, Commits: 80})
+	ctx := context.Background()
+	good := r.lab.Tree.GoodCommit
+	r.lab.Host.RefuseConnections(1)
+	if ev, err := r.pipe.Evidence(ctx, good); err != nil || ev.Verdict != "good" {
+		t.Fatalf("after one refused connection: %+v %v", ev, err)
+	}
+	bad := r.lab.Tree.BadCommit
+	r.lab.Host.RefuseConnections(1000)
+	_, err := r.pipe.Evidence(ctx, bad)
+	var ie *remote.InfraError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "the lab failed 3 times") {
+		t.Fatalf("a host that refuses every connection: %v", err)
+	}
+	if _, err := ReadEvidence(r.state, bad); !os.IsNotExist(err) {
+		t.Errorf("a commit the lab could not test has evidence: %v", err)
+	}
+}
+
+// TestAWrongKernelIsNeverMeasured: a host that boots another kernel than
+// the one asked for (a boot loader that ignores kbisect) is the lab's
+// failure: retried, then the run stops with what ran instead — no
+// verdict from the wrong kernel's numbers.
+func TestAWrongKernelIsNeverMeasured(t *testing.T) {
+	r := newSimRun(t, simlab.Options{Seed: 19, Commits: 80})
+	commit := r.lab.Tree.Expected.FirstBad
+	a, err := kbuild.Build(context.Background(), r.pipe.Build, 0, commit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.lab.Host.SetFault(a.Release, simhost.FaultWrongRelease)
+	measured := r.lab.Host.Measurements()
+	ev, err := r.pipe.Evidence(context.Background(), commit)
+	if err == nil || !strings.Contains(err.Error(), "the lab failed 3 times") || !strings.Contains(err.Error(), "the host booted "+simhost.WrongRelease+" again instead of ") {
+		t.Errorf("got %v, %+v", err, ev)
+	}
+	if r.lab.Host.Measurements() != measured {
+		t.Error("the wrong kernel was measured")
 	}
 }

@@ -52,6 +52,9 @@ type BootOptions struct {
 type KernelError struct {
 	Release string
 	Reason  string
+	// CameBackOn is the kernel the host came back on, when it came back
+	// on the one that ran before (a panic with panic=N reboots).
+	CameBackOn string
 	// Panic is the console's first panic or oops line, Console its last
 	// lines, when a console was captured.
 	Panic, Console string
@@ -98,7 +101,8 @@ func Boot(ctx context.Context, h *Host, dial Dialer, opt BootOptions) (*Host, Fa
 			// Back on the kernel that ran before, with a new boot id: the
 			// test kernel died and the machine rebooted (panic=N).
 			nh.Close()
-			return &KernelError{Release: opt.Release, Reason: fmt.Sprintf("the host came back on %s instead: the kernel did not boot (a panic with panic=N reboots)", facts.Release)}
+			return &KernelError{Release: opt.Release, CameBackOn: facts.Release,
+				Reason: fmt.Sprintf("the host came back on %s instead: the kernel did not boot (a panic with panic=N reboots)", facts.Release)}
 		}
 		return nil
 	})

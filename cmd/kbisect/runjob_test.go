@@ -3,10 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
+	"kbisect/bisect"
 	"kbisect/internal/simlab"
 )
 
@@ -76,5 +80,120 @@ func TestRunJobStopsWhenTheEndpointsDoNotReproduce(t *testing.T) {
 	if code != exitNotReproduced || !strings.Contains(stdout, "not reproduced: the bad endpoint ") || !strings.Contains(stdout, " is not bad: median ") ||
 		!strings.Contains(stdout, "good endpoint ") || strings.Contains(stderr, "Bisecting:") {
 		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+}
+
+// TestRunJobResumesAfterKill9AtEveryPhase kills kbisect (SIGKILL, no
+// chance to clean up) when it reaches each phase — calibration, a build,
+// a boot, a sample, the confirmation — and runs the same command again:
+// the run resumes from what was kept, tests no commit twice, and finds
+// the planted regression.
+func TestRunJobResumesAfterKill9AtEveryPhase(t *testing.T) {
+	bin := buildKbisect(t)
+	l := simLab(t, simlab.Options{Seed: 6, Commits: 80})
+	for _, at := range []struct {
+		what string
+		nth  int
+	}{
+		{"calibrating on the endpoints", 1}, // nothing kept yet
+		{" boot\n", 2},                      // the good endpoint's: the bad one's evidence is kept
+		{"sample 2:", 4},                    // in the middle of the first step's samples
+		{" build\n", 5},                     // a later step's build
+		{"confirming ", 1},                  // the answer is known, not yet confirmed
+	} {
+		t.Run(strings.TrimSpace(at.what), func(t *testing.T) {
+			state := filepath.Join(t.TempDir(), "state")
+			args := []string{"run", "--job", l.JobFile, "--good", l.Tree.Good, "--bad", l.Tree.Bad, "--state", state}
+			seen := killAt(t, bin, args, at.what, at.nth)
+			code, out, errText := runCLI(t, context.Background(), args...)
+			if code != exitOK || !strings.HasPrefix(out, l.Tree.Expected.FirstBad+" is the first bad commit") {
+				t.Fatalf("killed after %q; the next run: exit %d\n%s\n%s", seen, code, out, errText)
+			}
+			tested := map[string]bool{}
+			records, err := bisect.ReadState(state)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range records {
+				if r.Event == bisect.EventVerdict {
+					if tested[r.Commit] {
+						t.Errorf("%s tested twice", r.Commit)
+					}
+					tested[r.Commit] = true
+				}
+			}
+		})
+	}
+}
+
+// killAt runs kbisect and kills it with SIGKILL the nth time its stderr
+// shows what; it returns the output so far.
+func killAt(t *testing.T, bin string, args []string, what string, nth int) string {
+	t.Helper()
+	c := exec.Command(bin, args...)
+	stderr, err := c.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var seen strings.Builder
+	buf := make([]byte, 4096)
+	killed := false
+	for !killed {
+		n, err := stderr.Read(buf)
+		seen.Write(buf[:n])
+		if strings.Count(seen.String(), what) >= nth {
+			_ = c.Process.Signal(syscall.SIGKILL)
+			killed = true
+		}
+		if err != nil {
+			break
+		}
+	}
+	_ = c.Wait()
+	if !killed {
+		t.Fatalf("kbisect ended before %q came %d times:\n%s", what, nth, seen.String())
+	}
+	return seen.String()
+}
+
+func countTested(t *testing.T, state string) int {
+	t.Helper()
+	records, err := bisect.ReadState(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range records {
+		if r.Event == bisect.EventVerdict {
+			n++
+		}
+	}
+	return n
+}
+
+// TestRunJobIsInconclusiveWhenABrokenBuildHidesTheRegression: the
+// regression's parent does not build, so no test tells the two apart:
+// exit 3 with both as candidates, as git bisect's "could be any of".
+func TestRunJobIsInconclusiveWhenABrokenBuildHidesTheRegression(t *testing.T) {
+	l := simLab(t, simlab.Options{Seed: 12, Commits: 110, BrokenBeforeRegression: true, Regression: simlab.OnTopic})
+	code, stdout, stderr := runCLI(t, context.Background(), "run", "--job", l.JobFile, "--good", l.Tree.Good, "--bad", l.Tree.Bad,
+		"--state", filepath.Join(t.TempDir(), "state"), "--json")
+	var out runJSON
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil || code != exitInconclusive {
+		t.Fatalf("exit %d: %v\n%s\n%s", code, err, stdout, stderr)
+	}
+	got := append([]string(nil), out.Candidates...)
+	slices.Sort(got)
+	want := slices.Sorted(slices.Values(l.Tree.Expected.Candidates))
+	if out.Result != "inconclusive" || !slices.Equal(got, want) {
+		t.Errorf("result %s, candidates %v, want %v", out.Result, got, want)
+	}
+	for _, tc := range out.Tested {
+		if tc.Verdict == "skip" && (tc.Metric == nil || !strings.HasPrefix(tc.Metric.Reason, "does not build: ")) {
+			t.Errorf("skipped %s: %+v", tc.Commit, tc.Metric)
+		}
 	}
 }
