@@ -42,7 +42,8 @@ nop|osnoise) ;;
 *) echo "kbisect: the $cur tracer is in use on this machine: stop it first" >&2; exit %d ;;
 esac
 put() { printf '%%s\n' "$1" > "$T/$2" || { echo "kbisect: cannot write $1 to $T/$2" >&2; exit 1; }; }
-trap 'echo 0 > "$T/tracing_on"; echo nop > "$T/current_tracer"' EXIT
+sleeper=
+trap 'if [ -n "$sleeper" ]; then kill "$sleeper" 2>/dev/null; fi; echo 0 > "$T/tracing_on"; echo nop > "$T/current_tracer"' EXIT
 trap 'exit 143' TERM HUP INT
 put nop current_tracer
 put 0 tracing_on
@@ -62,7 +63,13 @@ put 0 osnoise/stop_tracing_total_us
 : > "$T/trace"
 printf 'osnoise\n' > "$T/current_tracer" || { echo "kbisect: the osnoise tracer does not start: is rtla or another tracer instance using it (see $T/instances)?" >&2; exit %d; }
 put 1 tracing_on
-sleep %s
+# In the background, waited for: a shell runs a trap only once its
+# foreground command ends, and a SIGTERM that reaches the group while
+# sleep is being forked would leave the tracer on for the whole sleep.
+sleep %s &
+sleeper=$!
+wait "$sleeper"
+sleeper=
 put 0 tracing_on
 cat "$T/trace"
 for s in "$T"/per_cpu/cpu*/stats; do

@@ -84,7 +84,7 @@ var (
 	putPeriod  = regexp.MustCompile(`put (\d+) osnoise/period_us`)
 	putRuntime = regexp.MustCompile(`put (\d+) osnoise/runtime_us`)
 	putThresh  = regexp.MustCompile(`(?m)^\s*put (\d+) tracing_thresh\s*$`)
-	sleepFor   = regexp.MustCompile(`(?m)^\s*sleep (\d+)\s*$`)
+	sleepFor   = regexp.MustCompile(`(?m)^\s*sleep (\d+)\s*&?\s*$`)
 )
 
 // parseOsnoiseRun reads the values the script writes into tracefs, and
