@@ -292,3 +292,35 @@ func TestAWrongKernelIsNeverMeasured(t *testing.T) {
 		t.Error("the wrong kernel was measured")
 	}
 }
+
+// TestAnAutoThresholdComesFromTheEndpoints: with threshold auto the rule
+// is set at calibration from both endpoints' samples, and the bisection
+// still finds the regression.
+func TestAnAutoThresholdComesFromTheEndpoints(t *testing.T) {
+	r := newSimRun(t, simlab.Options{Seed: 21, Commits: 80})
+	r.job.Verdict.Threshold = configs.Threshold{Kind: configs.ThresholdAuto}
+	res, cal, err := r.bisect(t, context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cal.Rule.Kind != noise.Auto || len(cal.Rule.Good) != 5 || len(cal.Rule.Bad) != 5 || !cal.Reproduced {
+		t.Errorf("calibration: %+v", cal)
+	}
+	if res.Kind != bisect.Found || res.FirstBad.String() != r.lab.Tree.Expected.FirstBad {
+		t.Errorf("found %v %s, want %s", res.Kind, res.FirstBad, r.lab.Tree.Expected.FirstBad)
+	}
+}
+
+// TestSamplesAreSpreadOverTheJobsBoots: verdict.boots 2 boots the kernel
+// twice, each boot giving its share of the minimum samples.
+func TestSamplesAreSpreadOverTheJobsBoots(t *testing.T) {
+	r := newSimRun(t, simlab.Options{Seed: 23, Commits: 80})
+	r.job.Verdict.Boots = 2
+	ev, err := r.pipe.Evidence(context.Background(), r.lab.Tree.Expected.FirstBad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ev.Boots) != 2 || ev.Boots[0].Samples != 2 || ev.Boots[0].BootID == ev.Boots[1].BootID || ev.Verdict != "bad" {
+		t.Errorf("boots %+v, verdict %s", ev.Boots, ev.Verdict)
+	}
+}

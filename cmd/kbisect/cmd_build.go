@@ -59,7 +59,7 @@ func runBuild(ctx context.Context, jobFile, rev string, slot int, asJSON bool, s
 		return err
 	}
 	logPath := filepath.Join(logDir, "build-"+commit[:12]+".log")
-	log, err := os.Create(logPath)
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644) // a cache hit must not wipe the build's log
 	if err != nil {
 		return err
 	}
