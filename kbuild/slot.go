@@ -50,14 +50,32 @@ func openSlot(ctx context.Context, o Options, n int, commit string) (*slot, erro
 	}
 	if _, err := os.Stat(filepath.Join(s.src, ".git")); err != nil {
 		// A worktree of the user's repository that kbisect alone uses:
-		// the user's own checkout is never touched.
-		_, _ = git(ctx, o.Tree, "worktree", "prune")
-		if _, err := git(ctx, o.Tree, "worktree", "add", "--detach", "--force", s.src, commit); err != nil {
+		// the user's own checkout is never touched. git names a new
+		// worktree's admin directory after the first free name, so two
+		// slots made at once could get the same: one at a time.
+		if err := s.makeWorktree(ctx, o.Tree, filepath.Dir(base), commit); err != nil {
 			s.unlock()
 			return nil, fmt.Errorf("making build slot %d: %v", n, err)
 		}
 	}
 	return s, nil
+}
+
+// makeWorktree adds the slot's worktree, holding the lock of the slots'
+// directory while git picks its name.
+func (s *slot) makeWorktree(ctx context.Context, tree, slots, commit string) error {
+	lock, err := os.OpenFile(filepath.Join(slots, "worktree.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return err
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	_, _ = git(ctx, tree, "worktree", "prune")
+	_, err = git(ctx, tree, "worktree", "add", "--detach", "--force", s.src, commit)
+	return err
 }
 
 func (s *slot) unlock() {

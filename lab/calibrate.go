@@ -3,8 +3,10 @@ package lab
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"sync"
 
 	"kbisect/bisect"
 	"kbisect/noise"
@@ -33,12 +35,26 @@ func (p *Pipeline) calibrationPath() string {
 // is reused. An endpoint that does not build or boot is an error: there
 // is nothing to bisect against.
 func (p *Pipeline) Calibrate(ctx context.Context, good, bad string) (*Calibration, error) {
-	if err := p.init(); err != nil {
-		return nil, err
+	return calibrate(ctx, []*Pipeline{p}, good, bad)
+}
+
+// calibrate calibrates the pipelines of identical machines: with two or
+// more, the endpoints are measured at once, the bad one on the first.
+func calibrate(ctx context.Context, pipes []*Pipeline, good, bad string) (*Calibration, error) {
+	p := pipes[0]
+	for _, q := range pipes {
+		if err := q.init(); err != nil {
+			return nil, err
+		}
+	}
+	setRule := func(r noise.Rule) {
+		for _, q := range pipes {
+			q.SetRule(r)
+		}
 	}
 	if c, err := ReadCalibration(p.StateDir); err != nil || c != nil {
 		if c != nil {
-			p.SetRule(c.Rule)
+			setRule(c.Rule)
 		}
 		return c, err
 	}
@@ -50,21 +66,21 @@ func (p *Pipeline) Calibrate(ctx context.Context, good, bad string) (*Calibratio
 	if base.Kind != noise.Absolute {
 		fixed = max(base.MaxSamples, base.MinSamples, 3)
 	}
-	p.SetRule(base)
+	setRule(base)
 	c := &Calibration{}
-	for _, end := range []struct {
-		name, commit string
-		ev           **Evidence
-	}{{"bad", bad, &c.Bad}, {"good", good, &c.Good}} {
-		ev, err := p.test(ctx, end.commit, fixed, "")
+	evs, err := both(ctx, pipes, [2]string{bad, good}, fixed, "")
+	for i, name := range []string{"bad", "good"} {
 		if err != nil {
-			return nil, fmt.Errorf("calibration, the %s endpoint %s: %w", end.name, short(end.commit), err)
+			break
 		}
-		if ev.Values == nil {
-			return nil, fmt.Errorf("calibration: the %s endpoint %s cannot be measured: %s", end.name, short(end.commit), ev.Reason)
+		if evs[i].Values == nil {
+			err = fmt.Errorf("calibration: the %s endpoint %s cannot be measured: %s", name, short(evs[i].Commit), evs[i].Reason)
 		}
-		*end.ev = ev
 	}
+	if err != nil {
+		return nil, err
+	}
+	c.Bad, c.Good = evs[0], evs[1]
 	rule := base
 	rule.Good, rule.Bad = c.Good.Values, c.Bad.Values
 	c.Rule = rule
@@ -111,6 +127,35 @@ func (p *Pipeline) Calibrate(ctx context.Context, good, bad string) (*Calibratio
 	if err := bisect.WriteFileAtomic(p.calibrationPath(), append(b, '\n')); err != nil {
 		return nil, err
 	}
-	p.SetRule(rule)
+	setRule(rule)
 	return c, nil
+}
+
+// both measures two commits with fixed samples: at once on the first two
+// pipelines when there are two, else one after the other. The first error
+// says which commit.
+func both(ctx context.Context, pipes []*Pipeline, commits [2]string, fixed int, sub string) ([2]*Evidence, error) {
+	var evs [2]*Evidence
+	var errs [2]error
+	run := func(i int, p *Pipeline) {
+		evs[i], errs[i] = p.test(ctx, commits[i], fixed, sub)
+		if errs[i] != nil {
+			errs[i] = fmt.Errorf("%s: %w", short(commits[i]), errs[i])
+		}
+	}
+	if len(pipes) > 1 {
+		var wg sync.WaitGroup
+		for i := range commits {
+			wg.Add(1)
+			go func() { defer wg.Done(); run(i, pipes[i]) }()
+		}
+		wg.Wait()
+	} else {
+		for i := range commits {
+			if run(i, pipes[0]); errs[i] != nil {
+				break
+			}
+		}
+	}
+	return evs, errors.Join(errs[0], errs[1])
 }

@@ -35,6 +35,13 @@ func (p *Pipeline) confirmationPath() string {
 // max(verdict.samples.max, 2×min) samples each. A confirmation kept in the
 // state directory is returned as it is.
 func (p *Pipeline) Confirm(ctx context.Context, culprit string, parents []string) (*Confirmation, error) {
+	return confirm(ctx, []*Pipeline{p}, culprit, parents)
+}
+
+// confirm confirms on the pipelines of identical machines: with two, the
+// culprit and its parent are measured at once.
+func confirm(ctx context.Context, pipes []*Pipeline, culprit string, parents []string) (*Confirmation, error) {
+	p := pipes[0]
 	if err := p.init(); err != nil {
 		return nil, err
 	}
@@ -49,16 +56,11 @@ func (p *Pipeline) Confirm(ctx context.Context, culprit string, parents []string
 		c.Flags = append(c.Flags, fmt.Sprintf("the first bad commit is a merge of %d parents: the change is in what it merges, compared here with its first parent %s", len(parents), short(parents[0])))
 	}
 	n := max(p.rule.MaxSamples, 2*p.rule.MinSamples)
-	for _, side := range []struct {
-		commit string
-		ev     **Evidence
-	}{{parents[0], &c.Parent}, {culprit, &c.Culprit}} {
-		ev, err := p.test(ctx, side.commit, n, "confirm")
-		if err != nil {
-			return nil, fmt.Errorf("confirming, %s: %w", short(side.commit), err)
-		}
-		*side.ev = ev
+	evs, err := both(ctx, pipes, [2]string{culprit, parents[0]}, n, "confirm")
+	if err != nil {
+		return nil, fmt.Errorf("confirming: %w", err)
 	}
+	c.Culprit, c.Parent = evs[0], evs[1]
 	if c.Culprit.Signature != "" && c.Culprit.Signature == c.Parent.Signature {
 		c.Flags = append(c.Flags, fmt.Sprintf("the first bad commit does not change the kernel binary (signature %s, as its parent's): its verdict is noise, not its code", shortSig(c.Culprit.Signature)))
 	}

@@ -42,6 +42,8 @@ type Event struct {
 	// Note says what happens, in a few words ("from the cache",
 	// "retrying in 30s: …").
 	Note string
+	// Host names the machine when a run has several.
+	Host string
 }
 
 // Machine is a booted test kernel the workload runs on.
@@ -57,6 +59,11 @@ type Machine interface {
 type Pipeline struct {
 	Job   *configs.Job
 	Build kbuild.Options
+	// Slot is the build slot this pipeline builds in (one per machine
+	// when several test at once).
+	Slot int
+	// Name names the machine in events when a run has several ("": one).
+	Name string
 	// StateDir holds commits/<hash>.json (the evidence), the raw tool
 	// outputs under commits/<hash>/, and calibration.json.
 	StateDir string
@@ -131,6 +138,7 @@ const (
 )
 
 func (p *Pipeline) say(e Event) {
+	e.Host = p.Name
 	if p.Progress != nil {
 		p.Progress(e)
 	}
@@ -320,7 +328,7 @@ func (p *Pipeline) test(ctx context.Context, commit string, samples int, sub str
 	if p.Ahead != nil {
 		p.Ahead.Wait(ctx, commit)
 	}
-	a, err := kbuild.Build(ctx, p.Build, 0, commit)
+	a, err := kbuild.Build(ctx, p.Build, p.Slot, commit)
 	if p.Ahead != nil {
 		p.Ahead.Go()
 	}

@@ -31,6 +31,7 @@ type runOptions struct {
 	Bad         string
 	Exec        string
 	Job         string
+	Jobs        []string // several identical machines
 	FirstParent bool
 	State       string
 	Replay      string
@@ -143,7 +144,7 @@ EXAMPLES
 			&cli.StringSliceFlag{Name: "good", Usage: "a revision known to be good (repeatable)"},
 			&cli.StringFlag{Name: "bad", Usage: "a revision known to be bad"},
 			&cli.StringFlag{Name: "exec", Usage: "test each candidate with this shell command, as git bisect run"},
-			&cli.StringFlag{Name: "job", Usage: "bisect kernels on the lab machine of this job file: build, boot, measure, decide"},
+			&cli.StringSliceFlag{Name: "job", Usage: "bisect kernels on the lab machine of this job file: build, boot, measure, decide (repeat for identical machines: they test the next commits at once)"},
 			&cli.StringFlag{Name: "repo", Value: ".", Usage: "the git work tree to bisect in"},
 			&cli.BoolFlag{Name: "first-parent", Usage: "follow only the first parent of merges, as git bisect --first-parent"},
 			&cli.StringFlag{Name: "state", Usage: "state directory (default: <git-dir>/kbisect/run-<id>)"},
@@ -159,7 +160,7 @@ EXAMPLES
 				Goods:       c.StringSlice("good"),
 				Bad:         c.String("bad"),
 				Exec:        c.String("exec"),
-				Job:         c.String("job"),
+				Jobs:        c.StringSlice("job"),
 				FirstParent: c.Bool("first-parent"),
 				State:       c.String("state"),
 				Replay:      c.String("replay"),
@@ -173,6 +174,9 @@ EXAMPLES
 }
 
 func (o *runOptions) validate() error {
+	if len(o.Jobs) > 0 {
+		o.Job = o.Jobs[0]
+	}
 	switch {
 	case len(o.Args) > 0:
 		return usagef("run: unexpected argument %q (revisions go in --good and --bad, the test command in --exec)", o.Args[0])

@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -21,7 +25,8 @@ type jobRun struct {
 	o              runOptions
 	stdout, stderr io.Writer
 
-	job      *configs.Job
+	job      *configs.Job   // the first job: build, workload, verdict
+	jobs     []*configs.Job // one per machine
 	jobSum   string
 	g        *bisect.Graph
 	log      *bisect.StateLog
@@ -29,6 +34,9 @@ type jobRun struct {
 	sess     *bisect.Session
 	start    bisect.Record
 	pipe     *lab.Pipeline
+	tester   labTester
+	pool     *lab.Pool
+	logs     []*os.File
 	buildLog *os.File
 	view     *jobView
 	ahead    *lab.Ahead
@@ -45,6 +53,12 @@ func (r *jobRun) close() {
 	}
 	if r.ahead != nil {
 		r.ahead.Close()
+	}
+	if r.pool != nil {
+		r.pool.Close()
+	}
+	for _, f := range r.logs {
+		f.Close()
 	}
 	if r.g2 != nil {
 		r.g2.Close()
@@ -77,18 +91,37 @@ func (r *jobRun) prepare(ctx context.Context) error {
 	case o.Replay != "" && (o.Bad != "" || len(o.Goods) > 0):
 		return usagef("run: --replay takes the range from the log: drop --good and --bad")
 	}
-	job, err := loadJob(o.Job, r.stderr)
-	if err != nil {
+	files := o.Jobs
+	if len(files) == 0 {
+		files = []string{o.Job}
+	}
+	var sums []string
+	for _, file := range files {
+		job, err := loadJob(file, r.stderr)
+		if err != nil {
+			return err
+		}
+		if err := job.CheckEnv(nil); err != nil {
+			return usagef("run --job %v (set it, or run validate to see where it is used)", err)
+		}
+		sum, err := fileSHA256(file)
+		if err != nil {
+			return err
+		}
+		r.jobs, sums = append(r.jobs, job), append(sums, sum)
+	}
+	if err := sameMachines(files, r.jobs); err != nil {
 		return err
 	}
-	if err := job.CheckEnv(nil); err != nil {
-		return usagef("run --job %v (set it, or run validate to see where it is used)", err)
-	}
+	job := r.jobs[0]
 	r.job = job
-	if r.jobSum, err = fileSHA256(o.Job); err != nil {
-		return err
+	r.jobSum = sums[0]
+	if len(sums) > 1 {
+		all := sha256.Sum256([]byte(strings.Join(sums, " ")))
+		r.jobSum = hex.EncodeToString(all[:])
 	}
 	tree := string(job.Build.Tree)
+	var err error
 	if r.g, err = bisect.OpenGraph(tree); err != nil {
 		return usagef("build.tree %s: %v", tree, err)
 	}
@@ -123,13 +156,15 @@ func (r *jobRun) prepare(ctx context.Context) error {
 		}
 		fmt.Fprintf(r.stderr, "kbisect: resuming from %s (%d verdicts)\n", r.stateDir, countVerdicts(records))
 	} else {
-		data, err := os.ReadFile(o.Job)
-		if err != nil {
-			return err
-		}
-		// The job file as used: what the verdicts were made with.
-		if err := bisect.WriteFileAtomic(filepath.Join(r.stateDir, "job.yaml"), data); err != nil {
-			return err
+		// The job files as used: what the verdicts were made with.
+		for i, file := range files {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				return err
+			}
+			if err := bisect.WriteFileAtomic(filepath.Join(r.stateDir, stateJobName(i)), data); err != nil {
+				return err
+			}
 		}
 		if err := log.Init(append([]bisect.Record{start}, marks...)...); err != nil {
 			return err
@@ -148,6 +183,30 @@ func (r *jobRun) prepare(ctx context.Context) error {
 	}
 	r.view = newJobView(r.stderr, r.g)
 	r.pipe = &lab.Pipeline{Job: job, Build: bo, StateDir: r.stateDir, Progress: r.view.Event}
+	r.tester = r.pipe
+	if len(r.jobs) > 1 {
+		// Several identical machines: each tests its commit, building in
+		// its own slot; the pool keeps them busy with the next steps.
+		r.pipe.Name = job.Machine.Name
+		r.pool = &lab.Pool{Pipes: []*lab.Pipeline{r.pipe}, Session: r.sess}
+		for i, j := range r.jobs[1:] {
+			f, err := os.OpenFile(filepath.Join(r.stateDir, "build-"+fileSafe(j.Machine.Name)+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+			if err != nil {
+				return err
+			}
+			r.logs = append(r.logs, f)
+			b := bo
+			b.Log = f
+			r.pool.Pipes = append(r.pool.Pipes, &lab.Pipeline{Job: j, Build: b, StateDir: r.stateDir, Slot: i + 1,
+				Name: j.Machine.Name, Progress: r.view.Event})
+		}
+		if r.g2, err = bisect.OpenGraph(tree); err != nil {
+			return err
+		}
+		r.pool.Graph = r.g2
+		r.tester = r.pool
+		return nil
+	}
 	if !o.NoBuildAhead {
 		// A second graph: looking ahead must not change what the
 		// session's graph has parsed.
@@ -167,6 +226,58 @@ func (r *jobRun) prepare(ctx context.Context) error {
 	return nil
 }
 
+// labTester is one machine's pipeline or a pool of identical ones.
+type labTester interface {
+	Calibrate(ctx context.Context, good, bad string) (*lab.Calibration, error)
+	Test(ctx context.Context, commit plumbing.Hash) (bisect.Outcome, error)
+	Confirm(ctx context.Context, culprit string, parents []string) (*lab.Confirmation, error)
+}
+
+// stateJobName is where the state directory keeps the i-th job file.
+func stateJobName(i int) string {
+	if i == 0 {
+		return "job.yaml"
+	}
+	return fmt.Sprintf("job-%d.yaml", i+1)
+}
+
+func fileSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '/' || r == 0 || r == '\\' {
+			return '_'
+		}
+		return r
+	}, s)
+}
+
+// sameMachines checks that several job files describe identical machines
+// tested the same way: only where and how each is reached may differ.
+func sameMachines(files []string, jobs []*configs.Job) error {
+	first := jobs[0]
+	for i, j := range jobs[1:] {
+		for _, d := range []struct {
+			key  string
+			a, b any
+		}{
+			{"machine.cpus", first.Machine.CPUs, j.Machine.CPUs},
+			{"machine.arch", first.Machine.Arch, j.Machine.Arch},
+			{"boot.params", first.Boot.Params, j.Boot.Params},
+			{"boot.extra_cmdline", first.Boot.ExtraCmdline, j.Boot.ExtraCmdline},
+			{"build", first.Build, j.Build},
+			{"workload", first.Workload, j.Workload},
+			{"verdict", first.Verdict, j.Verdict},
+		} {
+			if !reflect.DeepEqual(d.a, d.b) {
+				return usagef("run --job %s and --job %s: %s differs; several job files must describe identical machines measured the same way (only machine.name, host and boot methods may differ)", files[0], files[i+1], d.key)
+			}
+		}
+		if j.Machine.Name == first.Machine.Name {
+			return usagef("run --job %s and --job %s: both name the machine %q", files[0], files[i+1], j.Machine.Name)
+		}
+	}
+	return nil
+}
+
 func short12(s string) string {
 	if len(s) > 12 {
 		return s[:12]
@@ -178,7 +289,7 @@ func short12(s string) string {
 func (r *jobRun) bisect(ctx context.Context) error {
 	good := r.start.Good[0]
 	r.view.line("calibrating on the endpoints: bad %s, good %s", short12(r.start.Bad), short12(good))
-	cal, err := r.pipe.Calibrate(ctx, good, r.start.Bad)
+	cal, err := r.tester.Calibrate(ctx, good, r.start.Bad)
 	var res bisect.Result
 	switch {
 	case err != nil:
@@ -187,7 +298,7 @@ func (r *jobRun) bisect(ctx context.Context) error {
 		res.Kind, res.Reason = bisect.NotReproduced, cal.Reason
 	default:
 		r.view.line("calibrated: %s", cal.Reason)
-		res, err = bisect.Drive(ctx, r.sess, r.log, r.pipe.Test, r.view)
+		res, err = bisect.Drive(ctx, r.sess, r.log, r.tester.Test, r.view)
 	}
 	var conf *lab.Confirmation
 	if err == nil && res.Kind == bisect.Found {
@@ -232,5 +343,5 @@ func (r *jobRun) confirm(ctx context.Context, culprit plumbing.Hash) (*lab.Confi
 		ps = append(ps, p.String())
 	}
 	r.view.line("confirming %s against its parent, on fresh boots with more samples", short12(culprit.String()))
-	return r.pipe.Confirm(ctx, culprit.String(), ps)
+	return r.tester.Confirm(ctx, culprit.String(), ps)
 }

@@ -121,16 +121,20 @@ func (v *jobView) Event(e lab.Event) {
 		v.commit, v.subject, v.samples = e.Commit, v.subjectOf(e.Commit), 0
 	}
 	v.phase = e.Phase
+	who := short12(e.Commit)
+	if e.Host != "" {
+		who = e.Host + ": " + who // several machines at once
+	}
 	switch {
 	case e.Note != "":
-		v.line("%s %s: %s", short12(e.Commit), e.Phase, e.Note)
+		v.line("%s %s: %s", who, e.Phase, e.Note)
 	case e.Phase == lab.PhaseMeasure:
 		v.samples, v.value = e.Sample, noise.FormatValue(e.Kind, e.Value)
 		if !v.tty {
-			v.line("%s sample %d: %s", short12(e.Commit), e.Sample, v.value)
+			v.line("%s sample %d: %s", who, e.Sample, v.value)
 		}
 	case !v.tty:
-		v.line("%s %s", short12(e.Commit), e.Phase)
+		v.line("%s %s", who, e.Phase)
 	}
 	v.draw()
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -195,5 +196,43 @@ func TestRunJobIsInconclusiveWhenABrokenBuildHidesTheRegression(t *testing.T) {
 		if tc.Verdict == "skip" && (tc.Metric == nil || !strings.HasPrefix(tc.Metric.Reason, "does not build: ")) {
 			t.Errorf("skipped %s: %+v", tc.Commit, tc.Metric)
 		}
+	}
+}
+
+// TestRunJobOnThreeIdenticalMachines: three job files naming identical
+// machines bisect together and find what one finds; job files that
+// describe different machines are refused.
+func TestRunJobOnThreeIdenticalMachines(t *testing.T) {
+	l := simLab(t, simlab.Options{Seed: 3, Commits: 120})
+	args := []string{"run", "--job", l.JobFile, "--good", l.Tree.Good, "--bad", l.Tree.Bad, "--state", filepath.Join(t.TempDir(), "state")}
+	for i := 0; i < 2; i++ {
+		file, _, err := l.AddHost()
+		if err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--job", file)
+	}
+	code, stdout, stderr := runCLI(t, context.Background(), args...)
+	if code != exitOK || !strings.HasPrefix(stdout, l.Tree.Expected.FirstBad+" is the first bad commit") ||
+		!strings.Contains(stderr, "simlab-2: ") || !strings.Contains(stderr, "simlab-3: ") {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for i, h := range l.Hosts {
+		if len(h.Boots()) == 0 {
+			t.Errorf("machine %d never booted a kernel", i+2)
+		}
+	}
+
+	other := filepath.Join(t.TempDir(), "other.yaml")
+	b, err := os.ReadFile(l.JobFiles[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, []byte(strings.Replace(string(b), "samples: {min: 3, max: 5}", "samples: {min: 4, max: 5}", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = runCLI(t, context.Background(), "run", "--job", l.JobFile, "--job", other, "--good", l.Tree.Good, "--bad", l.Tree.Bad)
+	if code != exitUsage || !strings.Contains(stderr, "verdict differs; several job files must describe identical machines") {
+		t.Errorf("exit %d: %s", code, stderr)
 	}
 }

@@ -80,6 +80,13 @@ type Lab struct {
 	// the levels.
 	Metric    string
 	Threshold time.Duration
+	// Hosts are the identical machines AddHost added, each with its job
+	// file (the first host is Host, with JobFile).
+	Hosts    []*simhost.Host
+	JobFiles []string
+
+	opt  Options
+	name string // the machine's name in the job: simlab, simlab-2, …
 }
 
 // New makes a lab in dir (made if missing): the tree in dir/tree, the
@@ -97,7 +104,7 @@ func New(dir string, opt Options) (*Lab, error) {
 		return nil, fmt.Errorf("simlab: %v", err)
 	}
 	l := &Lab{Dir: dir, JobFile: filepath.Join(dir, "job.yaml"), Fragment: filepath.Join(dir, "rt.config"),
-		KnownHosts: filepath.Join(dir, "known_hosts"), CacheDir: filepath.Join(dir, "cache")}
+		KnownHosts: filepath.Join(dir, "known_hosts"), CacheDir: filepath.Join(dir, "cache"), opt: opt}
 	if l.Tree, err = NewTree(filepath.Join(dir, "tree"), opt); err != nil {
 		return nil, err
 	}
@@ -144,8 +151,48 @@ func Requirements() error {
 	return nil
 }
 
-// Close stops the emulated host.
-func (l *Lab) Close() error { return l.Host.Close() }
+// Close stops the emulated hosts.
+func (l *Lab) Close() error {
+	for _, h := range l.Hosts {
+		h.Close()
+	}
+	return l.Host.Close()
+}
+
+// AddHost starts another emulated machine identical to the first (the
+// same default kernel, CPUs and isolation; its own keys, port and noise
+// seed) and writes its job file, dir/job-<n>.yaml: the same job but for
+// the host section, as a lab with several identical machines has.
+func (l *Lab) AddHost() (string, *simhost.Host, error) {
+	n := len(l.Hosts) + 2
+	hostDir := filepath.Join(l.Dir, fmt.Sprintf("host-%d", n))
+	if err := os.MkdirAll(hostDir, 0o755); err != nil {
+		return "", nil, fmt.Errorf("simlab: %v", err)
+	}
+	h, err := simhost.New(hostDir, l.Default)
+	if err != nil {
+		return "", nil, err
+	}
+	h.SetCPUs(CPUs)
+	h.SetSeed(uint64(l.opt.Seed)*1000 + uint64(n))
+	other := *l
+	other.Host, other.Identity = h, h.Identity
+	other.KnownHosts = filepath.Join(hostDir, "known_hosts")
+	other.JobFile = filepath.Join(l.Dir, fmt.Sprintf("job-%d.yaml", n))
+	other.Hosts, other.name = nil, fmt.Sprintf("simlab-%d", n)
+	for path, text := range map[string]string{
+		other.KnownHosts: h.KnownHostsLine + "\n",
+		other.JobFile:    other.job(l.opt),
+	} {
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			h.Close()
+			return "", nil, fmt.Errorf("simlab: %v", err)
+		}
+	}
+	l.Hosts = append(l.Hosts, h)
+	l.JobFiles = append(l.JobFiles, other.JobFile)
+	return other.JobFile, h, nil
+}
 
 // DefaultKernel is the kernel the lab's host runs when nothing else
 // does: Debian's 6.1 PREEMPT_RT kernel, booted with the isolation
@@ -196,7 +243,7 @@ apiVersion: kbisect/v1
 kind: Job
 
 machine:
-  name: simlab
+  name: %s
   description: emulated dual-socket PREEMPT_RT server, CPUs 0-63, isolated %s
   arch: x86_64
   cpus: %d
@@ -239,10 +286,17 @@ verdict:
   threshold: %s           # longest single noise: good kernels ~%s, bad ones ~%s
   samples: {min: 3, max: 5}
   confidence: 0.95
-`, shortHash(l.Tree.Regression), q(l.JobFile), l.Tree.Good, l.Tree.Bad, IsolatedCPUs, CPUs,
+`, shortHash(l.Tree.Regression), q(l.JobFile), l.Tree.Good, l.Tree.Bad, l.machineName(), IsolatedCPUs, CPUs,
 		l.Host.Port, q(l.Identity), q(l.KnownHosts), q(BootParams), q(l.Host.PowerCycleCommand),
 		q(l.Tree.Dir), q(l.Fragment), q(l.CacheDir), IsolatedCPUs, durationText(opt.Duration),
 		l.Metric, durationText(l.Threshold), durationText(opt.GoodNoise), durationText(opt.BadNoise))
+}
+
+func (l *Lab) machineName() string {
+	if l.name == "" {
+		return "simlab"
+	}
+	return l.name
 }
 
 // threshold is where bad begins between two levels of the longest single
