@@ -19,6 +19,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"kbisect/internal/shell"
 )
 
 // Options say how kernels are built: the job's build section, resolved.
@@ -273,6 +275,7 @@ func (m *maker) argv(targets ...string) []string {
 // ends.
 func (m *maker) run(ctx context.Context, targets ...string) error {
 	argv := m.argv(targets...)
+	shell.Trace(ctx, "", shell.Join(argv...))
 	c := exec.Command(argv[0], argv[1:]...)
 	var w io.Writer = m.log
 	if m.logTo != nil {

@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"kbisect/configs"
+	"kbisect/internal/shell"
 )
 
 // slot is one build slot: a git worktree of the tree and an output
@@ -353,7 +354,9 @@ func blankLocalVersion(data []byte) []byte {
 
 // git runs git in dir and returns its output.
 func git(ctx context.Context, dir string, args ...string) (string, error) {
-	c := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
+	argv := append([]string{"git", "-C", dir}, args...)
+	shell.Trace(ctx, "", shell.Join(argv...))
+	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	var stderr bytes.Buffer
 	c.Stderr = &stderr
 	out, err := c.Output()

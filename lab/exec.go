@@ -16,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"kbisect/bisect"
+	"kbisect/internal/shell"
 	"kbisect/worktree"
 )
 
@@ -165,6 +166,7 @@ func (t *ExecTester) run(ctx context.Context, commit plumbing.Hash) (int, string
 	if err := ctx.Err(); err != nil {
 		return 0, "", err
 	}
+	shell.Trace(ctx, "", t.Command)
 	cmd := exec.Command("/bin/sh", "-c", t.Command)
 	cmd.Dir = t.Tree.Dir
 	cmd.Env = append(os.Environ(), "KBISECT_COMMIT="+commit.String())

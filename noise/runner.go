@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"kbisect/internal/shell"
 )
 
 // Runner runs a shell script on the machine under test (a lab host over
@@ -52,6 +54,7 @@ var _ Runner = LocalRunner{}
 
 // Run runs cmd with /bin/sh -c.
 func (LocalRunner) Run(ctx context.Context, cmd Cmd) ([]byte, []byte, error) {
+	shell.Trace(ctx, "", cmd.Script)
 	c := exec.Command("/bin/sh", "-c", cmd.Script)
 	c.Env = append(os.Environ(), cmd.Env...)
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -92,18 +95,7 @@ func exitError(err error, stderr []byte) error {
 
 // ShellQuote quotes s for a POSIX shell: every argument that reaches a
 // shell goes through it.
-func ShellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=/.,:+@%") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
+func ShellQuote(s string) string { return shell.Quote(s) }
 
 // shellJoin quotes and joins an argv.
-func shellJoin(argv []string) string {
-	q := make([]string, len(argv))
-	for i, a := range argv {
-		q[i] = ShellQuote(a)
-	}
-	return strings.Join(q, " ")
-}
+func shellJoin(argv []string) string { return shell.Join(argv...) }

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"kbisect/internal/shell"
 )
 
 // console captures the host's console (serial-over-LAN, conserver) while
@@ -92,6 +94,7 @@ func withConsole(ctx context.Context, opt BootOptions, boot func() error) error 
 	if opt.Console == "" {
 		return boot()
 	}
+	shell.Trace(ctx, "", opt.Console)
 	c, err := startConsole(opt.Console, opt.Env, opt.ConsoleLog)
 	if err != nil {
 		return &InfraError{Host: "console", Op: "start", Err: err}

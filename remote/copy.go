@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"kbisect/internal/shell"
 	"kbisect/noise"
 )
 
@@ -76,6 +77,7 @@ func (h *Host) copyStream(ctx context.Context, src, dir string, produce func(io.
 	if h.opt.Sudo {
 		command = "sudo -n " + command
 	}
+	shell.Trace(ctx, h.Name(), command+" < "+src)
 	var stdout, stderr syncBuffer
 	if err := h.session(ctx, "copy", command, pr, &stdout, &stderr); err != nil {
 		pr.CloseWithError(err)

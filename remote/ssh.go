@@ -16,6 +16,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 
+	"kbisect/internal/shell"
 	"kbisect/noise"
 )
 
@@ -326,6 +327,7 @@ func (h *Host) Run(ctx context.Context, cmd noise.Cmd) ([]byte, []byte, error) {
 	in.WriteString("kbisect_script() {\n:\n")
 	in.WriteString(cmd.Script)
 	in.WriteString("\n}\nkbisect_script </dev/null\n")
+	shell.Trace(ctx, h.Name(), cmd.Script)
 	var stdout, stderr syncBuffer
 	err := h.session(ctx, "run", h.shell(), &in, &stdout, &stderr)
 	return stdout.Bytes(), stderr.Bytes(), err

@@ -19,6 +19,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"kbisect/internal/shell"
 )
 
 // CommandError is a git command that failed: what ran, how it ended, and
@@ -168,6 +170,7 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 	}
 	ctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	defer cancel()
+	shell.Trace(ctx, "", "cd "+shell.Quote(dir)+" && "+shell.Join(append([]string{"git"}, args...)...))
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

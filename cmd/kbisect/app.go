@@ -37,35 +37,39 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 	return &cli.App{
 		Name:  "kbisect",
 		Usage: "find the kernel commit that made isolated real-time CPUs noisy",
-		UsageText: `kbisect run --good REV --bad REV --exec CMD [--repo DIR] [--first-parent] [--state DIR] [--json]
+		UsageText: `kbisect run --job FILE [--job FILE…] --good REV --bad REV [--state DIR] [-v] [--json]
+kbisect run --good REV --bad REV --exec CMD [--repo DIR] [--first-parent] [--state DIR] [--json]
+kbisect report --state DIR [--format text|markdown|json]
+kbisect demo [--seed N] [--commits N] [-v]
 kbisect validate FILE…
 kbisect config show FILE
 kbisect parse --tool TOOL FILE [--json]
 kbisect measure (--job FILE | --local --tool TOOL --cpus LIST) [--local] [--samples N] [--json]
 kbisect host check --job FILE
 kbisect boot --job FILE --artifact DIR
-kbisect build --job FILE --rev REV [--json]
-kbisect demo`,
-		Description: `kbisect is being built to bisect a kernel history unattended: for each
-candidate commit, build a PREEMPT_RT kernel, boot it on the lab machine with
-the machine's isolation boot parameters (nohz_full, isolcpus, rcu_nocbs,
-irqaffinity), prove the right kernel runs, measure the noise on the isolated
-CPUs and decide good or bad with statistics, until one commit is left.
+kbisect build --job FILE --rev REV [--json]`,
+		Description: `kbisect bisects a kernel history unattended: for each candidate commit it
+builds a PREEMPT_RT kernel, boots it on the lab machine with the machine's
+isolation boot parameters (nohz_full, isolcpus, rcu_nocbs, irqaffinity),
+proves the right kernel runs with the right parameters, measures the noise
+on the isolated CPUs and decides good or bad with statistics, until one
+commit is left; then it measures that commit and its parent again.
 
 Commit choice is exactly git bisect's (the same midpoints, skips and
 --first-parent), computed on the commit graph directly so it stays fast on
 a kernel's million commits. Every verdict is synced to a state directory
 before the next step; running the same command again resumes.
 
-Today "kbisect run --exec CMD" works as "git bisect run CMD" does, and
-"kbisect validate" checks job files (one per lab machine). Kernel builds,
-remote hosts and noise measurement arrive next.
+One job file describes one lab machine ("kbisect validate" checks it);
+"kbisect run --exec CMD" works as "git bisect run CMD" does, for any test.
+"kbisect demo" runs the whole loop on a simulated lab in seconds.
 
 EXIT STATUS
    0 found (or the command did its job), 1 failure, 2 usage or job file
    error, 3 inconclusive, 4 not reproduced, 130 interrupted.
 
 EXAMPLES
+   kbisect run --job configs/system-0.yaml --good v6.12.57 --bad v6.12.78
    kbisect run --repo ~/linux --good v6.12.57 --bad v6.12.78 \
        --exec 'make -j8 olddefconfig bzImage >/dev/null || exit 125; ./check-noise.sh'
    kbisect run --repo . --good v1 --bad HEAD --exec 'go test ./...' --json`,

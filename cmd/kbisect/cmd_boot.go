@@ -32,12 +32,13 @@ goes into /lib/modules/<release>.
 EXAMPLES
    kbisect boot --job configs/system-0.yaml --artifact ~/.cache/kbisect/6.12.78-rt`,
 		Flags: []cli.Flag{
+			verboseFlag(),
 			&cli.StringFlag{Name: "job", Required: true, Usage: "job file of the lab machine"},
 			&cli.StringFlag{Name: "artifact", Required: true, Usage: "directory of the built kernel"},
 		},
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
-			return runBoot(c.Context, c.String("job"), c.String("artifact"), c.App.Writer, c.App.ErrWriter)
+			return runBoot(traceTo(c.Context, c.Bool("verbose"), c.App.ErrWriter), c.String("job"), c.String("artifact"), c.App.Writer, c.App.ErrWriter)
 		},
 	}
 }

@@ -33,6 +33,7 @@ EXAMPLES
    kbisect build --job configs/system-0.yaml --rev v6.12.78
    kbisect build --job configs/qemu-local.yaml --rev HEAD --json`,
 		Flags: []cli.Flag{
+			verboseFlag(),
 			&cli.StringFlag{Name: "job", Required: true, Usage: "job file: its build section"},
 			&cli.StringFlag{Name: "rev", Required: true, Usage: "the revision to build"},
 			&cli.IntFlag{Name: "slot", Usage: "build slot (0, 1, … build side by side)"},
@@ -40,7 +41,7 @@ EXAMPLES
 		},
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
-			return runBuild(c.Context, c.String("job"), c.String("rev"), c.Int("slot"), c.Bool("json"), c.App.Writer, c.App.ErrWriter)
+			return runBuild(traceTo(c.Context, c.Bool("verbose"), c.App.ErrWriter), c.String("job"), c.String("rev"), c.Int("slot"), c.Bool("json"), c.App.Writer, c.App.ErrWriter)
 		},
 	}
 }

@@ -42,15 +42,16 @@ EXAMPLES
 			&cli.Int64Flag{Name: "seed", Value: 1, Usage: "which history, regression and noise"},
 			&cli.IntFlag{Name: "commits", Value: 400, Usage: "commits in the generated history (60 to 5000)"},
 			&cli.StringFlag{Name: "dir", Usage: "keep the lab here (default: a temporary directory, removed after)"},
+			verboseFlag(),
 		},
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
-			return runDemo(c.Context, c.Int64("seed"), c.Int("commits"), c.String("dir"), c.Bool("json"), c.App.Writer, c.App.ErrWriter)
+			return runDemo(c.Context, c.Int64("seed"), c.Int("commits"), c.String("dir"), c.Bool("json"), c.Bool("verbose"), c.App.Writer, c.App.ErrWriter)
 		},
 	}
 }
 
-func runDemo(ctx context.Context, seed int64, commits int, dir string, asJSON bool, stdout, stderr io.Writer) error {
+func runDemo(ctx context.Context, seed int64, commits int, dir string, asJSON, verbose bool, stdout, stderr io.Writer) error {
 	if commits < 60 || commits > 5000 {
 		return usagef("demo --commits %d: give 60 to 5000", commits)
 	}
@@ -87,7 +88,7 @@ func runDemo(ctx context.Context, seed int64, commits int, dir string, asJSON bo
 	if asJSON {
 		out = &buf
 	}
-	o := runOptions{Job: l.JobFile, Goods: []string{t.Good}, Bad: t.Bad, State: filepath.Join(dir, "state"), JSON: asJSON}
+	o := runOptions{Job: l.JobFile, Goods: []string{t.Good}, Bad: t.Bad, State: filepath.Join(dir, "state"), JSON: asJSON, Verbose: verbose}
 	runErr := runJob(ctx, o, out, stderr)
 	took := time.Since(started)
 

@@ -29,12 +29,13 @@ all is well: run it before leaving a bisection alone for the night.
 EXAMPLES
    kbisect host check --job configs/system-0.yaml`,
 			Flags: []cli.Flag{
+				verboseFlag(),
 				&cli.StringFlag{Name: "job", Required: true, Usage: "job file of the lab machine"},
 				&cli.BoolFlag{Name: "json", Usage: "print one JSON object on stdout"},
 			},
 			OnUsageError: onUsageError,
 			Action: func(c *cli.Context) error {
-				return runHostCheck(c.Context, c.String("job"), c.Bool("json"), c.App.Writer, c.App.ErrWriter)
+				return runHostCheck(traceTo(c.Context, c.Bool("verbose"), c.App.ErrWriter), c.String("job"), c.Bool("json"), c.App.Writer, c.App.ErrWriter)
 			},
 		}},
 	}

@@ -50,6 +50,7 @@ EXAMPLES
    kbisect measure --local --tool osnoise --cpus 1-3 --duration 10s --samples 3
    kbisect measure --local --job configs/system-0.yaml --json > samples.json`,
 		Flags: []cli.Flag{
+			verboseFlag(),
 			&cli.StringFlag{Name: "job", Usage: "job file: its workload and verdict sections"},
 			&cli.BoolFlag{Name: "local", Usage: "measure this machine instead of the job's host"},
 			&cli.IntFlag{Name: "samples", Usage: "take exactly N samples (default: as the job's verdict rule needs)"},
@@ -65,7 +66,7 @@ EXAMPLES
 			}
 			o := measureOptions{Job: c.String("job"), Local: c.Bool("local"), Samples: c.Int("samples"), JSON: c.Bool("json"),
 				Tool: c.String("tool"), CPUs: c.String("cpus"), Duration: c.String("duration")}
-			return runMeasure(c.Context, o, c.App.Writer, c.App.ErrWriter)
+			return runMeasure(traceTo(c.Context, c.Bool("verbose"), c.App.ErrWriter), o, c.App.Writer, c.App.ErrWriter)
 		},
 	}
 }

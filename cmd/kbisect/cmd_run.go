@@ -39,6 +39,8 @@ type runOptions struct {
 	// NoBuildAhead turns off building the next commits while one is
 	// measured (run --job).
 	NoBuildAhead bool
+	// Verbose prints every command as it starts.
+	Verbose bool
 }
 
 func runCommand() *cli.Command {
@@ -150,6 +152,7 @@ EXAMPLES
 			&cli.StringFlag{Name: "state", Usage: "state directory (default: <git-dir>/kbisect/run-<id>)"},
 			&cli.StringFlag{Name: "replay", Usage: "start from the verdicts of a git bisect log file"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object on stdout at the end"},
+			verboseFlag(),
 			&cli.BoolFlag{Name: "no-build-ahead", Usage: "with --job: do not build the next commits while one is measured"},
 		},
 		OnUsageError: onUsageError,
@@ -167,6 +170,7 @@ EXAMPLES
 				JSON:        c.Bool("json"),
 
 				NoBuildAhead: c.Bool("no-build-ahead"),
+				Verbose:      c.Bool("verbose"),
 			}
 			return runRun(c.Context, opts, c.App.Writer, c.App.ErrWriter)
 		},
@@ -201,6 +205,7 @@ func runRun(ctx context.Context, o runOptions, stdout, stderr io.Writer) error {
 	if o.Job != "" {
 		return runJob(ctx, o, stdout, stderr)
 	}
+	ctx = traceTo(ctx, o.Verbose, stderr)
 	r := &execRun{o: o, stdout: stdout, stderr: stderr}
 	defer r.close()
 	if err := r.prepare(ctx); err != nil {

@@ -73,6 +73,13 @@ func (r *jobRun) close() {
 func runJob(ctx context.Context, o runOptions, stdout, stderr io.Writer) error {
 	r := &jobRun{o: o, stdout: stdout, stderr: stderr}
 	defer r.close()
+	ctx = traceCommands(ctx, o.Verbose, func(s string) {
+		if r.view != nil {
+			r.view.command(s)
+		} else {
+			fmt.Fprintln(stderr, s)
+		}
+	})
 	if err := r.prepare(ctx); err != nil {
 		if o.JSON {
 			writeRunJSON(stdout, toJSON(bisect.Result{Kind: bisect.Aborted}, r.stateDir, err))

@@ -148,6 +148,13 @@ func (v *jobView) subjectOf(commit string) string {
 	return ""
 }
 
+// command prints a command as it starts (-v).
+func (v *jobView) command(text string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.line("%s", text)
+}
+
 // note prints what happens beside the step (a build ahead), as a plain
 // line off a terminal and not at all on one (the status line is enough).
 func (v *jobView) note(commit, what string) {

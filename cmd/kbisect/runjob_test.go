@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -202,9 +203,11 @@ func TestRunJobIsInconclusiveWhenABrokenBuildHidesTheRegression(t *testing.T) {
 // TestRunJobOnThreeIdenticalMachines: three job files naming identical
 // machines bisect together and find what one finds; job files that
 // describe different machines are refused.
+var timestamped = regexp.MustCompile(`^(\d\d:\d\d:\d\d |\[[0-9a-f]{40}\] )`) // or git's second line of a step
+
 func TestRunJobOnThreeIdenticalMachines(t *testing.T) {
 	l := simLab(t, simlab.Options{Seed: 3, Commits: 120})
-	args := []string{"run", "--job", l.JobFile, "--good", l.Tree.Good, "--bad", l.Tree.Bad, "--state", filepath.Join(t.TempDir(), "state")}
+	args := []string{"run", "-v", "--job", l.JobFile, "--good", l.Tree.Good, "--bad", l.Tree.Bad, "--state", filepath.Join(t.TempDir(), "state")}
 	for i := 0; i < 2; i++ {
 		file, _, err := l.AddHost()
 		if err != nil {
@@ -216,6 +219,20 @@ func TestRunJobOnThreeIdenticalMachines(t *testing.T) {
 	if code != exitOK || !strings.HasPrefix(stdout, l.Tree.Expected.FirstBad+" is the first bad commit") ||
 		!strings.Contains(stderr, "simlab-2: ") || !strings.Contains(stderr, "simlab-3: ") {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	// -v: the commands, here and on each host, as whole lines among the
+	// others although three machines work at once.
+	for _, want := range []string{"+ make -C ", " bzImage modules\n", "+ git -C ", " checkout -q --detach ",
+		"+ root@127.0.0.1:", ": # kbisect:kexec 6.12.", "\n    kexec -l /boot/vmlinuz-6.12.", ": # kbisect:osnoise"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("-v did not show %q", want)
+		}
+	}
+	for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {
+		if !strings.HasPrefix(line, "    ") && !timestamped.MatchString(line) {
+			t.Errorf("a line neither timestamped nor a script's continuation: %q", line)
+			break
+		}
 	}
 	for i, h := range l.Hosts {
 		if len(h.Boots()) == 0 {
