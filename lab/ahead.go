@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 
@@ -16,7 +17,8 @@ import (
 // it could have had. It builds in the pipeline's own slot, one build at a
 // time and only while the pipeline does not build, so every build is
 // incremental and no second worktree takes disk; built kernels land in the
-// cache, where the pipeline finds them.
+// cache, where the pipeline finds them, and a kernel that does not build
+// is remembered, so the pipeline does not build it again to learn that.
 type Ahead struct {
 	// Session is the bisection; Graph a second graph of the same
 	// repository, so that looking ahead never changes what the session
@@ -27,6 +29,9 @@ type Ahead struct {
 	Slot    int
 	// Note hears what it does (nil: nothing).
 	Note func(commit, what string)
+	// Base is the context builds run under (nil: none): its end stops
+	// them, its values (-v's tracer) reach them.
+	Base context.Context
 
 	mu      sync.Mutex
 	queue   []string
@@ -36,6 +41,7 @@ type Ahead struct {
 	done    chan struct{}
 	wg      sync.WaitGroup
 	closed  bool
+	failed  map[string]*kbuild.BuildError
 }
 
 // Plan is called when the session is about to test a commit: it looks at
@@ -93,7 +99,11 @@ func (a *Ahead) startLocked() {
 	}
 	commit := a.queue[0]
 	a.queue = a.queue[1:]
-	ctx, cancel := context.WithCancel(context.Background())
+	base := a.Base
+	if base == nil {
+		base = context.Background()
+	}
+	ctx, cancel := context.WithCancel(base)
 	done := make(chan struct{})
 	a.running, a.cancel, a.done = commit, cancel, done
 	a.wg.Add(1)
@@ -108,6 +118,13 @@ func (a *Ahead) startLocked() {
 		}
 		cancel()
 		a.mu.Lock()
+		var be *kbuild.BuildError
+		if errors.As(err, &be) {
+			if a.failed == nil {
+				a.failed = map[string]*kbuild.BuildError{}
+			}
+			a.failed[commit] = be
+		}
 		close(done)
 		a.running, a.cancel, a.done = "", nil, nil
 		a.startLocked()
@@ -118,8 +135,9 @@ func (a *Ahead) startLocked() {
 // Wait makes way for the pipeline's build of commit: a build ahead of
 // that commit is waited for (its kernel is then in the cache), any other
 // is stopped, and nothing starts until Go. A queued build of the commit
-// is dropped: the pipeline builds it now.
-func (a *Ahead) Wait(ctx context.Context, commit string) {
+// is dropped: the pipeline builds it now. When the commit's kernel did
+// not build ahead, Wait returns why.
+func (a *Ahead) Wait(ctx context.Context, commit string) *kbuild.BuildError {
 	a.mu.Lock()
 	a.held = true
 	for i, c := range a.queue {
@@ -133,13 +151,16 @@ func (a *Ahead) Wait(ctx context.Context, commit string) {
 	}
 	done := a.done
 	a.mu.Unlock()
-	if done == nil {
-		return
+	if done != nil {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return nil
+		}
 	}
-	select {
-	case <-done:
-	case <-ctx.Done():
-	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.failed[commit]
 }
 
 // Close stops the builds ahead and waits for them to end.

@@ -325,10 +325,13 @@ func (p *Pipeline) test(ctx context.Context, commit string, samples int, sub str
 	defer func() { ev.Seconds = time.Since(start).Seconds() }()
 
 	p.say(Event{Commit: commit, Phase: PhaseBuild})
-	if p.Ahead != nil {
-		p.Ahead.Wait(ctx, commit)
+	var a *kbuild.Artifact
+	var err error
+	if be := p.aheadFailed(ctx, commit); be != nil {
+		err = be // built ahead, and it does not build: not again
+	} else {
+		a, err = kbuild.Build(ctx, p.Build, p.Slot, commit)
 	}
-	a, err := kbuild.Build(ctx, p.Build, p.Slot, commit)
 	if p.Ahead != nil {
 		p.Ahead.Go()
 	}
@@ -360,6 +363,15 @@ func (p *Pipeline) test(ctx context.Context, commit string, samples int, sub str
 		return nil, err
 	}
 	return ev, nil
+}
+
+// aheadFailed makes way for the pipeline's build (Ahead.Wait) and says
+// whether the commit already failed to build ahead.
+func (p *Pipeline) aheadFailed(ctx context.Context, commit string) *kbuild.BuildError {
+	if p.Ahead == nil {
+		return nil
+	}
+	return p.Ahead.Wait(ctx, commit)
 }
 
 // failure is the verdict a kernel failure gets: skip, or bad when the job

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 
 	"kbisect/bisect"
 	"kbisect/configs"
+	"kbisect/internal/shell"
 	"kbisect/internal/simhost"
 	"kbisect/internal/simlab"
 	"kbisect/kbuild"
@@ -386,3 +389,117 @@ func TestThreeMachinesFindWhatOneFinds(t *testing.T) {
 		}
 	}
 }
+
+// TestAConfirmationSaysWhenTheFirstBadCommitIsNotItsCode: a bisection
+// misled by one wrong verdict can name a commit that changes only
+// documentation. Measured again with its parent, it is not confirmed, and
+// the result says why: the binary is its parent's, and the parent is bad.
+func TestAConfirmationSaysWhenTheFirstBadCommitIsNotItsCode(t *testing.T) {
+	r := newSimRun(t, simlab.Options{Seed: 11, Commits: 120, DocPercent: 40})
+	ctx := context.Background()
+	if _, err := r.pipe.Calibrate(ctx, r.lab.Tree.GoodCommit, r.lab.Tree.BadCommit); err != nil {
+		t.Fatal(err)
+	}
+	var doc, parent string
+	for _, d := range r.lab.Tree.DocOnly {
+		parents, err := r.g.Parents(plumbing.NewHash(d))
+		if err == nil && len(parents) == 1 && r.lab.Tree.IsBad(d) && r.lab.Tree.IsBad(parents[0].String()) && r.lab.Tree.Builds(parents[0].String()) {
+			doc, parent = d, parents[0].String()
+			break
+		}
+	}
+	if doc == "" {
+		t.Fatal("the tree has no documentation-only commit after the regression")
+	}
+	c, err := r.pipe.Confirm(ctx, doc, []string{parent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Confirmed || c.Culprit.Verdict != "bad" || c.Parent.Verdict != "bad" {
+		t.Errorf("confirmed %v: culprit %s, parent %s", c.Confirmed, c.Culprit.Verdict, c.Parent.Verdict)
+	}
+	want := []string{"does not change the kernel binary", "its parent " + parent[:12] + " is bad, not good"}
+	for _, w := range want {
+		if !slices.ContainsFunc(c.Flags, func(f string) bool { return strings.Contains(f, w) }) {
+			t.Errorf("no flag says %q: %q", w, c.Flags)
+		}
+	}
+	// Kept: a new process answers from the state directory.
+	again, err := ReadConfirmation(r.state)
+	if err != nil || again == nil || len(again.Flags) != len(c.Flags) {
+		t.Errorf("kept confirmation: %+v, %v", again, err)
+	}
+}
+
+// TestAKernelThatFailedToBuildAheadIsNotBuiltAgain: the build ahead
+// learns that a commit does not build; when the bisection comes to it,
+// the pipeline skips it on that knowledge instead of building it again.
+func TestAKernelThatFailedToBuildAheadIsNotBuiltAgain(t *testing.T) {
+	// Seed 9: a commit that does not build is the next after a verdict,
+	// built ahead, then tested.
+	r := newSimRun(t, simlab.Options{Seed: 9, Commits: 120, BrokenBuilds: 8})
+	var mu sync.Mutex
+	checkouts := map[string]int{}
+	aheadOf := map[string]bool{}
+	ctx := shell.WithTracer(context.Background(), func(where, command string) {
+		if _, c, ok := strings.Cut(command, " checkout -q --detach "); ok {
+			mu.Lock()
+			checkouts[strings.TrimSpace(c)]++
+			mu.Unlock()
+		}
+	})
+	g2, err := bisect.OpenGraph(r.lab.Tree.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g2.Close()
+	log, _, err := bisect.OpenState(filepath.Join(r.state, "session"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	bad, good := plumbing.NewHash(r.lab.Tree.BadCommit), plumbing.NewHash(r.lab.Tree.GoodCommit)
+	if err := log.Init(bisect.Record{Event: bisect.EventStart, Bad: bad.String(), Good: []string{good.String()}}); err != nil {
+		t.Fatal(err)
+	}
+	sess, _, err := bisect.Restore(r.g, log.Records())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ahead := &Ahead{Session: sess, Graph: g2, Build: r.pipe.Build, Base: ctx, Note: func(commit, what string) {
+		if what == "building ahead" {
+			mu.Lock()
+			aheadOf[commit] = true
+			mu.Unlock()
+		}
+	}}
+	defer ahead.Close()
+	r.pipe.Ahead = ahead
+	res, err := bisect.Drive(ctx, sess, log, r.pipe.Test, planner{ahead})
+	if err != nil || res.Kind == bisect.Aborted {
+		t.Fatalf("%+v: %v", res, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	seen := 0
+	for _, tc := range res.Tested {
+		c := tc.Commit.String()
+		if r.lab.Tree.Builds(c) || !aheadOf[c] {
+			continue
+		}
+		seen++
+		if tc.Verdict != bisect.Skip || checkouts[c] != 1 {
+			t.Errorf("%s does not build: %v after %d builds", c[:12], tc.Verdict, checkouts[c])
+		}
+	}
+	if seen == 0 {
+		t.Fatalf("no commit that does not build was built ahead and then tested (tested %d)", len(res.Tested))
+	}
+}
+
+// planner plans the builds ahead as the CLI's view does.
+type planner struct{ a *Ahead }
+
+func (p planner) Testing(s bisect.Step)                             { p.a.Plan(s) }
+func (planner) Tested(plumbing.Hash, bisect.Outcome, time.Duration) {}
+func (planner) Warn(string)                                         {}

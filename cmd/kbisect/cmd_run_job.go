@@ -226,7 +226,7 @@ func (r *jobRun) prepare(ctx context.Context) error {
 		ab := bo
 		ab.Log = r.aheadLog
 		r.ahead = &lab.Ahead{Session: r.sess, Graph: r.g2, Build: ab, Slot: 0,
-			Note: func(commit, what string) { r.view.note(commit, what) }}
+			Note: func(commit, what string) { r.view.note(commit, what) }, Base: ctx}
 		r.pipe.Ahead = r.ahead
 		r.view.onTesting = r.ahead.Plan
 	}

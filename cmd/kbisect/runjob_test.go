@@ -253,3 +253,37 @@ func TestRunJobOnThreeIdenticalMachines(t *testing.T) {
 		t.Errorf("exit %d: %s", code, stderr)
 	}
 }
+
+// TestRunJobFirstParentNamesTheMergeAndSaysSo: with --first-parent a
+// regression made on a topic branch is found as the merge that brought it
+// in; the result says the culprit is a merge, confirmed against its first
+// parent.
+func TestRunJobFirstParentNamesTheMergeAndSaysSo(t *testing.T) {
+	l := simLab(t, simlab.Options{Seed: 5, Commits: 120, Regression: simlab.OnTopic})
+	out, err := exec.Command("git", "-C", l.Tree.Dir, "rev-list", "--first-parent", "--reverse", l.Tree.Good+".."+l.Tree.Bad).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	merge := ""
+	for _, c := range strings.Fields(string(out)) {
+		if l.Tree.IsBad(c) {
+			merge = c
+			break
+		}
+	}
+	if merge == "" || merge == l.Tree.Expected.FirstBad {
+		t.Fatalf("no merge brings the regression %s into the mainline (%q)", l.Tree.Expected.FirstBad, merge)
+	}
+	code, stdout, stderr := runCLI(t, context.Background(), "run", "--first-parent", "--job", l.JobFile,
+		"--good", l.Tree.Good, "--bad", l.Tree.Bad, "--state", filepath.Join(t.TempDir(), "state"), "--json")
+	var res runJSON
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil || code != exitOK {
+		t.Fatalf("exit %d: %v\n%s\n%s", code, err, stdout, stderr)
+	}
+	if res.FirstBad != merge || res.Confirmed == nil || !*res.Confirmed {
+		t.Errorf("first bad %s (confirmed %v), want the merge %s", res.FirstBad, res.Confirmed, merge)
+	}
+	if !slices.ContainsFunc(res.Warnings, func(w string) bool { return strings.Contains(w, "is a merge of 2 parents") }) {
+		t.Errorf("no warning says the culprit is a merge: %q", res.Warnings)
+	}
+}
