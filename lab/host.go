@@ -41,6 +41,21 @@ func DialHost(ctx context.Context, job *configs.Job) (*remote.Host, error) {
 	return remote.Dial(ctx, opt)
 }
 
+// WaitForHost waits, up to the job's boot timeout, until its host answers
+// SSH on whatever kernel.
+func WaitForHost(ctx context.Context, job *configs.Job) error {
+	opt, err := HostOptions(job)
+	if err != nil {
+		return err
+	}
+	dial := func(ctx context.Context) (*remote.Host, error) { return remote.Dial(ctx, opt) }
+	h, _, err := remote.WaitForHost(ctx, dial, job.Boot.Timeout.D())
+	if err != nil {
+		return err
+	}
+	return h.Close()
+}
+
 // RequiresPreemptRT reports whether the job's kernels must run PREEMPT_RT:
 // its fragments or options ask for CONFIG_PREEMPT_RT=y.
 func RequiresPreemptRT(job *configs.Job) bool {

@@ -87,6 +87,9 @@ type Pipeline struct {
 
 	rule  noise.Rule
 	ready bool
+	// abandoned says the last test was stopped midway: the host may be
+	// in the middle of a reboot.
+	abandoned bool
 	// bySig holds the verdicts of kernels by their code signature: two
 	// commits that built the same binary share one measurement.
 	bySig map[string]*Evidence
@@ -322,7 +325,12 @@ func (p *Pipeline) Evidence(ctx context.Context, commit string) (*Evidence, erro
 func (p *Pipeline) test(ctx context.Context, commit string, samples int, sub string) (*Evidence, error) {
 	start := time.Now()
 	ev := &Evidence{Commit: commit, raw: filepath.Join(p.StateDir, "commits", commit, sub)}
-	defer func() { ev.Seconds = time.Since(start).Seconds() }()
+	defer func() {
+		ev.Seconds = time.Since(start).Seconds()
+		if ctx.Err() != nil {
+			p.abandoned = true
+		}
+	}()
 
 	p.say(Event{Commit: commit, Phase: PhaseBuild})
 	var a *kbuild.Artifact
@@ -564,6 +572,13 @@ func (p *Pipeline) bootRetrying(ctx context.Context, commit string, art remote.A
 	boot := p.Boot
 	if boot == nil {
 		boot = func(ctx context.Context, art remote.Artifact) (Machine, remote.Facts, error) {
+			if p.abandoned {
+				p.say(Event{Commit: commit, Phase: PhaseBoot, Note: "waiting for the host: the step before it was stopped midway"})
+				if err := WaitForHost(ctx, p.Job); err != nil {
+					return nil, remote.Facts{}, err
+				}
+				p.abandoned = false
+			}
 			console, closeConsole := p.consoleLog(commit)
 			defer closeConsole()
 			h, f, err := BootArtifact(ctx, p.Job, art, console)

@@ -503,3 +503,40 @@ type planner struct{ a *Ahead }
 func (p planner) Testing(s bisect.Step)                             { p.a.Plan(s) }
 func (planner) Tested(plumbing.Hash, bisect.Outcome, time.Duration) {}
 func (planner) Warn(string)                                         {}
+
+// TestATestStoppedMidBootLeavesTheHostToComeBack: a test stopped while
+// the host reboots into its kernel (a pool made way for a more useful
+// commit) leaves a host that does not answer for a while; the next test
+// on that machine waits for it instead of calling it a lab failure.
+func TestATestStoppedMidBootLeavesTheHostToComeBack(t *testing.T) {
+	r := newSimRun(t, simlab.Options{Seed: 3, Commits: 120})
+	var mu sync.Mutex
+	var notes []string
+	r.pipe.Progress = func(e Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if e.Note != "" {
+			notes = append(notes, e.Note)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	traced := shell.WithTracer(ctx, func(where, command string) {
+		if strings.HasPrefix(command, "# kbisect:kexec") {
+			go func() { time.Sleep(20 * time.Millisecond); cancel() }() // the host is rebooting
+		}
+	})
+	if _, err := r.pipe.Evidence(traced, r.lab.Tree.BadCommit); !errors.Is(err, context.Canceled) {
+		t.Fatalf("stopped mid-boot: %v", err)
+	}
+	ev, err := r.pipe.Evidence(context.Background(), r.lab.Tree.GoodCommit)
+	if err != nil || ev.Verdict != "good" {
+		t.Fatalf("the next test: %+v, %v", ev, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.ContainsFunc(notes, func(n string) bool { return strings.HasPrefix(n, "waiting for the host") }) ||
+		slices.ContainsFunc(notes, func(n string) bool { return strings.HasPrefix(n, "retrying") }) {
+		t.Errorf("notes: %q", notes)
+	}
+}

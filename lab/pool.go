@@ -57,12 +57,31 @@ func (p *Pool) setup() {
 
 // Calibrate measures both endpoints at once, on the first two machines.
 func (p *Pool) Calibrate(ctx context.Context, good, bad string) (*Calibration, error) {
+	p.drain()
 	return calibrate(ctx, p.Pipes, good, bad)
 }
 
-// Confirm measures the first bad commit and its parent at once.
+// Confirm measures the first bad commit and its parent at once, once
+// the machines are no longer busy with commits the bisection did not
+// need in the end.
 func (p *Pool) Confirm(ctx context.Context, culprit string, parents []string) (*Confirmation, error) {
+	p.drain()
 	return confirm(ctx, p.Pipes, culprit, parents)
+}
+
+// drain stops every test in flight and waits until all machines are free:
+// a machine measures one kernel at a time.
+func (p *Pool) drain() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.setup()
+	for _, f := range p.flights {
+		f.cancelled = true
+		f.cancel()
+	}
+	for slices.Contains(p.free, false) {
+		p.freed.Wait()
+	}
 }
 
 // Test implements bisect.TestFunc: the commit's verdict, from a test

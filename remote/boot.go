@@ -266,6 +266,16 @@ func waitForBoot(ctx context.Context, dial Dialer, before string, timeout time.D
 	}
 }
 
+// WaitForHost polls the host until it answers SSH, on whatever kernel,
+// within timeout: after a step that was stopped in the middle of a boot,
+// the host may still be rebooting.
+func WaitForHost(ctx context.Context, dial Dialer, timeout time.Duration) (*Host, Facts, error) {
+	if h, f, err := attempt(ctx, dial); err == nil {
+		return h, f, nil
+	}
+	return waitForBoot(ctx, dial, "", timeout)
+}
+
 // attempt connects once and reads the facts, within a deadline of its
 // own: a connection to a dying kernel must not eat the boot timeout.
 func attempt(ctx context.Context, dial Dialer) (*Host, Facts, error) {

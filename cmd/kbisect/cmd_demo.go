@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -42,19 +43,33 @@ EXAMPLES
 			&cli.Int64Flag{Name: "seed", Value: 1, Usage: "which history, regression and noise"},
 			&cli.IntFlag{Name: "commits", Value: 400, Usage: "commits in the generated history (60 to 5000)"},
 			&cli.StringFlag{Name: "dir", Usage: "keep the lab here (default: a temporary directory, removed after)"},
+			&cli.IntFlag{Name: "machines", Value: 1, Usage: "identical simulated machines bisecting together (1 to 8)"},
 			verboseFlag(),
 		},
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
-			return runDemo(c.Context, c.Int64("seed"), c.Int("commits"), c.String("dir"), c.Bool("json"), c.Bool("verbose"), c.App.Writer, c.App.ErrWriter)
+			o := demoOptions{Seed: c.Int64("seed"), Commits: c.Int("commits"), Machines: c.Int("machines"), Dir: c.String("dir"),
+				JSON: c.Bool("json"), Verbose: c.Bool("verbose")}
+			return runDemo(c.Context, o, c.App.Writer, c.App.ErrWriter)
 		},
 	}
 }
 
-func runDemo(ctx context.Context, seed int64, commits int, dir string, asJSON, verbose bool, stdout, stderr io.Writer) error {
-	if commits < 60 || commits > 5000 {
-		return usagef("demo --commits %d: give 60 to 5000", commits)
+type demoOptions struct {
+	Seed              int64
+	Commits, Machines int
+	Dir               string
+	JSON, Verbose     bool
+}
+
+func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error {
+	if o.Commits < 60 || o.Commits > 5000 {
+		return usagef("demo --commits %d: give 60 to 5000", o.Commits)
 	}
+	if o.Machines < 1 || o.Machines > 8 {
+		return usagef("demo --machines %d: give 1 to 8", o.Machines)
+	}
+	dir, asJSON := o.Dir, o.JSON
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "kbisect-demo-")
 		if err != nil {
@@ -64,11 +79,16 @@ func runDemo(ctx context.Context, seed int64, commits int, dir string, asJSON, v
 		dir = tmp
 	}
 	started := time.Now()
-	l, err := simlab.New(dir, simlab.Options{Seed: seed, Commits: commits})
+	l, err := simlab.New(dir, simlab.Options{Seed: o.Seed, Commits: o.Commits})
 	if err != nil {
 		return err
 	}
 	defer l.Close()
+	for len(l.Hosts) < o.Machines {
+		if _, _, err := l.AddHost(); err != nil {
+			return err
+		}
+	}
 	t := l.Tree
 	fmt.Fprintf(stderr, `kbisect demo: a SIMULATED lab (made in %.1fs, in %s)
   tree:    %d generated commits, %s..%s; planted regression %s %q;
@@ -81,15 +101,19 @@ func runDemo(ctx context.Context, seed int64, commits int, dir string, asJSON, v
   job:     %s
 
 `, time.Since(started).Seconds(), dir, len(t.Commits), t.Good, t.Bad, t.Regression[:12], subjectOf(t, t.Regression),
-		len(t.Broken), len(t.DocOnly), l.Host.Port, simlab.BootParams, t.GoodNoise, t.BadNoise, l.JobFile)
+		len(t.Broken), len(t.DocOnly), l.Host.Port, simlab.BootParams, t.GoodNoise, t.BadNoise, strings.Join(l.JobFiles, " "))
+	if o.Machines > 1 {
+		fmt.Fprintf(stderr, "  %d identical machines: while one measures the commit git asks for, the others\n"+
+			"  measure the commits that come next after either verdict\n\n", o.Machines)
+	}
 
 	var out io.Writer = stdout
 	var buf jsonCapture
 	if asJSON {
 		out = &buf
 	}
-	o := runOptions{Job: l.JobFile, Goods: []string{t.Good}, Bad: t.Bad, State: filepath.Join(dir, "state"), JSON: asJSON, Verbose: verbose}
-	runErr := runJob(ctx, o, out, stderr)
+	ro := runOptions{Job: l.JobFile, Jobs: l.JobFiles, Goods: []string{t.Good}, Bad: t.Bad, State: filepath.Join(dir, "state"), JSON: asJSON, Verbose: o.Verbose}
+	runErr := runJob(ctx, ro, out, stderr)
 	took := time.Since(started)
 
 	found := ""
@@ -99,7 +123,7 @@ func runDemo(ctx context.Context, seed int64, commits int, dir string, asJSON, v
 			found = res.FirstBad
 		}
 		stdout.Write(buf.b)
-	} else if rep, err := lastResult(o.State); err == nil {
+	} else if rep, err := lastResult(ro.State); err == nil {
 		found = rep
 	}
 	want := t.Expected.FirstBad
