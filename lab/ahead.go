@@ -81,6 +81,19 @@ func (a *Ahead) Plan(step bisect.Step) {
 	}
 }
 
+// Queue adds commits to build ahead, after what is queued: before the
+// bisection, the good endpoint while the bad one is measured, and the
+// first commit to test while the good one is. They start at Go.
+func (a *Ahead) Queue(commits ...string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, c := range commits {
+		if c != "" && c != a.running && !slices.Contains(a.queue, c) {
+			a.queue = append(a.queue, c)
+		}
+	}
+}
+
 // Go lets the queued builds start: the commit under test is built and the
 // host busy with it.
 func (a *Ahead) Go() {
@@ -147,7 +160,10 @@ func (a *Ahead) Wait(ctx context.Context, commit string) *kbuild.BuildError {
 		}
 	}
 	if a.running != "" && a.running != commit && a.cancel != nil {
+		// Still wanted (Plan stops what is not): built again after Go,
+		// from what make got through.
 		a.cancel()
+		a.queue = append([]string{a.running}, a.queue...)
 	}
 	done := a.done
 	a.mu.Unlock()

@@ -402,8 +402,9 @@ func (b *speedBuilds) plan(t time.Duration, now plumbing.Hash, next []plumbing.H
 
 // wait is Ahead.Wait at t, before the pipeline builds c: c leaves the
 // queue, slot 0's build of another commit is cancelled (as lab.Ahead
-// cancels any but c's: it has slot 0 only), and a running build of c is
-// waited for. It returns when the pipeline's build can begin.
+// cancels any but c's: it has slot 0 only) and queued again first, and a
+// running build of c is waited for. It returns when the pipeline's build
+// can begin.
 func (b *speedBuilds) wait(t time.Duration, c plumbing.Hash) time.Duration {
 	b.advance(t)
 	b.held = true
@@ -411,6 +412,7 @@ func (b *speedBuilds) wait(t time.Duration, c plumbing.Hash) time.Duration {
 		b.queue = slices.Delete(b.queue, i, i+1)
 	}
 	if s := b.slots[0]; !s.commit.IsZero() && s.commit != c {
+		b.queue = append([]plumbing.Hash{s.commit}, b.queue...)
 		b.cancel(s, t)
 	}
 	if s := b.running(c); s != nil {
@@ -432,6 +434,15 @@ func (b *speedBuilds) build(t time.Duration, c plumbing.Hash) time.Duration {
 	b.built[c] = true
 	b.builds++
 	return t
+}
+
+// queueAhead is Ahead.Queue: commits join the queue.
+func (b *speedBuilds) queueAhead(cs ...plumbing.Hash) {
+	for _, c := range cs {
+		if !c.IsZero() && b.running(c) == nil && !slices.Contains(b.queue, c) {
+			b.queue = append(b.queue, c)
+		}
+	}
 }
 
 // goAhead is Ahead.Go at t, once the pipeline's build is done: slot 0 is
@@ -507,12 +518,27 @@ func speedKbisect(tb testing.TB, r *speedRange, lab speedLab, a speedAhead) (res
 		}
 	}()
 	rule := lab.rule
+	if a.depth > 0 {
+		// As run --job: the good endpoint builds ahead while the bad one
+		// is measured, the first step's commit while the good one is.
+		first, err := s.Fork(g2).Next()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		b.queueAhead(r.good, first.Commit)
+	}
 	for _, end := range []struct {
 		commit plumbing.Hash
 		want   noise.Verdict
 		values *[]float64
 	}{{r.bad, noise.Bad, &rule.Bad}, {r.good, noise.Good, &rule.Good}} {
+		if a.depth > 0 {
+			t = b.wait(t, end.commit)
+		}
 		t = b.build(t, end.commit)
+		if a.depth > 0 {
+			b.goAhead(t)
+		}
 		d, xs := measure(end.commit, lab.rule)
 		if d.Verdict != end.want {
 			res.kind = bisect.StepNotReproduced

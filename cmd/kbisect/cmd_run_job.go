@@ -296,6 +296,15 @@ func short12(s string) string {
 func (r *jobRun) bisect(ctx context.Context) error {
 	good := r.start.Good[0]
 	r.view.line("calibrating on the endpoints: bad %s, good %s", short12(r.start.Bad), short12(good))
+	if r.ahead != nil {
+		// The good endpoint builds while the bad one is measured, the
+		// first commit to test while the good one is.
+		first := ""
+		if step, err := r.sess.Fork(r.g2).Next(); err == nil && step.Kind == bisect.StepTest {
+			first = step.Commit.String()
+		}
+		r.ahead.Queue(good, first)
+	}
 	cal, err := r.tester.Calibrate(ctx, good, r.start.Bad)
 	var res bisect.Result
 	switch {
