@@ -32,6 +32,12 @@ simulate:
 e2e-build:
     KBISECT_E2E=1 go test ./kbuild -run TestRealKernelBuildsAndRebuildsOneFile -v -timeout 90m
 
+# The HTML reports rendered in headless Chromium, screenshots checked
+# (needs apt-get install chromium); screenshots kept in /tmp/kbisect-html.
+e2e-html:
+    mkdir -p /tmp/kbisect-html
+    KBISECT_E2E=1 KBISECT_E2E_OUT=/tmp/kbisect-html go test ./cmd/kbisect -run TestHTMLReportsRenderTheirPlotsInChromium -v
+
 # Heavy end-to-end tests (real kernel builds, QEMU boots).
 e2e:
     KBISECT_E2E=1 go test ./... -timeout 120m

@@ -87,6 +87,9 @@ type Pipeline struct {
 
 	rule  noise.Rule
 	ready bool
+	// measureOnly takes the samples without a verdict (A/B rounds: the
+	// comparison is the verdict).
+	measureOnly bool
 	// abandoned says the last test was stopped midway: the host may be
 	// in the middle of a reboot.
 	abandoned bool
@@ -407,7 +410,7 @@ func (p *Pipeline) measure(ctx context.Context, ev *Evidence, art remote.Artifac
 	}
 	// Before calibration a ratio or auto rule has nothing to compare
 	// with: the samples are only taken.
-	canDecide := rule.Kind == noise.Absolute || (len(rule.Good) > 0 && (rule.Kind != noise.Auto || len(rule.Bad) > 0))
+	canDecide := !p.measureOnly && (rule.Kind == noise.Absolute || (len(rule.Good) > 0 && (rule.Kind != noise.Auto || len(rule.Bad) > 0)))
 	boots := max(1, job.Verdict.Boots)
 	// Every boot gives its share of the minimum; the last one goes on
 	// while the rule is unsure.
@@ -480,6 +483,8 @@ func (p *Pipeline) measure(ctx context.Context, ev *Evidence, art remote.Artifac
 	}
 	d := ev.Decision
 	switch {
+	case d == nil && p.measureOnly:
+		ev.Reason = fmt.Sprintf("%d samples", len(ev.Values))
 	case d == nil && !canDecide:
 		ev.Reason = fmt.Sprintf("%d samples for calibration", len(ev.Values))
 	case d == nil:

@@ -14,6 +14,11 @@ import (
 type Side struct {
 	Name    string
 	Samples []*Measurement
+	// Boots, when set, is how many of the samples each boot took, in
+	// order: the comparison is then of the boots' medians, since samples
+	// of one boot share its luck (where the tick landed, cache colouring)
+	// and more of them do not make a second boot.
+	Boots []int
 }
 
 // ABReport is the evidence that two kernels differ (or do not): each
@@ -28,8 +33,10 @@ type ABReport struct {
 	A         SideSummary `json:"a"`
 	B         SideSummary `json:"b"`
 	// Comparison is of the per-sample values (the aggregate over CPUs),
-	// B against A.
+	// or of the per-boot medians of those when the sides say their boots
+	// (Per says which), B against A.
 	Comparison Comparison `json:"comparison"`
+	Per        string     `json:"per"` // "sample" or "boot"
 	// CPUs is how many CPUs both sides measured; CPUsBetter on how many
 	// every sample of B beats every sample of A, CPUsWorse the reverse.
 	CPUs       int    `json:"cpus"`
@@ -82,7 +89,18 @@ func CompareAB(a, b Side, metric, aggregate string, confidence float64) (*ABRepo
 			return nil, err
 		}
 	}
-	r.Comparison = Compare(r.A.Values, r.B.Values, confidence)
+	r.Per = "sample"
+	av, bv := r.A.Values, r.B.Values
+	if len(a.Boots) > 0 && len(b.Boots) > 0 {
+		if av, err = BootMedians(r.A.Values, a.Boots); err != nil {
+			return nil, fmt.Errorf("A/B, %s: %v", a.Name, err)
+		}
+		if bv, err = BootMedians(r.B.Values, b.Boots); err != nil {
+			return nil, fmt.Errorf("A/B, %s: %v", b.Name, err)
+		}
+		r.Per = "boot"
+	}
+	r.Comparison = Compare(av, bv, confidence)
 	r.countCPUs(a, b, info)
 	r.Conclusion = r.conclude(info)
 	return r, nil
@@ -123,6 +141,24 @@ func summarizeSide(s Side, info MetricInfo, aggregate string) (SideSummary, erro
 		if ok {
 			out.Ranges = append(out.Ranges, rs)
 		}
+	}
+	return out, nil
+}
+
+// BootMedians is the median of each boot's values, boots[i] values for
+// boot i, in order.
+func BootMedians(values []float64, boots []int) ([]float64, error) {
+	var out []float64
+	i := 0
+	for _, n := range boots {
+		if n < 1 || i+n > len(values) {
+			return nil, fmt.Errorf("boots of %v samples do not cover %d values", boots, len(values))
+		}
+		out = append(out, median(append([]float64(nil), values[i:i+n]...)))
+		i += n
+	}
+	if i != len(values) {
+		return nil, fmt.Errorf("boots of %v samples do not cover %d values", boots, len(values))
 	}
 	return out, nil
 }
@@ -175,7 +211,7 @@ func (r *ABReport) conclude(info MetricInfo) string {
 	c := r.Comparison
 	p := pText(c.P)
 	if !c.Significant() {
-		s := fmt.Sprintf("no significant difference in %s (%s, %d vs %d samples)", metricLabel(r.Metric), p, c.NA, c.NB)
+		s := fmt.Sprintf("no significant difference in %s (%s, %d vs %d %ss)", metricLabel(r.Metric), p, c.NA, c.NB, r.per())
 		if len(c.Warnings) > 0 {
 			s += ": " + c.Warnings[0]
 		}
@@ -223,6 +259,10 @@ func ratioText(x float64) string {
 	return groupThousands(math.Round(x/mag) * mag)
 }
 
+// Label names a metric for people: "noise per period", "max single
+// noise".
+func Label(metric string) string { return shortLabel(metric) }
+
 // shortLabel names a metric in a sentence.
 func shortLabel(metric string) string {
 	switch metric {
@@ -248,7 +288,7 @@ func (r *ABReport) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Summary across all measured CPUs (%s):\n\n", r.sizes())
 	tw := tabwriter.NewWriter(&b, 0, 0, 3, ' ', 0)
-	fmt.Fprintf(tw, "\tA: %s\tB: %s\n", r.A.Name, r.B.Name)
+	fmt.Fprintf(tw, "\t%s\t%s\n", sideHead("A", r.A.Name), sideHead("B", r.B.Name))
 	for _, row := range r.rangeRows() {
 		fmt.Fprintf(tw, "  %s:\t%s\t%s\n", row[0], row[1], row[2])
 	}
@@ -267,7 +307,7 @@ func (r *ABReport) WriteText(w io.Writer) error {
 func (r *ABReport) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Summary across all measured CPUs (%s):\n\n", r.sizes())
-	fmt.Fprintf(&b, "| | A: %s | B: %s |\n|---|---:|---:|\n", r.A.Name, r.B.Name)
+	fmt.Fprintf(&b, "| | %s | %s |\n|---|---:|---:|\n", sideHead("A", r.A.Name), sideHead("B", r.B.Name))
 	for _, row := range r.rangeRows() {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", row[0], row[1], row[2])
 	}
@@ -277,6 +317,15 @@ func (r *ABReport) WriteMarkdown(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// sideHead heads a side's column: "A: name", or "A" when the name is
+// said elsewhere.
+func sideHead(side, name string) string {
+	if name == "" {
+		return side
+	}
+	return side + ": " + name
 }
 
 func (r *ABReport) sizes() string {
@@ -343,14 +392,28 @@ func (r *ABReport) comparisonLines() []string {
 	per := fmt.Sprintf("%s of the %s CPU per sample", metricLabel(r.Metric), aggregateLabel(r.Aggregate))
 	lines := []string{
 		fmt.Sprintf("%s: median A %s, B %s", per, formatMetric(r.Kind, r.Metric, r.A.Median), formatMetric(r.Kind, r.Metric, r.B.Median)),
-		fmt.Sprintf("B − A: %s, %g%% interval [%s, %s]; Mann-Whitney %s (%d vs %d samples%s)",
+		fmt.Sprintf("B − A: %s, %g%% interval [%s, %s]; Mann-Whitney %s (%d vs %d %s%s)",
 			signed(r.Kind, r.Metric, c.Shift), c.Confidence*100, signed(r.Kind, r.Metric, c.ShiftLow), signed(r.Kind, r.Metric, c.ShiftHigh),
-			pText(c.P), c.NA, c.NB, map[bool]string{true: ", exact", false: ""}[c.Exact]),
+			pText(c.P), c.NA, c.NB, r.perText(), map[bool]string{true: ", exact", false: ""}[c.Exact]),
 	}
 	for _, w := range c.Warnings {
 		lines = append(lines, "warning: "+w)
 	}
 	return append(lines, r.Conclusion)
+}
+
+func (r *ABReport) per() string {
+	if r.Per == "" {
+		return "sample"
+	}
+	return r.Per
+}
+
+func (r *ABReport) perText() string {
+	if r.per() == "boot" {
+		return "boots, each its samples' median"
+	}
+	return "samples"
 }
 
 func aggregateLabel(how string) string {

@@ -31,7 +31,7 @@ func TestABOfTheSeedsKernelsSaysBIsLessNoisyOnEveryCPU(t *testing.T) {
 		spin = append(spin, osnoiseSample(rng, 32, lognormal{15e3, 0.1, 0}, lognormal{49e6, 0.03, 0}, 6860, 5920))
 		rw = append(rw, osnoiseSample(rng, 32, lognormal{2e3, 0.5, 0}, lognormal{3e3, 0.5, 0}, 5, 0))
 	}
-	r, err := CompareAB(Side{"spinlock", spin}, Side{"rwlock", rw}, "noise", "max", 0.95)
+	r, err := CompareAB(Side{Name: "spinlock", Samples: spin}, Side{Name: "rwlock", Samples: rw}, "noise", "max", 0.95)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestABOfTwoLikeKernelsFindsNoDifference(t *testing.T) {
 		a = append(a, osnoiseSample(rng, 4, lognormal{7e3, 0.3, 0}, lognormal{20e3, 0.3, 0}, 5, 1))
 		b = append(b, osnoiseSample(rng, 4, lognormal{7e3, 0.3, 0}, lognormal{20e3, 0.3, 0}, 5, 1))
 	}
-	r, err := CompareAB(Side{"A", a}, Side{"B", b}, "max_single_noise", "max", 0.95)
+	r, err := CompareAB(Side{Name: "A", Samples: a}, Side{Name: "B", Samples: b}, "max_single_noise", "max", 0.95)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestABRefusesWhatCannotBeCompared(t *testing.T) {
 		{[]*Measurement{o}, []*Measurement{lat}, "noise", "samples of osnoise and oslat cannot be compared"},
 		{[]*Measurement{o}, []*Measurement{o}, "max_latency", `osnoise does not report "max_latency"`},
 	} {
-		if _, err := CompareAB(Side{"A", c.a}, Side{"B", c.b}, c.metric, "max", 0.95); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := CompareAB(Side{Name: "A", Samples: c.a}, Side{Name: "B", Samples: c.b}, c.metric, "max", 0.95); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("got %v, want %q", err, c.want)
 		}
 	}
@@ -117,7 +117,7 @@ func TestABDirectionComesFromUWhenTiesHideTheShift(t *testing.T) {
 	for i := 0; i < 30; i++ {
 		b = append(b, 0)
 	}
-	r, err := CompareAB(Side{"A", mk(a...)}, Side{"B", mk(b...)}, "value", "max", 0.95)
+	r, err := CompareAB(Side{Name: "A", Samples: mk(a...)}, Side{Name: "B", Samples: mk(b...)}, "value", "max", 0.95)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -164,6 +164,11 @@ const gitTimeout = 10 * time.Minute
 // would then keep HEAD from being put back. It runs in its own process
 // group, so a second Ctrl-C on the terminal does not reach it either.
 func git(ctx context.Context, dir string, args ...string) (string, error) {
+	return gitEnv(ctx, dir, nil, args...)
+}
+
+// gitEnv is git with variables added to its environment.
+func gitEnv(ctx context.Context, dir string, env []string, args ...string) (string, error) {
 	deadline := time.Now().Add(gitTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
@@ -173,6 +178,9 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 	shell.Trace(ctx, "", "cd "+shell.Quote(dir)+" && "+shell.Join(append([]string{"git"}, args...)...))
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -39,7 +39,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Usage: "find the kernel commit that made isolated real-time CPUs noisy",
 		UsageText: `kbisect run --job FILE [--job FILE…] --good REV --bad REV [--state DIR] [-v] [--json]
 kbisect run --good REV --bad REV --exec CMD [--repo DIR] [--first-parent] [--state DIR] [--json]
-kbisect report --state DIR [--format text|markdown|json]
+kbisect ab --job FILE (--a REV --b REV | --base REV (--revert SHA | --patch FILE)) [--rounds N] [--samples N] [--json]
+kbisect report --state DIR [--format text|markdown|json|html|junit] [-o FILE]
 kbisect demo [--seed N] [--commits N] [-v]
 kbisect validate FILE…
 kbisect config show FILE
@@ -81,6 +82,7 @@ EXAMPLES
 		DisableSliceFlagSeparator: true,
 		Commands: []*cli.Command{
 			runCommand(),
+			abCommand(),
 			reportCommand(),
 			validateCommand(),
 			configCommand(),

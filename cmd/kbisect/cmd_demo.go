@@ -84,7 +84,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 		return err
 	}
 	defer l.Close()
-	for len(l.Hosts) < o.Machines {
+	for len(l.Hosts)+1 < o.Machines { // Hosts are the machines added to the first
 		if _, _, err := l.AddHost(); err != nil {
 			return err
 		}
@@ -101,7 +101,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
   job:     %s
 
 `, time.Since(started).Seconds(), dir, len(t.Commits), t.Good, t.Bad, t.Regression[:12], subjectOf(t, t.Regression),
-		len(t.Broken), len(t.DocOnly), l.Host.Port, simlab.BootParams, t.GoodNoise, t.BadNoise, strings.Join(l.JobFiles, " "))
+		len(t.Broken), len(t.DocOnly), l.Host.Port, simlab.BootParams, t.GoodNoise, t.BadNoise, strings.Join(append([]string{l.JobFile}, l.JobFiles...), " "))
 	if o.Machines > 1 {
 		fmt.Fprintf(stderr, "  %d identical machines: while one measures the commit git asks for, the others\n"+
 			"  measure the commits that come next after either verdict\n\n", o.Machines)
@@ -112,7 +112,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	if asJSON {
 		out = &buf
 	}
-	ro := runOptions{Job: l.JobFile, Jobs: l.JobFiles, Goods: []string{t.Good}, Bad: t.Bad, State: filepath.Join(dir, "state"), JSON: asJSON, Verbose: o.Verbose}
+	ro := runOptions{Job: l.JobFile, Jobs: append([]string{l.JobFile}, l.JobFiles...), Goods: []string{t.Good}, Bad: t.Bad, State: filepath.Join(dir, "state"), JSON: asJSON, Verbose: o.Verbose}
 	runErr := runJob(ctx, ro, out, stderr)
 	took := time.Since(started)
 

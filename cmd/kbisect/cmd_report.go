@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/urfave/cli/v2"
@@ -13,38 +15,103 @@ import (
 	"kbisect/bisect"
 	"kbisect/configs"
 	"kbisect/lab"
+	"kbisect/report"
 )
 
 func reportCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "report",
-		Usage: "render a run's result and evidence from its state directory, also while it runs",
-		Description: `report reads the state directory of a kbisect run --job and prints what
-run prints at its end: the answer (or "in progress"), the confirmation of
-the first bad commit, the tested kernels oldest first with their numbers,
-and the last good and first bad kernels compared with their per-CPU
-tables. It takes no lock: it works while the run goes on.
+		Usage: "render a run's or an A/B comparison's result and evidence from its state directory, also while it runs",
+		Description: `report reads the state directory of a kbisect run --job or kbisect ab and
+prints what they print at their end: for a run, the answer (or "in
+progress"), the confirmation of the first bad commit, the tested kernels
+oldest first with their numbers, and the last good and first bad kernels
+compared with their per-CPU tables; for an A/B comparison, the conclusion,
+the summary across CPUs side by side and each kernel's per-CPU table. Both
+end with the machine, boot parameters and kernel config used. It takes no
+lock: it works while the run goes on.
+
+Formats: text (72 columns, for mail), markdown (issue trackers), json
+(everything; fields in docs/report-json.md), html (one self-contained file
+with plots: the bisection at a glance, per-CPU bars of the two kernels,
+their samples), junit (a test case per tested commit or A/B side, for CI).
 
 EXAMPLES
    kbisect report --state ~/linux/.git/kbisect/run-1a2b3c4d5e6f
    kbisect report --state DIR --format markdown > report.md
+   kbisect report --state DIR --format html -o report.html
    kbisect report --state DIR --format json | jq .tested`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "state", Required: true, Usage: "the run's state directory"},
-			&cli.StringFlag{Name: "format", Value: "text", Usage: "text, markdown or json"},
+			&cli.StringFlag{Name: "state", Required: true, Usage: "the run's or comparison's state directory"},
+			&cli.StringFlag{Name: "format", Value: "text", Usage: "text, markdown, json, html or junit"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the report to this file (replaced whole) instead of stdout"},
 		},
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
-			return runReport(c.Context, c.String("state"), c.String("format"), c.App.Writer)
+			return runReport(c.Context, reportOptions{State: c.String("state"), Format: c.String("format"), Output: c.String("output")}, c.App.Writer)
 		},
 	}
 }
 
-func runReport(ctx context.Context, dir, format string, stdout io.Writer) error {
-	switch format {
-	case "text", "markdown", "json":
+type reportOptions struct {
+	State, Format, Output string
+}
+
+func runReport(ctx context.Context, o reportOptions, stdout io.Writer) error {
+	switch o.Format {
+	case "text", "markdown", "json", "html", "junit":
 	default:
-		return usagef("report --format %q: give text, markdown or json", format)
+		return usagef("report --format %q: give text, markdown, json, html or junit", o.Format)
+	}
+	if o.Output == "" {
+		return writeReport(ctx, o.State, o.Format, stdout)
+	}
+	var b bytes.Buffer
+	if err := writeReport(ctx, o.State, o.Format, &b); err != nil {
+		return err
+	}
+	if err := bisect.WriteFileAtomic(o.Output, b.Bytes()); err != nil {
+		return fmt.Errorf("report -o: %v", err)
+	}
+	return os.Chmod(o.Output, 0o644) // a report is made to be shared
+}
+
+// writeABReport renders an A/B comparison.
+func writeABReport(dir, format string, res *lab.ABResult, w io.Writer) error {
+	var job *configs.Job
+	if _, err := os.Stat(filepath.Join(dir, "job.yaml")); err == nil {
+		j, err := configs.Load(filepath.Join(dir, "job.yaml"), configs.LoadOptions{})
+		if err != nil {
+			return err
+		}
+		job = j
+	}
+	switch format {
+	case "html":
+		return report.WriteHTML(w, abDocument(job, res, time.Now()))
+	case "junit":
+		return report.WriteJUnit(w, abDocument(job, res, time.Now()))
+	case "markdown":
+		return writeABMarkdown(w, job, res)
+	case "json":
+		out := abResultJSON{A: abSideJSON{res.Plan.A, res.Plan.ALabel}, B: abSideJSON{res.Plan.B, res.Plan.BLabel},
+			Rounds: res.Plan.Rounds, Samples: res.Plan.Samples, StateDir: dir, Result: "in-progress", Command: res.Plan.Command,
+			Measured: len(res.Rounds)}
+		if res.Report != nil {
+			out.Result, out.Report = abVerdict(res), res.Report
+		}
+		writeJSON(w, out)
+		return nil
+	}
+	return writeABText(w, job, res)
+}
+
+// writeReport renders the state directory's run or comparison.
+func writeReport(ctx context.Context, dir, format string, stdout io.Writer) error {
+	if ab, err := lab.ReadAB(dir); err != nil {
+		return err
+	} else if ab != nil {
+		return writeABReport(dir, format, ab, stdout)
 	}
 	records, err := bisect.ReadState(dir)
 	if err != nil {
@@ -109,6 +176,10 @@ func runReport(ctx context.Context, dir, format string, stdout io.Writer) error 
 	}
 	rep.res = res
 	switch format {
+	case "html":
+		return report.WriteHTML(stdout, rep.document(time.Now()))
+	case "junit":
+		return report.WriteJUnit(stdout, rep.document(time.Now()))
 	case "json":
 		out := toJSON(res, dir, nil)
 		if res.Kind == "" {

@@ -38,6 +38,8 @@ type jobView struct {
 	shown          bool
 	// onTesting hears each step before it is tested (build-ahead).
 	onTesting func(bisect.Step)
+	// labels name commits in place of the step (A/B: "A", "B").
+	labels map[string]string
 }
 
 func newJobView(w io.Writer, g *bisect.Graph) *jobView {
@@ -70,7 +72,11 @@ func (v *jobView) draw() {
 		return
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "\r\033[K[step %d/~%d] %-7s %s", v.step, v.step+v.estimate, v.phase, short12(v.commit))
+	if l := v.labels[v.commit]; l != "" {
+		fmt.Fprintf(&b, "\r\033[K[%s] %-7s %s", l, v.phase, short12(v.commit))
+	} else {
+		fmt.Fprintf(&b, "\r\033[K[step %d/~%d] %-7s %s", v.step, v.step+v.estimate, v.phase, short12(v.commit))
+	}
 	if v.subject != "" {
 		s := v.subject
 		if len(s) > 40 {
@@ -122,6 +128,9 @@ func (v *jobView) Event(e lab.Event) {
 	}
 	v.phase = e.Phase
 	who := short12(e.Commit)
+	if l := v.labels[e.Commit]; l != "" {
+		who = l + " " + who
+	}
 	if e.Host != "" {
 		who = e.Host + ": " + who // several machines at once
 	}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"kbisect/configs"
+	"kbisect/lab"
+	"kbisect/noise"
+)
+
+// abSides gathers each side's rounds into one evidence: its samples and
+// values in the order taken.
+func abSides(res *lab.ABResult) (a, b *lab.Evidence) {
+	a = &lab.Evidence{Commit: res.Plan.A}
+	b = &lab.Evidence{Commit: res.Plan.B}
+	for _, r := range res.Rounds {
+		side := a
+		if r.Side == "b" {
+			side = b
+		}
+		ev := r.Evidence
+		side.Release, side.Metric, side.Kind = ev.Release, ev.Metric, ev.Kind
+		side.Samples = append(side.Samples, ev.Samples...)
+		side.Values = append(side.Values, ev.Values...)
+		side.Boots = append(side.Boots, ev.Boots...)
+	}
+	return a, b
+}
+
+// writeABText writes an A/B comparison as RT people mail it: the verdict
+// first, the summary across CPUs side by side, the comparison, then each
+// kernel's per-CPU table.
+func writeABText(w io.Writer, job *configs.Job, res *lab.ABResult) error {
+	p := res.Plan
+	if res.Report == nil {
+		fmt.Fprintf(w, "A/B in progress: %d of %d rounds measured (A %s, B %s)\n", len(res.Rounds), 2*p.Rounds, p.ALabel, p.BLabel)
+		return nil
+	}
+	fmt.Fprintf(w, "%s\n\n", res.Report.Conclusion)
+	fmt.Fprintf(w, "A: %s\nB: %s\n", p.ALabel, p.BLabel)
+	fmt.Fprintf(w, "%d rounds of %d samples a side, alternating A, B, each on a fresh boot\n\n", p.Rounds, p.Samples)
+	if err := shortNames(res.Report).WriteText(w); err != nil {
+		return err
+	}
+	a, b := abSides(res)
+	for _, side := range []struct {
+		name string
+		ev   *lab.Evidence
+	}{{"A: " + p.ALabel, a}, {"B: " + p.BLabel, b}} {
+		if len(side.ev.Samples) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s, %s: the sample with the median %s\n", side.name, side.ev.Release, side.ev.Metric)
+		if err := noise.WriteTable(w, medianSample(side.ev)); err != nil {
+			return err
+		}
+	}
+	writeSetup(w, job)
+	return nil
+}
+
+// shortNames is the report with its sides called A and B: their names
+// head the text above, and the table stays within a mail's width.
+func shortNames(r *noise.ABReport) *noise.ABReport {
+	c := *r
+	c.A.Name, c.B.Name = "", ""
+	return &c
+}
+
+// writeABMarkdown is the same for issue trackers.
+func writeABMarkdown(w io.Writer, job *configs.Job, res *lab.ABResult) error {
+	p := res.Plan
+	if res.Report == nil {
+		fmt.Fprintf(w, "**A/B in progress:** %d of %d rounds measured (A `%s`, B `%s`)\n", len(res.Rounds), 2*p.Rounds, p.ALabel, p.BLabel)
+		return nil
+	}
+	fmt.Fprintf(w, "**%s**\n\n", res.Report.Conclusion)
+	fmt.Fprintf(w, "- A: `%s`\n- B: `%s`\n- %d rounds of %d samples a side, alternating A, B, each on a fresh boot\n\n", p.ALabel, p.BLabel, p.Rounds, p.Samples)
+	if err := shortNames(res.Report).WriteMarkdown(w); err != nil {
+		return err
+	}
+	a, b := abSides(res)
+	for _, side := range []struct {
+		name string
+		ev   *lab.Evidence
+	}{{"A: " + p.ALabel, a}, {"B: " + p.BLabel, b}} {
+		if len(side.ev.Samples) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n**%s** (`%s`), the sample with the median %s:\n\n", side.name, side.ev.Release, side.ev.Metric)
+		if err := noise.WriteMarkdown(w, medianSample(side.ev)); err != nil {
+			return err
+		}
+	}
+	if job != nil {
+		fmt.Fprintf(w, "\n<details><summary>Setup</summary>\n\n```\n")
+		writeSetup(w, job)
+		fmt.Fprintf(w, "```\n</details>\n")
+	}
+	return nil
+}
+
+// writeSetup says what the kernels were built and booted with.
+func writeSetup(w io.Writer, job *configs.Job) {
+	if job == nil {
+		return
+	}
+	fmt.Fprintf(w, "\nMachine: %s", job.Machine.Name)
+	if job.Machine.Description != "" {
+		fmt.Fprintf(w, " (%s)", job.Machine.Description)
+	}
+	fmt.Fprintf(w, "\nBoot parameters: %s\n", strings.TrimSpace(job.Boot.Params+" "+job.Boot.ExtraCmdline))
+	fmt.Fprintf(w, "Kernel config: %s", job.Build.Config)
+	for _, f := range job.Build.Fragments {
+		fmt.Fprintf(w, " + %s", f)
+	}
+	for _, o := range job.Build.Options {
+		fmt.Fprintf(w, " + %s", o)
+	}
+	fmt.Fprintf(w, "\nWorkload: %s on CPUs %s, verdict on %s (%s over CPUs)\n", job.Workload.Tool, job.Workload.CPUs, job.Verdict.Metric, job.Verdict.Aggregate)
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"kbisect/internal/simlab"
+)
+
+// TestABRecognisesTheRevertedRegressionAndReportsItInEveryFormat: the
+// bad endpoint against itself with the planted regression reverted, on
+// the simulated lab: B is clean; a second run answers from the state; the
+// state renders as text, markdown, json, html and junit.
+func TestABRecognisesTheRevertedRegressionAndReportsItInEveryFormat(t *testing.T) {
+	l := simLab(t, simlab.Options{Seed: 3, Commits: 120})
+	state := filepath.Join(t.TempDir(), "ab")
+	args := []string{"ab", "--job", l.JobFile, "--base", l.Tree.Bad, "--revert", l.Tree.Regression[:12], "--rounds", "4", "--samples", "2", "--state", state}
+	code, stdout, stderr := runCLI(t, context.Background(), args...)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"less noisy than A on all 32 CPUs", "A: " + l.Tree.Bad, "with " + l.Tree.Regression[:12] + " reverted",
+		"4 rounds of 2 samples a side", "Mann-Whitney", "4 vs 4 boots", "Boot parameters: ", "nohz_full=1-16,33-48"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("ab output lacks %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Count(stdout, "CPU ") < 2 && strings.Count(stdout, "\n  1 ") < 2 {
+		t.Errorf("no per-CPU tables:\n%s", stdout)
+	}
+	boots := len(l.Host.Boots())
+	code, again, _ := runCLI(t, context.Background(), append(args, "--json")...)
+	var out abResultJSON
+	if err := json.Unmarshal([]byte(again), &out); err != nil || code != exitOK || out.Result != "different" || out.Measured != 8 || len(l.Host.Boots()) != boots {
+		t.Errorf("again: exit %d, %+v, %v, %d boots more", code, out, err, len(l.Host.Boots())-boots)
+	}
+
+	for format, want := range map[string]string{"text": "less noisy", "markdown": "| | A | B |", "json": `"result": "different"`,
+		"html": `id="plot-ab-cpus"`, "junit": "<testsuites"} {
+		code, got, stderr := runCLI(t, context.Background(), "report", "--state", state, "--format", format)
+		if code != exitOK || !strings.Contains(got, want) {
+			t.Errorf("report --format %s: exit %d, want %q\n%s\n%s", format, code, want, got, stderr)
+		}
+	}
+	html := filepath.Join(t.TempDir(), "ab.html")
+	if code, _, stderr := runCLI(t, context.Background(), "report", "--state", state, "--format", "html", "-o", html); code != exitOK {
+		t.Fatalf("report -o: %s", stderr)
+	}
+	if b, err := os.ReadFile(html); err != nil || !strings.Contains(string(b), "plot-ab-samples") || strings.Contains(string(b), "<script src") {
+		t.Errorf("html file: %v", err)
+	}
+}
+
+// TestABOfAKernelWithItselfIsNoDifference and a revert that does not
+// apply is a clear usage error.
+func TestABOfAKernelWithItselfIsNoDifference(t *testing.T) {
+	l := simLab(t, simlab.Options{Seed: 4, Commits: 120})
+	code, stdout, stderr := runCLI(t, context.Background(), "ab", "--job", l.JobFile, "--a", l.Tree.Good, "--b", l.Tree.Good,
+		"--rounds", "4", "--samples", "2", "--state", filepath.Join(t.TempDir(), "ab"))
+	if code != exitOK || !strings.HasPrefix(stdout, "no significant difference") {
+		t.Errorf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	code, _, stderr = runCLI(t, context.Background(), "ab", "--job", l.JobFile, "--base", l.Tree.Good, "--revert", l.Tree.Regression)
+	if code != exitUsage || !strings.Contains(stderr, "does not apply") {
+		t.Errorf("reverting a commit that is not in the base: exit %d: %s", code, stderr)
+	}
+	code, _, stderr = runCLI(t, context.Background(), "ab", "--job", l.JobFile, "--a", l.Tree.Good)
+	if code != exitUsage || !strings.Contains(stderr, "give --a REV and --b REV") {
+		t.Errorf("one side: exit %d: %s", code, stderr)
+	}
+}

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"kbisect/bisect"
+	"kbisect/configs"
+	"kbisect/internal/shell"
+	"kbisect/lab"
+	"kbisect/noise"
+	"kbisect/report"
+)
+
+// The report package draws and writes; these fill its document from a
+// run's or an A/B comparison's state.
+
+// runDocument is a bisection's report document.
+func (r *jobReport) document(now time.Time) *report.Document {
+	d := &report.Document{Kind: "run", Result: string(r.res.Kind), Generated: now.UTC().Format(time.RFC3339)}
+	if d.Result == "" {
+		d.Result = "in-progress"
+	}
+	var text bytes.Buffer
+	r.writeText(&text)
+	d.Text = text.String()
+	d.Summary = summaryLines(d.Text)
+	machine := ""
+	if r.job != nil {
+		machine = r.job.Machine.Name
+		setupOf(d, r.job)
+	}
+	switch r.res.Kind {
+	case bisect.Found:
+		d.Title = fmt.Sprintf("kbisect: %s is the first bad commit", r.res.FirstBad.String()[:12])
+	default:
+		d.Title = "kbisect run: " + d.Result
+	}
+	if machine != "" {
+		d.Title += " (" + machine + ")"
+	}
+	d.Command = runCommandLine(r.start)
+	for _, rw := range r.rows() {
+		t := report.Tested{Commit: rw.commit.String(), Subject: rw.subject, Verdict: strings.Fields(rw.verdict)[0],
+			Endpoint: strings.Contains(rw.verdict, "endpoint"), Culprit: r.res.Kind == bisect.Found && rw.commit == r.res.FirstBad}
+		if ev := rw.ev; ev != nil {
+			t.Note = ev.Reason
+			if len(ev.Values) > 0 {
+				t.Values = ev.Values
+				t.Median, t.Low, t.High = medianRange(ev.Values)
+			}
+			if ev.Decision != nil && ev.Decision.Threshold != 0 && !d.Metric.HasThreshold {
+				d.Metric.Threshold, d.Metric.HasThreshold = ev.Decision.Threshold, true
+			}
+		}
+		d.Tested = append(d.Tested, t)
+	}
+	if r.cal != nil && !d.Metric.HasThreshold && r.cal.Rule.Kind == noise.Absolute {
+		d.Metric.Threshold, d.Metric.HasThreshold = r.cal.Rule.Threshold, true
+	}
+	if good, bad := r.pair(); good != nil && bad != nil {
+		if rep, err := r.compare(good, bad); err == nil {
+			d.AB = abOf(rep, good, bad, d.Metric)
+		}
+	}
+	return d
+}
+
+// abDocument is an A/B comparison's report document.
+func abDocument(job *configs.Job, res *lab.ABResult, now time.Time) *report.Document {
+	d := &report.Document{Kind: "ab", Generated: now.UTC().Format(time.RFC3339), Command: res.Plan.Command}
+	var text bytes.Buffer
+	_ = writeABText(&text, job, res)
+	d.Text = text.String()
+	if job != nil {
+		setupOf(d, job)
+	}
+	p := res.Plan
+	d.Summary = []string{"A: " + p.ALabel, "B: " + p.BLabel,
+		fmt.Sprintf("%d rounds of %d samples a side, alternating, each on a fresh boot", p.Rounds, p.Samples)}
+	if res.Report == nil {
+		d.Result, d.Title = "in-progress", fmt.Sprintf("kbisect ab: %d of %d rounds measured", len(res.Rounds), 2*p.Rounds)
+		return d
+	}
+	d.Result = abVerdict(res)
+	d.Title = "kbisect ab: " + res.Report.Conclusion
+	d.Summary = append([]string{res.Report.Conclusion}, d.Summary...)
+	a, b := abSides(res)
+	d.AB = abOf(res.Report, a, b, d.Metric)
+	d.AB.A.Name, d.AB.B.Name = "A: "+p.ALabel, "B: "+p.BLabel
+	return d
+}
+
+// setupOf fills what the job says about the machine and its kernels.
+func setupOf(d *report.Document, job *configs.Job) {
+	d.Machine = job.Machine.Name
+	d.BootParams = strings.TrimSpace(job.Boot.Params + " " + job.Boot.ExtraCmdline)
+	d.Config = []string{"base: " + job.Build.Config}
+	for _, f := range job.Build.Fragments {
+		d.Config = append(d.Config, "fragment: "+string(f))
+	}
+	for _, o := range job.Build.Options {
+		d.Config = append(d.Config, "option: "+o)
+	}
+	d.Metric.Name, d.Metric.Label = job.Verdict.Metric, noise.Label(job.Verdict.Metric)
+	if info, err := noise.Metric(job.Workload.Tool, job.Verdict.Metric); err == nil {
+		d.Metric.Kind, d.Metric.HigherIsBad = info.Kind, info.HigherIsBad
+	}
+}
+
+// abOf is the comparison of two kernels' evidence for the report.
+func abOf(rep *noise.ABReport, a, b *lab.Evidence, metric report.Metric) *report.AB {
+	c := rep.Comparison
+	return &report.AB{
+		A:          report.Side{Name: rep.A.Name, Commit: a.Commit, Values: rep.A.Values, PerCPU: perCPU(a, metric)},
+		B:          report.Side{Name: rep.B.Name, Commit: b.Commit, Values: rep.B.Values, PerCPU: perCPU(b, metric)},
+		Conclusion: rep.Conclusion, P: c.P, Shift: c.Shift, ShiftLow: c.ShiftLow, ShiftHigh: c.ShiftHigh,
+		Confidence: c.Confidence, Significant: c.Significant(),
+	}
+}
+
+// perCPU is each CPU's worst value of the metric over the samples.
+func perCPU(ev *lab.Evidence, metric report.Metric) []report.CPUValue {
+	worst := map[int]float64{}
+	for _, m := range ev.Samples {
+		vals, err := m.MetricValues(metric.Name)
+		if err != nil || len(vals) != len(m.CPUs) {
+			continue
+		}
+		for i, c := range m.CPUs {
+			v, ok := worst[c.CPU]
+			if !ok || (metric.HigherIsBad && vals[i] > v) || (!metric.HigherIsBad && vals[i] < v) {
+				worst[c.CPU] = vals[i]
+			}
+		}
+	}
+	var out []report.CPUValue
+	for cpu, v := range worst {
+		out = append(out, report.CPUValue{CPU: cpu, Value: v})
+	}
+	slices.SortFunc(out, func(a, b report.CPUValue) int { return a.CPU - b.CPU })
+	return out
+}
+
+func medianRange(values []float64) (med, lo, hi float64) {
+	s := slices.Clone(values)
+	slices.Sort(s)
+	n := len(s)
+	med = s[n/2]
+	if n%2 == 0 {
+		med = (s[n/2-1] + s[n/2]) / 2
+	}
+	return med, s[0], s[n-1]
+}
+
+// summaryLines are the first paragraph of a text report.
+func summaryLines(text string) []string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.TrimSpace(l) == "" {
+			if len(out) > 0 {
+				break
+			}
+			continue
+		}
+		out = append(out, l)
+		if len(out) == 6 {
+			break
+		}
+	}
+	return out
+}
+
+// runCommandLine is the kbisect command that makes (or resumes) the run.
+func runCommandLine(start bisect.Record) string {
+	args := []string{"kbisect", "run"}
+	if job := start.Meta["job"]; job != "" {
+		args = append(args, "--job", job)
+	}
+	if exec := start.Meta["exec"]; exec != "" {
+		args = append(args, "--exec", exec)
+	}
+	for _, g := range start.GoodRevs {
+		args = append(args, "--good", g)
+	}
+	if start.BadRev != "" {
+		args = append(args, "--bad", start.BadRev)
+	}
+	if start.FirstParent {
+		args = append(args, "--first-parent")
+	}
+	return shell.Join(args...)
+}

@@ -1,0 +1,190 @@
+package lab
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"kbisect/bisect"
+	"kbisect/noise"
+)
+
+// ABPlan is an A/B comparison: two kernels measured in alternating rounds
+// on the same machine, A, B, A, B …, each round on a fresh boot, so the
+// drift of a machine over a night weighs on both sides alike.
+type ABPlan struct {
+	// A and B are the commits (full hashes); ALabel and BLabel say what
+	// they are ("v6.12.78", "v6.12.78 with 1a2b3c4d5e6f reverted").
+	A, B           string
+	ALabel, BLabel string
+	// Rounds is how many boots each side gets, Samples how many samples
+	// each boot takes.
+	Rounds, Samples int
+	// Command is the kbisect command that makes (or resumes) it.
+	Command string `json:"command,omitempty"`
+}
+
+// ABResult is what an A/B comparison measured and what it shows.
+type ABResult struct {
+	Plan ABPlan `json:"plan"`
+	// Rounds are in the order taken: A's round 1, B's round 1, A's 2 …
+	Rounds []*ABRound `json:"rounds"`
+	// Report compares B with A on the job's metric, each sample a value.
+	Report *noise.ABReport `json:"report"`
+	// Complete says every round was measured.
+	Complete bool `json:"complete"`
+}
+
+// ABRound is one boot of one side and its samples.
+type ABRound struct {
+	Round    int       `json:"round"`
+	Side     string    `json:"side"` // "a" or "b"
+	Evidence *Evidence `json:"evidence"`
+}
+
+// abDir keeps an A/B comparison's rounds, each written before the next
+// round starts, and its result.
+func abDir(stateDir string) string { return filepath.Join(stateDir, "ab") }
+
+func abRoundPath(stateDir string, round int, side string) string {
+	return filepath.Join(abDir(stateDir), fmt.Sprintf("round-%02d-%s.json", round, side))
+}
+
+// AB measures the plan's two kernels in alternating rounds and compares
+// them. Rounds already in the state directory are not measured again: a
+// comparison killed at any point goes on where it stopped. A kernel that
+// does not build or boot ends it with an error: there is nothing to
+// compare.
+func (p *Pipeline) AB(ctx context.Context, plan ABPlan) (*ABResult, error) {
+	if plan.Rounds < 1 || plan.Samples < 1 {
+		return nil, fmt.Errorf("A/B: rounds and samples must be at least 1 (have %d and %d)", plan.Rounds, plan.Samples)
+	}
+	if err := p.init(); err != nil {
+		return nil, err
+	}
+	if !p.ready {
+		r, err := Rule(p.Job, nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		p.SetRule(r) // a ratio or auto rule decides nothing per round: fine
+	}
+	// One boot per round, whatever the job's verdict.boots says.
+	q := p.oneBoot()
+	res := &ABResult{Plan: plan}
+	for round := 1; round <= plan.Rounds; round++ {
+		for _, side := range []struct{ name, commit string }{{"a", plan.A}, {"b", plan.B}} {
+			r, err := q.abRound(ctx, round, side.name, side.commit, plan.Samples)
+			if err != nil {
+				return res, err
+			}
+			res.Rounds = append(res.Rounds, r)
+		}
+	}
+	res.Complete = true
+	rep, err := CompareRounds(p.Job.Verdict.Metric, p.Job.Verdict.Aggregate, p.Job.Verdict.Confidence, plan, res.Rounds)
+	if err != nil {
+		return res, err
+	}
+	res.Report = rep
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return res, err
+	}
+	return res, bisect.WriteFileAtomic(filepath.Join(abDir(p.StateDir), "result.json"), append(b, '\n'))
+}
+
+// oneBoot is the pipeline with one boot per test.
+func (p *Pipeline) oneBoot() *Pipeline {
+	j := *p.Job
+	j.Verdict.Boots = 1
+	return &Pipeline{Job: &j, Build: p.Build, Slot: p.Slot, Name: p.Name, StateDir: p.StateDir, Boot: p.Boot,
+		Progress: p.Progress, Retries: p.Retries, Backoff: p.Backoff, Sleep: p.Sleep, Ahead: p.Ahead,
+		rule: p.rule, ready: p.ready, bySig: p.bySig, measureOnly: true}
+}
+
+func (p *Pipeline) abRound(ctx context.Context, round int, side, commit string, samples int) (*ABRound, error) {
+	path := abRoundPath(p.StateDir, round, side)
+	var kept ABRound
+	if err := readJSON(path, &kept); err == nil && kept.Evidence != nil && kept.Evidence.Commit == commit {
+		return &kept, nil
+	}
+	ev, err := p.test(ctx, commit, samples, fmt.Sprintf("ab-round-%02d", round))
+	if err != nil {
+		return nil, fmt.Errorf("A/B round %d, %s (%s): %w", round, side, short(commit), err)
+	}
+	if ev.Values == nil {
+		return nil, fmt.Errorf("A/B round %d: %s (%s) %s", round, side, short(commit), ev.Reason)
+	}
+	r := &ABRound{Round: round, Side: side, Evidence: ev}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(abDir(p.StateDir), 0o755); err != nil {
+		return nil, err
+	}
+	return r, bisect.WriteFileAtomic(path, append(b, '\n'))
+}
+
+// ReadAB reads an A/B comparison from a state directory: its result when
+// it is complete, else the plan (from the run's plan.json) and the rounds
+// measured so far. Nil when the directory holds none.
+func ReadAB(stateDir string) (*ABResult, error) {
+	var res ABResult
+	err := readJSON(filepath.Join(abDir(stateDir), "result.json"), &res)
+	if err == nil {
+		return &res, nil
+	}
+	if !os.IsNotExist(err) {
+		return nil, err
+	}
+	if err := readJSON(filepath.Join(abDir(stateDir), "plan.json"), &res.Plan); err != nil {
+		if os.IsNotExist(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	paths, _ := filepath.Glob(filepath.Join(abDir(stateDir), "round-*.json"))
+	sort.Strings(paths) // round-01-a, round-01-b, round-02-a …
+	for _, path := range paths {
+		var r ABRound
+		if err := readJSON(path, &r); err != nil {
+			return nil, err
+		}
+		res.Rounds = append(res.Rounds, &r)
+	}
+	return &res, nil
+}
+
+// WriteABPlan keeps the plan in the state directory before the first
+// round, so a report can say what is being compared while it runs.
+func WriteABPlan(stateDir string, plan ABPlan) error {
+	if err := os.MkdirAll(abDir(stateDir), 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(plan, "", "  ")
+	if err != nil {
+		return err
+	}
+	return bisect.WriteFileAtomic(filepath.Join(abDir(stateDir), "plan.json"), append(b, '\n'))
+}
+
+// CompareRounds compares B's rounds with A's on the metric: each round a
+// boot, each boot its samples' median (noise.Side.Boots).
+func CompareRounds(metric, aggregate string, confidence float64, plan ABPlan, rounds []*ABRound) (*noise.ABReport, error) {
+	a := noise.Side{Name: plan.ALabel}
+	b := noise.Side{Name: plan.BLabel}
+	for _, r := range rounds {
+		side := &a
+		if r.Side == "b" {
+			side = &b
+		}
+		side.Samples = append(side.Samples, r.Evidence.Samples...)
+		side.Boots = append(side.Boots, len(r.Evidence.Samples))
+	}
+	return noise.CompareAB(a, b, metric, aggregate, confidence)
+}
