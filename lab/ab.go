@@ -25,6 +25,9 @@ type ABPlan struct {
 	Rounds, Samples int
 	// Command is the kbisect command that makes (or resumes) it.
 	Command string `json:"command,omitempty"`
+	// Name is the comparison's directory in the state directory ("":
+	// "ab", kbisect ab's; a run's confirmation keeps two of its own).
+	Name string `json:"name,omitempty"`
 }
 
 // ABResult is what an A/B comparison measured and what it shows.
@@ -47,10 +50,15 @@ type ABRound struct {
 
 // abDir keeps an A/B comparison's rounds, each written before the next
 // round starts, and its result.
-func abDir(stateDir string) string { return filepath.Join(stateDir, "ab") }
+func abDir(stateDir, name string) string {
+	if name == "" {
+		name = "ab"
+	}
+	return filepath.Join(stateDir, name)
+}
 
-func abRoundPath(stateDir string, round int, side string) string {
-	return filepath.Join(abDir(stateDir), fmt.Sprintf("round-%02d-%s.json", round, side))
+func abRoundPath(dir string, round int, side string) string {
+	return filepath.Join(dir, fmt.Sprintf("round-%02d-%s.json", round, side))
 }
 
 // AB measures the plan's two kernels in alternating rounds and compares
@@ -72,12 +80,17 @@ func (p *Pipeline) AB(ctx context.Context, plan ABPlan) (*ABResult, error) {
 		}
 		p.SetRule(r) // a ratio or auto rule decides nothing per round: fine
 	}
-	// One boot per round, whatever the job's verdict.boots says.
-	q := p.oneBoot()
+	// One boot per round, whatever the job's verdict.boots says, and no
+	// verdict per round: the comparison is the verdict.
+	job := p.Job
+	j := *job
+	j.Verdict.Boots = 1
+	p.Job, p.measureOnly = &j, true
+	defer func() { p.Job, p.measureOnly = job, false }()
 	res := &ABResult{Plan: plan}
 	for round := 1; round <= plan.Rounds; round++ {
 		for _, side := range []struct{ name, commit string }{{"a", plan.A}, {"b", plan.B}} {
-			r, err := q.abRound(ctx, round, side.name, side.commit, plan.Samples)
+			r, err := p.abRound(ctx, abDir(p.StateDir, plan.Name), round, side.name, side.commit, plan.Samples)
 			if err != nil {
 				return res, err
 			}
@@ -94,25 +107,16 @@ func (p *Pipeline) AB(ctx context.Context, plan ABPlan) (*ABResult, error) {
 	if err != nil {
 		return res, err
 	}
-	return res, bisect.WriteFileAtomic(filepath.Join(abDir(p.StateDir), "result.json"), append(b, '\n'))
+	return res, bisect.WriteFileAtomic(filepath.Join(abDir(p.StateDir, plan.Name), "result.json"), append(b, '\n'))
 }
 
-// oneBoot is the pipeline with one boot per test.
-func (p *Pipeline) oneBoot() *Pipeline {
-	j := *p.Job
-	j.Verdict.Boots = 1
-	return &Pipeline{Job: &j, Build: p.Build, Slot: p.Slot, Name: p.Name, StateDir: p.StateDir, Boot: p.Boot,
-		Progress: p.Progress, Retries: p.Retries, Backoff: p.Backoff, Sleep: p.Sleep, Ahead: p.Ahead,
-		rule: p.rule, ready: p.ready, bySig: p.bySig, measureOnly: true}
-}
-
-func (p *Pipeline) abRound(ctx context.Context, round int, side, commit string, samples int) (*ABRound, error) {
-	path := abRoundPath(p.StateDir, round, side)
+func (p *Pipeline) abRound(ctx context.Context, dir string, round int, side, commit string, samples int) (*ABRound, error) {
+	path := abRoundPath(dir, round, side)
 	var kept ABRound
 	if err := readJSON(path, &kept); err == nil && kept.Evidence != nil && kept.Evidence.Commit == commit {
 		return &kept, nil
 	}
-	ev, err := p.test(ctx, commit, samples, fmt.Sprintf("ab-round-%02d", round))
+	ev, err := p.test(ctx, commit, samples, fmt.Sprintf("%s-round-%02d", filepath.Base(dir), round))
 	if err != nil {
 		return nil, fmt.Errorf("A/B round %d, %s (%s): %w", round, side, short(commit), err)
 	}
@@ -124,31 +128,35 @@ func (p *Pipeline) abRound(ctx context.Context, round int, side, commit string, 
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(abDir(p.StateDir), 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	return r, bisect.WriteFileAtomic(path, append(b, '\n'))
 }
 
-// ReadAB reads an A/B comparison from a state directory: its result when
-// it is complete, else the plan (from the run's plan.json) and the rounds
-// measured so far. Nil when the directory holds none.
+// ReadAB reads kbisect ab's comparison from a state directory: its
+// result when it is complete, else the plan (from plan.json) and the
+// rounds measured so far. Nil when the directory holds none.
 func ReadAB(stateDir string) (*ABResult, error) {
+	return readAB(abDir(stateDir, ""))
+}
+
+func readAB(dir string) (*ABResult, error) {
 	var res ABResult
-	err := readJSON(filepath.Join(abDir(stateDir), "result.json"), &res)
+	err := readJSON(filepath.Join(dir, "result.json"), &res)
 	if err == nil {
 		return &res, nil
 	}
 	if !os.IsNotExist(err) {
 		return nil, err
 	}
-	if err := readJSON(filepath.Join(abDir(stateDir), "plan.json"), &res.Plan); err != nil {
+	if err := readJSON(filepath.Join(dir, "plan.json"), &res.Plan); err != nil {
 		if os.IsNotExist(err) {
 			return nil, nil
 		}
 		return nil, err
 	}
-	paths, _ := filepath.Glob(filepath.Join(abDir(stateDir), "round-*.json"))
+	paths, _ := filepath.Glob(filepath.Join(dir, "round-*.json"))
 	sort.Strings(paths) // round-01-a, round-01-b, round-02-a …
 	for _, path := range paths {
 		var r ABRound
@@ -163,14 +171,15 @@ func ReadAB(stateDir string) (*ABResult, error) {
 // WriteABPlan keeps the plan in the state directory before the first
 // round, so a report can say what is being compared while it runs.
 func WriteABPlan(stateDir string, plan ABPlan) error {
-	if err := os.MkdirAll(abDir(stateDir), 0o755); err != nil {
+	dir := abDir(stateDir, plan.Name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	b, err := json.MarshalIndent(plan, "", "  ")
 	if err != nil {
 		return err
 	}
-	return bisect.WriteFileAtomic(filepath.Join(abDir(stateDir), "plan.json"), append(b, '\n'))
+	return bisect.WriteFileAtomic(filepath.Join(dir, "plan.json"), append(b, '\n'))
 }
 
 // CompareRounds compares B's rounds with A's on the metric: each round a

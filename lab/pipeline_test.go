@@ -411,14 +411,25 @@ func TestAConfirmationSaysWhenTheFirstBadCommitIsNotItsCode(t *testing.T) {
 	if doc == "" {
 		t.Fatal("the tree has no documentation-only commit after the regression")
 	}
-	c, err := r.pipe.Confirm(ctx, doc, []string{parent})
+	c, err := r.pipe.Confirm(ctx, doc, []string{parent}, r.lab.Tree.BadCommit)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Confirmed || c.Culprit.Verdict != "bad" || c.Parent.Verdict != "bad" {
 		t.Errorf("confirmed %v: culprit %s, parent %s", c.Confirmed, c.Culprit.Verdict, c.Parent.Verdict)
 	}
-	want := []string{"does not change the kernel binary", "its parent " + parent[:12] + " is bad, not good"}
+	want := []string{"does not change the kernel binary", "its parent " + parent[:12] + " is bad, not good",
+		"against its parent: no significant difference"}
+	if c.WithParent == nil || len(c.WithParent.Rounds) != 2*ConfirmRounds {
+		t.Fatalf("confirmation A/B with the parent: %+v", c)
+	}
+	if c.Reverted != nil {
+		want = append(want, "the bad endpoint with it reverted: no significant difference")
+	} else {
+		// Documentation commits of the simulated tree edit the same
+		// files: this one does not revert on the bad endpoint.
+		want = append(want, "does not revert on the bad endpoint (revert "+doc)
+	}
 	for _, w := range want {
 		if !slices.ContainsFunc(c.Flags, func(f string) bool { return strings.Contains(f, w) }) {
 			t.Errorf("no flag says %q: %q", w, c.Flags)

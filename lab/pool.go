@@ -61,12 +61,13 @@ func (p *Pool) Calibrate(ctx context.Context, good, bad string) (*Calibration, e
 	return calibrate(ctx, p.Pipes, good, bad)
 }
 
-// Confirm measures the first bad commit and its parent at once, once
+// Confirm measures the first bad commit against its parent and the bad
+// endpoint with it reverted, on two machines at once, once
 // the machines are no longer busy with commits the bisection did not
 // need in the end.
-func (p *Pool) Confirm(ctx context.Context, culprit string, parents []string) (*Confirmation, error) {
+func (p *Pool) Confirm(ctx context.Context, culprit string, parents []string, bad string) (*Confirmation, error) {
 	p.drain()
-	return confirm(ctx, p.Pipes, culprit, parents)
+	return confirm(ctx, p.Pipes, culprit, parents, bad)
 }
 
 // drain stops every test in flight and waits until all machines are free:

@@ -43,6 +43,9 @@ type ABReport struct {
 	CPUsBetter int    `json:"cpus_better"`
 	CPUsWorse  int    `json:"cpus_worse"`
 	Conclusion string `json:"conclusion"`
+	// Direction is "better" or "worse" when B differs significantly
+	// from A, "" when it does not.
+	Direction string `json:"direction,omitempty"`
 }
 
 // SideSummary is one side of an A/B comparison.
@@ -103,6 +106,12 @@ func CompareAB(a, b Side, metric, aggregate string, confidence float64) (*ABRepo
 	r.Comparison = Compare(av, bv, confidence)
 	r.countCPUs(a, b, info)
 	r.Conclusion = r.conclude(info)
+	if r.Comparison.Significant() {
+		r.Direction = "worse"
+		if (r.Comparison.U > float64(r.Comparison.NA*r.Comparison.NB)/2) != info.HigherIsBad {
+			r.Direction = "better"
+		}
+	}
 	return r, nil
 }
 

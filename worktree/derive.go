@@ -21,6 +21,9 @@ type Change struct {
 	// Patch is a patch file: a mail (git format-patch) is applied with
 	// git am, a plain diff with git apply.
 	Patch string
+	// Mainline is the parent a merge is reverted against (git revert -m;
+	// 0 for a commit that is not a merge).
+	Mainline int
 }
 
 func (c Change) String() string {
@@ -47,7 +50,7 @@ func (e *ConflictError) Error() string {
 	} else if e.Detail != "" {
 		what += ": " + e.Detail
 	}
-	return fmt.Sprintf("%s on %s %s; make the change on a branch yourself and give it with --b", e.Change, short(e.Base), what)
+	return fmt.Sprintf("%s on %s %s", e.Change, short(e.Base), what)
 }
 
 // Derive makes the commit base + change in the repository of dir and
@@ -79,7 +82,7 @@ func Derive(ctx context.Context, dir, base string, c Change) (string, error) {
 		if _, err := git(ctx, t.Dir, "merge-base", "--is-ancestor", h, baseHash); err != nil {
 			return "", &ConflictError{Change: c, Base: baseHash, Detail: "the commit is not in the base's history"}
 		}
-		key += " revert " + h
+		key += " revert " + h + fmt.Sprint(" -m", c.Mainline)
 	} else {
 		if patch, err = os.ReadFile(c.Patch); err != nil {
 			return "", fmt.Errorf("--patch: %v", err)
@@ -112,7 +115,11 @@ func Derive(ctx context.Context, dir, base string, c Change) (string, error) {
 		"GIT_COMMITTER_DATE=" + strings.TrimSpace(date)}
 	if c.Revert != "" {
 		env = append(env, "GIT_AUTHOR_NAME=kbisect", "GIT_AUTHOR_EMAIL=kbisect@localhost", "GIT_AUTHOR_DATE="+strings.TrimSpace(date))
-		if _, err := gitEnv(ctx, scratch, env, "revert", "--no-edit", c.Revert); err != nil {
+		args := []string{"revert", "--no-edit"}
+		if c.Mainline > 0 {
+			args = append(args, "-m", fmt.Sprint(c.Mainline))
+		}
+		if _, err := gitEnv(ctx, scratch, env, append(args, c.Revert)...); err != nil {
 			return "", conflict(ctx, scratch, c, baseHash, err)
 		}
 	} else if isMail(patch) {

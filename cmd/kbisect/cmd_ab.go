@@ -248,7 +248,7 @@ func abPlan(ctx context.Context, job *configs.Job, o abOptions) (lab.ABPlan, err
 	if plan.B, err = worktree.Derive(ctx, string(job.Build.Tree), plan.A, change); err != nil {
 		var ce *worktree.ConflictError
 		if errors.As(err, &ce) {
-			return plan, usagef("ab: %v", err)
+			return plan, usagef("ab: %v; make the change on a branch yourself and give it with --b", err)
 		}
 		return plan, err
 	}

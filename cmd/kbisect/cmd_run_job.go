@@ -237,7 +237,7 @@ func (r *jobRun) prepare(ctx context.Context) error {
 type labTester interface {
 	Calibrate(ctx context.Context, good, bad string) (*lab.Calibration, error)
 	Test(ctx context.Context, commit plumbing.Hash) (bisect.Outcome, error)
-	Confirm(ctx context.Context, culprit string, parents []string) (*lab.Confirmation, error)
+	Confirm(ctx context.Context, culprit string, parents []string, bad string) (*lab.Confirmation, error)
 }
 
 // stateJobName is where the state directory keeps the i-th job file.
@@ -359,5 +359,5 @@ func (r *jobRun) confirm(ctx context.Context, culprit plumbing.Hash) (*lab.Confi
 		ps = append(ps, p.String())
 	}
 	r.view.line("confirming %s against its parent, on fresh boots with more samples", short12(culprit.String()))
-	return r.tester.Confirm(ctx, culprit.String(), ps)
+	return r.tester.Confirm(ctx, culprit.String(), ps, r.start.Bad)
 }

@@ -132,6 +132,12 @@ func (r *jobReport) writeText(w io.Writer) {
 		} else {
 			fmt.Fprintln(w, "NOT confirmed on fresh boots: read the flags before trusting this commit.")
 		}
+		if c.WithParent != nil && c.WithParent.Report != nil {
+			fmt.Fprintf(w, "Against its parent, %d boots a side, alternating: %s\n", c.WithParent.Plan.Rounds, c.WithParent.Report.Conclusion)
+		}
+		if c.Reverted != nil && c.Reverted.Report != nil {
+			fmt.Fprintf(w, "The bad endpoint against itself with it reverted (%s): %s\n", short12(c.Reverted.Plan.B), c.Reverted.Report.Conclusion)
+		}
 		for _, f := range c.Flags {
 			fmt.Fprintf(w, "flag: %s\n", f)
 		}
@@ -243,6 +249,9 @@ func (r *jobReport) pair() (good, bad *lab.Evidence) {
 func (r *jobReport) compare(good, bad *lab.Evidence) (*noise.ABReport, error) {
 	if r.job == nil {
 		return nil, errors.New("no job file in the state directory")
+	}
+	if c := r.conf; c != nil && c.WithParent != nil && c.WithParent.Report != nil && c.Culprit == bad {
+		return c.WithParent.Report, nil // the boots of the confirmation, as kbisect ab compares
 	}
 	goodName, badName := "last good ", "first bad "
 	if r.res.Kind == bisect.NotReproduced {

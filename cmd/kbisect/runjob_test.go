@@ -41,7 +41,7 @@ func TestRunJobFindsThePlantedRegressionOnTheSimulatedLab(t *testing.T) {
 		t.Fatalf("exit %d, want %s\nstdout:\n%s\nstderr:\n%s", code, want, stdout, stderr)
 	}
 	for _, s := range []string{"Confirmed on fresh boots: first bad ", "Tested kernels, oldest first (noise, median [range]):",
-		"bad (endpoint)", "good (endpoint)", "last good ", "first bad " + want[:12], "calibrating on the endpoints"} {
+		"bad (endpoint)", "good (endpoint)", "A: parent ", "B: first bad " + want[:12], "Against its parent, 5 boots a side", "with it reverted", "calibrating on the endpoints"} {
 		if !strings.Contains(stdout+stderr, s) {
 			t.Errorf("the output lacks %q:\n%s\n%s", s, stdout, stderr)
 		}

@@ -136,6 +136,10 @@ type line struct {
 	text   string
 	fixed  string // the text once the fix is in ("" : never broken)
 	fix    int    // the commit that fixes it
+	// top puts the text under the file's head, away from the lines later
+	// commits add at the end, so that it reverts cleanly on them as a
+	// change in the middle of a real file does.
+	top bool
 }
 
 // fileContent renders a file of a commit whose ancestors are anc: the
@@ -150,6 +154,11 @@ func fileContent(path string, lines []line, has func(int) bool, noise string) st
 			b.WriteString("\nint main(void)\n{\n\treturn 0;\n}\n")
 		case eventpoll:
 			fmt.Fprintf(&b, "\n/* The noise this kernel makes on isolated CPUs, read by the simulated lab host. */\nconst char ep_sim_noise[] = %q;\n", simhost.NoiseMarker+noise)
+			for _, l := range lines {
+				if l.top && has(l.commit) {
+					b.WriteString(l.text)
+				}
+			}
 			fallthrough
 		default:
 			fmt.Fprintf(&b, "\nint %s_init(void)\n{\n\treturn 0;\n}\n", symbol(path))
@@ -158,7 +167,7 @@ func fileContent(path string, lines []line, has func(int) bool, noise string) st
 		fmt.Fprintf(&b, "%s\n%s\n\n", path, strings.Repeat("=", len(path)))
 	}
 	for _, l := range lines {
-		if !has(l.commit) {
+		if !has(l.commit) || l.top {
 			continue
 		}
 		text := l.text

@@ -313,7 +313,7 @@ func (p *plan) contents(opt Options) testrepo.Files {
 		case kindDoc:
 			lines[f] = append(lines[f], line{commit: i, text: fmt.Sprintf("\nSee the note of change %d about isolated CPUs.\n", i)})
 		case kindRegression:
-			lines[f] = append(lines[f], line{commit: i, text: "\n/* ep->lock is a spinlock_t: on PREEMPT_RT an rt_mutex. */\nint ep_lock_is_spinlock(void)\n{\n\treturn 1;\n}\n"})
+			lines[f] = append(lines[f], line{commit: i, text: "\n/* ep->lock is a spinlock_t: on PREEMPT_RT an rt_mutex. */\nint ep_lock_is_spinlock(void)\n{\n\treturn 1;\n}\n", top: true})
 		}
 	}
 	good := strconv.Itoa(int(opt.GoodNoise / time.Microsecond))
