@@ -18,11 +18,14 @@ import (
 type ABPlan struct {
 	// A and B are the commits (full hashes); ALabel and BLabel say what
 	// they are ("v6.12.78", "v6.12.78 with 1a2b3c4d5e6f reverted").
-	A, B           string
-	ALabel, BLabel string
+	A      string `json:"a"`
+	B      string `json:"b"`
+	ALabel string `json:"a_label"`
+	BLabel string `json:"b_label"`
 	// Rounds is how many boots each side gets, Samples how many samples
 	// each boot takes.
-	Rounds, Samples int
+	Rounds  int `json:"rounds"`
+	Samples int `json:"samples"`
 	// Command is the kbisect command that makes (or resumes) it.
 	Command string `json:"command,omitempty"`
 	// Name is the comparison's directory in the state directory ("":

@@ -58,6 +58,9 @@ func writeABText(w io.Writer, job *configs.Job, res *lab.ABResult) error {
 		}
 	}
 	writeSetup(w, job)
+	if p.Command != "" {
+		fmt.Fprintf(w, "Reproduce: %s\n", p.Command)
+	}
 	return nil
 }
 
@@ -94,12 +97,21 @@ func writeABMarkdown(w io.Writer, job *configs.Job, res *lab.ABResult) error {
 			return err
 		}
 	}
-	if job != nil {
-		fmt.Fprintf(w, "\n<details><summary>Setup</summary>\n\n```\n")
-		writeSetup(w, job)
-		fmt.Fprintf(w, "```\n</details>\n")
-	}
+	writeSetupMarkdown(w, job, p.Command)
 	return nil
+}
+
+// writeSetupMarkdown is the setup and the command, folded.
+func writeSetupMarkdown(w io.Writer, job *configs.Job, command string) {
+	if job == nil && command == "" {
+		return
+	}
+	fmt.Fprintf(w, "\n<details><summary>Setup and command</summary>\n\n```")
+	writeSetup(w, job)
+	if command != "" {
+		fmt.Fprintf(w, "Reproduce: %s\n", command)
+	}
+	fmt.Fprintf(w, "```\n</details>\n")
 }
 
 // writeSetup says what the kernels were built and booted with.

@@ -24,8 +24,35 @@ type runJSON struct {
 	Warnings   []string     `json:"warnings,omitempty"`
 	// Confirmed says, for run --job, whether the first bad commit and its
 	// parent measured bad and good again on fresh boots.
-	Confirmed *bool  `json:"confirmed,omitempty"`
-	Error     string `json:"error,omitempty"`
+	Confirmed *bool `json:"confirmed,omitempty"`
+	// Confirmation is how, for run --job: the first bad commit against
+	// its parent, and the bad endpoint against itself with the culprit
+	// reverted, as kbisect ab compares.
+	Confirmation *confirmationJSON `json:"confirmation,omitempty"`
+	// Command reproduces (or resumes) the run.
+	Command string `json:"command,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+type confirmationJSON struct {
+	Confirmed  bool           `json:"confirmed"`
+	WithParent *abCompareJSON `json:"with_parent,omitempty"`
+	Reverted   *abCompareJSON `json:"reverted,omitempty"`
+	Flags      []string       `json:"flags,omitempty"`
+}
+
+// abCompareJSON is one A/B comparison of a confirmation.
+type abCompareJSON struct {
+	SideA      abSideJSON `json:"a"`
+	SideB      abSideJSON `json:"b"`
+	Rounds     int        `json:"rounds"`
+	Samples    int        `json:"samples"`
+	Conclusion string     `json:"conclusion"`
+	Direction  string     `json:"direction,omitempty"`
+	P          float64    `json:"p"`
+	Shift      float64    `json:"shift"`
+	ShiftLow   float64    `json:"shift_low"`
+	ShiftHigh  float64    `json:"shift_high"`
 }
 
 type testedJSON struct {

@@ -46,10 +46,21 @@ func (r *jobReport) addToJSON(out *runJSON) {
 			out.Tested[i].Metric = metricJSONOf(ev)
 		}
 	}
-	if r.conf != nil {
-		out.Confirmed = &r.conf.Confirmed
-		out.Warnings = append(out.Warnings, r.conf.Flags...)
+	out.Command = runCommandLine(r.start)
+	if c := r.conf; c != nil {
+		out.Confirmed = &c.Confirmed
+		out.Warnings = append(out.Warnings, c.Flags...)
+		out.Confirmation = &confirmationJSON{Confirmed: c.Confirmed, WithParent: abCompareOf(c.WithParent), Reverted: abCompareOf(c.Reverted), Flags: c.Flags}
 	}
+}
+
+func abCompareOf(res *lab.ABResult) *abCompareJSON {
+	if res == nil || res.Report == nil {
+		return nil
+	}
+	p, c := res.Plan, res.Report.Comparison
+	return &abCompareJSON{SideA: abSideJSON{p.A, p.ALabel}, SideB: abSideJSON{p.B, p.BLabel}, Rounds: p.Rounds, Samples: p.Samples,
+		Conclusion: res.Report.Conclusion, Direction: res.Report.Direction, P: c.P, Shift: c.Shift, ShiftLow: c.ShiftLow, ShiftHigh: c.ShiftHigh}
 }
 
 func metricJSONOf(ev *lab.Evidence) *metricJSON {
@@ -168,6 +179,8 @@ func (r *jobReport) writeText(w io.Writer) {
 	if r.res.Kind == bisect.NotReproduced {
 		fmt.Fprintf(w, "\nThe endpoints' samples and raw outputs are in %s; to measure them again, remove the state directory or give another --state.\n", filepath.Join(r.stateDir, "commits"))
 	}
+	writeSetup(w, r.job)
+	fmt.Fprintf(w, "Reproduce: %s\n", runCommandLine(r.start))
 }
 
 // writeMarkdown writes the same report in markdown, for mail and issues.
@@ -217,6 +230,7 @@ func (r *jobReport) writeMarkdown(w io.Writer) {
 		fmt.Fprintf(w, "\n`%s` (%s), the sample with the median %s:\n\n", ev.Commit[:12], ev.Release, ev.Metric)
 		_ = noise.WriteMarkdown(w, medianSample(ev))
 	}
+	writeSetupMarkdown(w, r.job, runCommandLine(r.start))
 }
 
 func (r *jobReport) metricName() string {
