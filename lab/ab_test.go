@@ -2,6 +2,8 @@ package lab
 
 import (
 	"context"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -67,5 +69,35 @@ func TestABOfTwoIdenticalKernelsFindsNoDifference(t *testing.T) {
 	}
 	if res.Report.Comparison.Significant() || !strings.HasPrefix(res.Report.Conclusion, "no significant difference") {
 		t.Errorf("identical kernels: %s", res.Report.Conclusion)
+	}
+}
+
+// TestABSweepOfIdenticalKernels runs KBISECT_AB_SWEEP comparisons of a
+// kernel with itself on the simulated lab (5 rounds of 3 samples, the
+// defaults) and counts how many call them different: at most one in
+// twenty. Outside the default suite (about 3 s a comparison).
+func TestABSweepOfIdenticalKernels(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("KBISECT_AB_SWEEP"))
+	if n == 0 {
+		t.Skip("set KBISECT_AB_SWEEP=N to run N comparisons")
+	}
+	r := newSimRun(t, simlab.Options{Seed: 4, Commits: 80})
+	differ := 0
+	for i := 0; i < n; i++ {
+		r.lab.Host.SetSeed(uint64(1000 + i))
+		p := r.pipeline()
+		p.StateDir = t.TempDir()
+		res, err := p.AB(context.Background(), ABPlan{A: r.lab.Tree.GoodCommit, B: r.lab.Tree.GoodCommit, Rounds: 5, Samples: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Report.Comparison.Significant() {
+			differ++
+			t.Logf("run %d: %s", i, res.Report.Conclusion)
+		}
+	}
+	t.Logf("identical kernels called different in %d of %d comparisons (%.1f%%)", differ, n, 100*float64(differ)/float64(n))
+	if float64(differ) > 0.05*float64(n) {
+		t.Errorf("identical kernels called different in %d of %d comparisons", differ, n)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"kbisect/internal/wrap"
 )
 
 // Side is one kernel's samples in an A/B comparison: the same workload run
@@ -306,7 +308,7 @@ func (r *ABReport) WriteText(w io.Writer) error {
 	}
 	b.WriteString("\n")
 	for _, line := range r.comparisonLines() {
-		b.WriteString("  " + line + "\n")
+		b.WriteString(wrap.Lines(line, wrap.Width, "  ", "    ") + "\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"kbisect/internal/wrap"
 )
 
 // Summary is a measurement across its CPUs: for each metric of the tool,
@@ -186,9 +188,10 @@ func writeTable(w io.Writer, m *Measurement, markdown bool) error {
 	b.WriteString("\n")
 	for _, line := range summaryLines(m) {
 		if markdown {
-			b.WriteString("- ")
+			b.WriteString("- " + line + "\n")
+			continue
 		}
-		b.WriteString(line + "\n")
+		b.WriteString(wrap.Lines(line, wrap.Width, "", "  ") + "\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

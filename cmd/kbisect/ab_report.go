@@ -38,9 +38,10 @@ func writeABText(w io.Writer, job *configs.Job, res *lab.ABResult) error {
 		fmt.Fprintf(w, "A/B in progress: %d of %d rounds measured (A %s, B %s)\n", len(res.Rounds), 2*p.Rounds, p.ALabel, p.BLabel)
 		return nil
 	}
-	fmt.Fprintf(w, "%s\n\n", res.Report.Conclusion)
-	fmt.Fprintf(w, "A: %s\nB: %s\n", p.ALabel, p.BLabel)
-	fmt.Fprintf(w, "%d rounds of %d samples a side, alternating A, B, each on a fresh boot\n\n", p.Rounds, p.Samples)
+	para(w, "", "", "%s", res.Report.Conclusion)
+	fmt.Fprintf(w, "\nA: %s\nB: %s\n", p.ALabel, p.BLabel)
+	para(w, "", "", "%d rounds of %d samples a side, alternating A, B, each on a fresh boot.", p.Rounds, p.Samples)
+	fmt.Fprintln(w)
 	if err := shortNames(res.Report).WriteText(w); err != nil {
 		return err
 	}
@@ -52,14 +53,15 @@ func writeABText(w io.Writer, job *configs.Job, res *lab.ABResult) error {
 		if len(side.ev.Samples) == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "\n%s, %s: the sample with the median %s\n", side.name, side.ev.Release, side.ev.Metric)
+		fmt.Fprintf(w, "\n")
+		para(w, "", "", "%s (%s), the sample with the median %s:", side.name, side.ev.Release, side.ev.Metric)
 		if err := noise.WriteTable(w, medianSample(side.ev)); err != nil {
 			return err
 		}
 	}
 	writeSetup(w, job)
 	if p.Command != "" {
-		fmt.Fprintf(w, "Reproduce: %s\n", p.Command)
+		para(w, "Reproduce: ", "  ", "%s", p.Command)
 	}
 	return nil
 }
@@ -119,17 +121,18 @@ func writeSetup(w io.Writer, job *configs.Job) {
 	if job == nil {
 		return
 	}
-	fmt.Fprintf(w, "\nMachine: %s", job.Machine.Name)
+	machine := job.Machine.Name
 	if job.Machine.Description != "" {
-		fmt.Fprintf(w, " (%s)", job.Machine.Description)
+		machine += " (" + job.Machine.Description + ")"
 	}
-	fmt.Fprintf(w, "\nBoot parameters: %s\n", strings.TrimSpace(job.Boot.Params+" "+job.Boot.ExtraCmdline))
-	fmt.Fprintf(w, "Kernel config: %s", job.Build.Config)
+	fmt.Fprintln(w)
+	para(w, "Machine: ", "  ", "%s", machine)
+	para(w, "Boot parameters: ", "  ", "%s", strings.TrimSpace(job.Boot.Params+" "+job.Boot.ExtraCmdline))
+	config := []string{job.Build.Config}
 	for _, f := range job.Build.Fragments {
-		fmt.Fprintf(w, " + %s", f)
+		config = append(config, string(f))
 	}
-	for _, o := range job.Build.Options {
-		fmt.Fprintf(w, " + %s", o)
-	}
-	fmt.Fprintf(w, "\nWorkload: %s on CPUs %s, verdict on %s (%s over CPUs)\n", job.Workload.Tool, job.Workload.CPUs, job.Verdict.Metric, job.Verdict.Aggregate)
+	config = append(config, job.Build.Options...)
+	para(w, "Kernel config: ", "  ", "%s", strings.Join(config, " + "))
+	para(w, "Workload: ", "  ", "%s on CPUs %s, verdict on %s (%s over CPUs)", job.Workload.Tool, job.Workload.CPUs, job.Verdict.Metric, job.Verdict.Aggregate)
 }

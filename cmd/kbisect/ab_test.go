@@ -73,3 +73,27 @@ func TestABOfAKernelWithItselfIsNoDifference(t *testing.T) {
 		t.Errorf("one side: exit %d: %s", code, stderr)
 	}
 }
+
+// TestABResumesAfterKill9: kbisect ab killed in its third round's samples
+// goes on with the same command; the two rounds it finished are not
+// measured again, and the answer is the same.
+func TestABResumesAfterKill9(t *testing.T) {
+	bin := buildKbisect(t)
+	l := simLab(t, simlab.Options{Seed: 5, Commits: 80})
+	state := filepath.Join(t.TempDir(), "ab")
+	args := []string{"ab", "--job", l.JobFile, "--base", l.Tree.Bad, "--revert", l.Tree.Regression, "--rounds", "4", "--samples", "2", "--state", state}
+	killAt(t, bin, args, "sample 1:", 5) // round 3, side A
+	kept, err := filepath.Glob(filepath.Join(state, "ab", "round-*.json"))
+	if err != nil || len(kept) != 4 {
+		t.Fatalf("kept before the kill: %v, %v", kept, err)
+	}
+	boots := len(l.Host.Boots())
+	code, out, stderr := runCLI(t, context.Background(), append(args, "--json")...)
+	var res abResultJSON
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != exitOK || res.Result != "different" || res.Measured != 8 {
+		t.Fatalf("resumed: exit %d, %+v, %v\n%s", code, res, err, stderr)
+	}
+	if n := len(l.Host.Boots()) - boots; n != 4 {
+		t.Errorf("the resumed comparison booted %d times for the 4 rounds left", n)
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"kbisect/bisect"
 	"kbisect/configs"
+	"kbisect/internal/wrap"
 	"kbisect/lab"
 	"kbisect/noise"
 )
@@ -124,7 +125,40 @@ func numbers(ev *lab.Evidence) string {
 	if ev.Decision != nil {
 		med = ev.Decision.Median
 	}
-	return fmt.Sprintf("%s [%s–%s] n=%d", noise.FormatValue(ev.Kind, med), noise.FormatValue(ev.Kind, lo), noise.FormatValue(ev.Kind, hi), len(ev.Values))
+	los, his := noise.FormatValue(ev.Kind, lo), noise.FormatValue(ev.Kind, hi)
+	for _, unit := range []string{" µs", " ns", " s", "%"} {
+		if strings.HasSuffix(los, unit) && strings.HasSuffix(his, unit) {
+			los = strings.TrimSuffix(los, unit) // "10–13 µs"
+			break
+		}
+	}
+	return fmt.Sprintf("%s [%s–%s] n=%d", noise.FormatValue(ev.Kind, med), los, his, len(ev.Values))
+}
+
+// medianOf is a kernel's median and sample count.
+func medianOf(ev *lab.Evidence) string {
+	if ev == nil || len(ev.Values) == 0 {
+		return "-"
+	}
+	med := slices.Min(ev.Values)
+	if ev.Decision != nil {
+		med = ev.Decision.Median
+	}
+	return fmt.Sprintf("%s n=%d", noise.FormatValue(ev.Kind, med), len(ev.Values))
+}
+
+// para writes prose folded to a mail's width.
+func para(w io.Writer, first, rest, format string, args ...any) {
+	fmt.Fprintln(w, wrap.Lines(fmt.Sprintf(format, args...), wrap.Width, first, rest))
+}
+
+// fit cuts s to n columns, with an ellipsis.
+func fit(s string, n int) string {
+	r := []rune(s)
+	if n < 2 || len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
 }
 
 // writeText writes the report in text: the answer as git prints it, the
@@ -139,28 +173,36 @@ func (r *jobReport) writeText(w io.Writer) {
 	if c := r.conf; c != nil {
 		fmt.Fprintln(w)
 		if c.Confirmed {
-			fmt.Fprintf(w, "Confirmed on fresh boots: first bad %s, its parent %s.\n", numbers(c.Culprit), numbers(c.Parent))
+			para(w, "", "", "Confirmed on fresh boots: first bad %s, its parent %s.", numbers(c.Culprit), numbers(c.Parent))
 		} else {
-			fmt.Fprintln(w, "NOT confirmed on fresh boots: read the flags before trusting this commit.")
+			para(w, "", "", "NOT confirmed on fresh boots: read the flags before trusting this commit.")
 		}
 		if c.WithParent != nil && c.WithParent.Report != nil {
-			fmt.Fprintf(w, "Against its parent, %d boots a side, alternating: %s\n", c.WithParent.Plan.Rounds, c.WithParent.Report.Conclusion)
+			para(w, "- ", "  ", "Against its parent, %d boots a side, alternating: %s", c.WithParent.Plan.Rounds, c.WithParent.Report.Conclusion)
 		}
 		if c.Reverted != nil && c.Reverted.Report != nil {
-			fmt.Fprintf(w, "The bad endpoint against itself with it reverted (%s): %s\n", short12(c.Reverted.Plan.B), c.Reverted.Report.Conclusion)
+			para(w, "- ", "  ", "The bad endpoint against itself with it reverted (%s): %s", short12(c.Reverted.Plan.B), c.Reverted.Report.Conclusion)
 		}
 		for _, f := range c.Flags {
-			fmt.Fprintf(w, "flag: %s\n", f)
+			para(w, "flag: ", "      ", "%s", f)
 		}
 	}
 	if rows := r.rows(); len(rows) > 0 {
-		fmt.Fprintf(w, "\nTested kernels, oldest first (%s, median [range]):\n", r.metricName())
+		// The median only, to keep to a mail's width: the ranges are in
+		// the markdown, JSON and HTML reports.
+		fmt.Fprintf(w, "\nTested kernels, oldest first (%s: the median of n samples):\n", r.metricName())
+		width := 0
 		for _, rw := range rows {
-			fmt.Fprintf(w, "  %s %-15s %-38s %s\n", rw.commit.String()[:12], rw.verdict, numbers(rw.ev), rw.subject)
+			width = max(width, len([]rune(medianOf(rw.ev))))
+		}
+		for _, rw := range rows {
+			line := fmt.Sprintf("  %s %-5s %-*s", rw.commit.String()[:12], strings.Replace(rw.verdict, " (endpoint)", "*", 1), width, medianOf(rw.ev))
+			fmt.Fprintf(w, "%s %s\n", line, fit(rw.subject, wrap.Width-len([]rune(line))-1))
 			if rw.ev != nil && (len(rw.ev.Values) == 0 || rw.ev.SameAs != "") {
-				fmt.Fprintf(w, "  %12s %s\n", "", rw.ev.Reason)
+				para(w, "               ", "               ", "%s", rw.ev.Reason)
 			}
 		}
+		fmt.Fprintln(w, "  (* an endpoint, measured before bisecting)")
 	}
 	good, bad := r.pair()
 	if good == nil || bad == nil {
@@ -170,17 +212,18 @@ func (r *jobReport) writeText(w io.Writer) {
 	if err != nil {
 		return
 	}
-	fmt.Fprintln(w)
-	_ = rep.WriteText(w)
+	fmt.Fprintf(w, "\nA: %s\nB: %s\n", rep.A.Name, rep.B.Name)
+	_ = shortNames(rep).WriteText(w)
 	for _, ev := range []*lab.Evidence{good, bad} {
-		fmt.Fprintf(w, "\n%s, %s: the sample with the median %s\n", ev.Commit[:12], ev.Release, ev.Metric)
+		fmt.Fprintln(w)
+		para(w, "", "", "%s (%s), the sample with the median %s:", ev.Commit[:12], ev.Release, ev.Metric)
 		_ = noise.WriteTable(w, medianSample(ev))
 	}
 	if r.res.Kind == bisect.NotReproduced {
 		fmt.Fprintf(w, "\nThe endpoints' samples and raw outputs are in %s; to measure them again, remove the state directory or give another --state.\n", filepath.Join(r.stateDir, "commits"))
 	}
 	writeSetup(w, r.job)
-	fmt.Fprintf(w, "Reproduce: %s\n", runCommandLine(r.start))
+	para(w, "Reproduce: ", "  ", "%s", runCommandLine(r.start))
 }
 
 // writeMarkdown writes the same report in markdown, for mail and issues.
