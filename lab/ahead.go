@@ -126,13 +126,18 @@ func (a *Ahead) startLocked() {
 			a.Note(commit, "building ahead")
 		}
 		_, err := kbuild.Build(ctx, a.Build, a.Slot, commit)
-		if a.Note != nil && err == nil {
+		switch {
+		case a.Note == nil:
+		case err == nil:
 			a.Note(commit, "built ahead")
+		case errors.As(err, new(*kbuild.BuildError)):
+			a.Note(commit, "does not build (found ahead)")
 		}
 		cancel()
-		a.mu.Lock()
 		var be *kbuild.BuildError
-		if errors.As(err, &be) {
+		failed := errors.As(err, &be)
+		a.mu.Lock()
+		if failed {
 			if a.failed == nil {
 				a.failed = map[string]*kbuild.BuildError{}
 			}

@@ -446,74 +446,51 @@ func TestAConfirmationSaysWhenTheFirstBadCommitIsNotItsCode(t *testing.T) {
 // learns that a commit does not build; when the bisection comes to it,
 // the pipeline skips it on that knowledge instead of building it again.
 func TestAKernelThatFailedToBuildAheadIsNotBuiltAgain(t *testing.T) {
-	// Seed 9: a commit that does not build is the next after a verdict,
-	// built ahead, then tested.
 	r := newSimRun(t, simlab.Options{Seed: 9, Commits: 120, BrokenBuilds: 8})
+	broken := ""
+	for _, c := range r.lab.Tree.Broken {
+		if !r.lab.Tree.Builds(c) {
+			broken = c
+			break
+		}
+	}
+	if broken == "" {
+		t.Fatal("the tree has no commit that does not build")
+	}
 	var mu sync.Mutex
-	checkouts := map[string]int{}
-	aheadOf := map[string]bool{}
+	checkouts := 0
 	ctx := shell.WithTracer(context.Background(), func(where, command string) {
-		if _, c, ok := strings.Cut(command, " checkout -q --detach "); ok {
+		if strings.Contains(command, " checkout -q --detach "+broken) {
 			mu.Lock()
-			checkouts[strings.TrimSpace(c)]++
+			checkouts++
 			mu.Unlock()
 		}
 	})
-	g2, err := bisect.OpenGraph(r.lab.Tree.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g2.Close()
-	log, _, err := bisect.OpenState(filepath.Join(r.state, "session"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer log.Close()
-	bad, good := plumbing.NewHash(r.lab.Tree.BadCommit), plumbing.NewHash(r.lab.Tree.GoodCommit)
-	if err := log.Init(bisect.Record{Event: bisect.EventStart, Bad: bad.String(), Good: []string{good.String()}}); err != nil {
-		t.Fatal(err)
-	}
-	sess, _, err := bisect.Restore(r.g, log.Records())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ahead := &Ahead{Session: sess, Graph: g2, Build: r.pipe.Build, Base: ctx, Note: func(commit, what string) {
-		if what == "building ahead" {
-			mu.Lock()
-			aheadOf[commit] = true
-			mu.Unlock()
+	found := make(chan struct{})
+	ahead := &Ahead{Build: r.pipe.Build, Base: ctx, Note: func(commit, what string) {
+		if commit == broken && strings.HasPrefix(what, "does not build") {
+			close(found)
 		}
 	}}
 	defer ahead.Close()
 	r.pipe.Ahead = ahead
-	res, err := bisect.Drive(ctx, sess, log, r.pipe.Test, planner{ahead})
-	if err != nil || res.Kind == bisect.Aborted {
-		t.Fatalf("%+v: %v", res, err)
+	ahead.Queue(broken)
+	ahead.Go()
+	select {
+	case <-found:
+	case <-time.After(time.Minute):
+		t.Fatal("the build ahead did not find the commit broken")
+	}
+	ev, err := r.pipe.Evidence(ctx, broken)
+	if err != nil {
+		t.Fatal(err)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	seen := 0
-	for _, tc := range res.Tested {
-		c := tc.Commit.String()
-		if r.lab.Tree.Builds(c) || !aheadOf[c] {
-			continue
-		}
-		seen++
-		if tc.Verdict != bisect.Skip || checkouts[c] != 1 {
-			t.Errorf("%s does not build: %v after %d builds", c[:12], tc.Verdict, checkouts[c])
-		}
-	}
-	if seen == 0 {
-		t.Fatalf("no commit that does not build was built ahead and then tested (tested %d)", len(res.Tested))
+	if ev.Verdict != "skip" || !strings.HasPrefix(ev.Reason, "does not build: ") || checkouts != 1 {
+		t.Errorf("%s: %s (%s) after %d builds", broken[:12], ev.Verdict, ev.Reason, checkouts)
 	}
 }
-
-// planner plans the builds ahead as the CLI's view does.
-type planner struct{ a *Ahead }
-
-func (p planner) Testing(s bisect.Step)                             { p.a.Plan(s) }
-func (planner) Tested(plumbing.Hash, bisect.Outcome, time.Duration) {}
-func (planner) Warn(string)                                         {}
 
 // TestATestStoppedMidBootLeavesTheHostToComeBack: a test stopped while
 // the host reboots into its kernel (a pool made way for a more useful
