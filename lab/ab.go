@@ -28,6 +28,9 @@ type ABPlan struct {
 	Samples int `json:"samples"`
 	// Command is the kbisect command that makes (or resumes) it.
 	Command string `json:"command,omitempty"`
+	// Job is the SHA-256 of the job file the rounds are measured with: a
+	// comparison is not resumed with another.
+	Job string `json:"job_sha256,omitempty"`
 	// Name is the comparison's directory in the state directory ("":
 	// "ab", kbisect ab's; a run's confirmation keeps two of its own).
 	Name string `json:"name,omitempty"`
@@ -119,12 +122,14 @@ func (p *Pipeline) abRound(ctx context.Context, dir string, round int, side, com
 	if err := readJSON(path, &kept); err == nil && kept.Evidence != nil && kept.Evidence.Commit == commit {
 		return &kept, nil
 	}
-	ev, err := p.test(ctx, commit, samples, fmt.Sprintf("%s-round-%02d", filepath.Base(dir), round))
+	ev, err := p.test(ctx, commit, samples, fmt.Sprintf("%s-round-%02d-%s", filepath.Base(dir), round, side))
 	if err != nil {
 		return nil, fmt.Errorf("A/B round %d, %s (%s): %w", round, side, short(commit), err)
 	}
-	if ev.Values == nil {
-		return nil, fmt.Errorf("A/B round %d: %s (%s) %s", round, side, short(commit), ev.Reason)
+	if len(ev.Values) != samples {
+		// A kernel that fails now and then is not compared on what it
+		// let through.
+		return nil, fmt.Errorf("A/B round %d: %s (%s) gave %d of %d samples: %s", round, side, short(commit), len(ev.Values), samples, ev.Reason)
 	}
 	r := &ABRound{Round: round, Side: side, Evidence: ev}
 	b, err := json.MarshalIndent(r, "", "  ")
@@ -196,7 +201,18 @@ func CompareRounds(metric, aggregate string, confidence float64, plan ABPlan, ro
 			side = &b
 		}
 		side.Samples = append(side.Samples, r.Evidence.Samples...)
-		side.Boots = append(side.Boots, len(r.Evidence.Samples))
+		// A round is a boot, or two when the lab dropped the first.
+		var boots []int
+		n := 0
+		for _, b := range r.Evidence.Boots {
+			if b.Samples > 0 {
+				boots, n = append(boots, b.Samples), n+b.Samples
+			}
+		}
+		if n != len(r.Evidence.Samples) {
+			boots = []int{len(r.Evidence.Samples)}
+		}
+		side.Boots = append(side.Boots, boots...)
 	}
 	return noise.CompareAB(a, b, metric, aggregate, confidence)
 }

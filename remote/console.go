@@ -110,3 +110,7 @@ func withConsole(ctx context.Context, opt BootOptions, boot func() error) error 
 	}
 	return err
 }
+
+// ConsoleEvidence is, for a console captured elsewhere (a QEMU guest's
+// serial port), its first panic line and its last lines.
+func ConsoleEvidence(text string) (panicked, last string) { return consoleEvidence(text) }

@@ -155,6 +155,7 @@ pre, code { font-family: ui-monospace, monospace; font-size: 0.9em; }
 pre { background: #f5f5f5; padding: 0.8em; overflow-x: auto; white-space: pre; }
 .result { display: inline-block; padding: 0.2em 0.7em; border-radius: 0.3em; font-weight: bold; color: #ffffff; }
 .result.bad { background: #c62828; }
+.check-failed { color: #c62828; }
 .result.good { background: #2e7d32; }
 .result.neutral { background: #ef6c00; }
 .summary p { margin: 0.2em 0; font-size: 1.05em; }
@@ -178,6 +179,7 @@ footer { margin-top: 3em; color: #757575; font-size: 0.9em; }
 <h1>{{.Title}}</h1>
 <p><span class="result {{.ResultClass}}">{{.Result}}</span></p>
 {{with .Summary}}<div class="summary">{{range .}}<p>{{.}}</p>{{end}}</div>{{end}}
+{{range .Checks}}{{if .Failure}}<p class="check-failed"><strong>{{.Name}}:</strong> {{.Failure}}</p>{{end}}{{end}}
 </header>
 
 <section>

@@ -82,6 +82,13 @@ func WriteJUnit(w io.Writer, d *Document) error {
 	if d.AB != nil {
 		s.Cases = append(s.Cases, abCases(d.Metric, d.AB, d.Kind == "ab")...)
 	}
+	for _, c := range d.Checks {
+		jc := junitCase{Classname: "kbisect.check", Name: c.Name, SystemOut: c.Detail}
+		if c.Failure != "" {
+			jc.Failure = &junitOutcome{Message: c.Failure, Type: "check", Body: c.Detail}
+		}
+		s.Cases = append(s.Cases, jc)
+	}
 	for _, c := range s.Cases {
 		if c.Failure != nil {
 			s.Failures++

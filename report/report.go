@@ -25,7 +25,16 @@ type Document struct {
 	Tested     []Tested // bisection: tested commits in history order, oldest first (empty for ab)
 	AB         *AB      // nil when there is no A/B comparison
 	Text       string   // the full plain-text report (per-CPU tables etc.), shown verbatim in a <pre>
+	Checks     []Check  // what was checked beyond the verdicts (a run's confirmation)
 	Generated  string   // when the report was made (RFC 3339), shown in the footer
+}
+
+// Check is one thing a report vouches for, or not: a JUnit test case,
+// failed when Failure says why.
+type Check struct {
+	Name    string
+	Failure string
+	Detail  string
 }
 
 // Metric is the metric verdicts are made on.

@@ -430,3 +430,23 @@ func ExampleMetric_Format() {
 	// 850 ns 3.1 µs 52.7 ms
 	// 6,864 94.8 %
 }
+
+func TestAFailedCheckIsAJUnitFailureAndShowsInTheHTML(t *testing.T) {
+	d := &Document{Kind: "run", Title: "t", Result: "found", Checks: []Check{
+		{Name: "confirmation", Failure: "the first bad commit is NOT confirmed <b>", Detail: "flag"},
+		{Name: "other"},
+	}}
+	var j, h strings.Builder
+	if err := WriteJUnit(&j, d); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(j.String(), `tests="2" failures="1"`) || !strings.Contains(j.String(), `classname="kbisect.check" name="confirmation"`) {
+		t.Errorf("junit:\n%s", j.String())
+	}
+	if err := WriteHTML(&h, d); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(h.String(), "NOT confirmed &lt;b&gt;") || strings.Contains(h.String(), "other:") {
+		t.Errorf("html shows the checks wrongly")
+	}
+}

@@ -63,6 +63,15 @@ func Derive(ctx context.Context, dir, base string, c Change) (string, error) {
 	if (c.Revert == "") == (c.Patch == "") {
 		return "", errors.New("derive: give a commit to revert or a patch, one of them")
 	}
+	if c.Patch != "" {
+		// git runs in the scratch worktree: a relative path would not
+		// be found there.
+		abs, err := filepath.Abs(c.Patch)
+		if err != nil {
+			return "", err
+		}
+		c.Patch = abs
+	}
 	t, err := Open(ctx, dir)
 	if err != nil {
 		return "", err
@@ -79,6 +88,9 @@ func Derive(ctx context.Context, dir, base string, c Change) (string, error) {
 			return "", err
 		}
 		c.Revert = h
+		if out, err := git(ctx, t.Dir, "rev-list", "--parents", "-n", "1", h); err == nil && len(strings.Fields(out)) > 2 && c.Mainline == 0 {
+			c.Mainline = 1 // a merge: reverted against its first parent, as a bisection compares it
+		}
 		if _, err := git(ctx, t.Dir, "merge-base", "--is-ancestor", h, baseHash); err != nil {
 			return "", &ConflictError{Change: c, Base: baseHash, Detail: "the commit is not in the base's history"}
 		}
@@ -99,7 +111,6 @@ func Derive(ctx context.Context, dir, base string, c Change) (string, error) {
 
 	scratch := filepath.Join(t.GitDir, "kbisect", "scratch-"+id)
 	_ = os.RemoveAll(scratch)
-	_, _ = git(ctx, t.Dir, "worktree", "prune")
 	if _, err := git(ctx, t.Dir, "worktree", "add", "--detach", "--force", scratch, baseHash); err != nil {
 		return "", err
 	}
@@ -113,17 +124,20 @@ func Derive(ctx context.Context, dir, base string, c Change) (string, error) {
 	}
 	env := []string{"GIT_COMMITTER_NAME=kbisect", "GIT_COMMITTER_EMAIL=kbisect@localhost",
 		"GIT_COMMITTER_DATE=" + strings.TrimSpace(date)}
+	// The user's signing and hooks are theirs: a derived commit is a
+	// scratch kernel's, made the same way on every machine.
+	quiet := []string{"-c", "commit.gpgSign=false", "-c", "core.hooksPath=/dev/null"}
 	if c.Revert != "" {
 		env = append(env, "GIT_AUTHOR_NAME=kbisect", "GIT_AUTHOR_EMAIL=kbisect@localhost", "GIT_AUTHOR_DATE="+strings.TrimSpace(date))
 		args := []string{"revert", "--no-edit"}
 		if c.Mainline > 0 {
 			args = append(args, "-m", fmt.Sprint(c.Mainline))
 		}
-		if _, err := gitEnv(ctx, scratch, env, append(args, c.Revert)...); err != nil {
+		if _, err := gitEnv(ctx, scratch, env, append(append(quiet, args...), c.Revert)...); err != nil {
 			return "", conflict(ctx, scratch, c, baseHash, err)
 		}
 	} else if isMail(patch) {
-		if _, err := gitEnv(ctx, scratch, env, "am", "--3way", "--keep-cr", c.Patch); err != nil {
+		if _, err := gitEnv(ctx, scratch, env, append(quiet, "am", "--3way", "--keep-cr", c.Patch)...); err != nil {
 			return "", conflict(ctx, scratch, c, baseHash, err)
 		}
 	} else {
@@ -132,7 +146,7 @@ func Derive(ctx context.Context, dir, base string, c Change) (string, error) {
 		}
 		env = append(env, "GIT_AUTHOR_NAME=kbisect", "GIT_AUTHOR_EMAIL=kbisect@localhost", "GIT_AUTHOR_DATE="+strings.TrimSpace(date))
 		msg := "kbisect: apply " + filepath.Base(c.Patch)
-		if _, err := gitEnv(ctx, scratch, env, "commit", "--no-verify", "-q", "-m", msg); err != nil {
+		if _, err := gitEnv(ctx, scratch, env, append(quiet, "commit", "--no-verify", "-q", "-m", msg)...); err != nil {
 			return "", err
 		}
 	}
@@ -165,6 +179,9 @@ func isMail(patch []byte) bool {
 
 var applyFailed = regexp.MustCompile(`(?m)^error: (?:patch failed: ([^:\n]+):\d+|([^:\n]+): (?:does not exist in index|No such file or directory|already exists in (?:index|working directory)|patch does not apply))`)
 
+// doesNotApply is git saying a change does not fit its base.
+var doesNotApply = regexp.MustCompile(`(?i)does not apply|patch failed|could not apply|corrupt patch|conflict|no valid patches|patch is empty`)
+
 // conflict turns a failed revert or patch into a ConflictError naming the
 // files, and leaves the scratch worktree clean for its removal.
 func conflict(ctx context.Context, scratch string, c Change, base string, err error) error {
@@ -182,11 +199,15 @@ func conflict(ctx context.Context, scratch string, c Change, base string, err er
 			e.Files = append(e.Files, f)
 		}
 	}
-	if len(e.Files) == 0 {
-		e.Detail = firstLine(ce.Stderr)
-	}
 	_, _ = git(ctx, scratch, "revert", "--abort")
 	_, _ = git(ctx, scratch, "am", "--abort")
+	if len(e.Files) == 0 {
+		if !doesNotApply.MatchString(ce.Stderr) {
+			// Not the change: git itself failed (a lock, the disk).
+			return fmt.Errorf("%s on %s: %w", c, short(base), err)
+		}
+		e.Detail = firstLine(ce.Stderr)
+	}
 	return e
 }
 

@@ -115,3 +115,23 @@ func TestDeriveRefusesToRevertACommitTheBaseDoesNotHave(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// TestDerivePatchPathIsTheUsersAndSigningIsNot: a relative patch path is
+// the user's working directory's (git runs in the scratch tree), and a
+// repository that signs commits (with a signer that fails) still derives.
+func TestDerivePatchPathIsTheUsersAndSigningIsNot(t *testing.T) {
+	dir, _, g := deriveRepo(t)
+	g("config", "commit.gpgSign", "true")
+	g("config", "gpg.program", "false")
+	here := t.TempDir()
+	os.WriteFile(filepath.Join(here, "fix.diff"), []byte("--- a/file\n+++ b/file\n@@ -1 +1 @@\n-three\n+four\n"), 0o644)
+	t.Chdir(here)
+	made, err := Derive(context.Background(), dir, "main", Change{Patch: "fix.diff"})
+	if err != nil || g("show", made+":file") != "four" {
+		t.Fatalf("relative patch: %v", err)
+	}
+	reverted, err := Derive(context.Background(), dir, "main", Change{Revert: "main"})
+	if err != nil || g("show", reverted+":file") != "two" {
+		t.Errorf("revert with signing on: %v", err)
+	}
+}

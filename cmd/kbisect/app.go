@@ -83,6 +83,7 @@ EXAMPLES
 		Commands: []*cli.Command{
 			runCommand(),
 			abCommand(),
+			labCommand(),
 			reportCommand(),
 			validateCommand(),
 			configCommand(),

@@ -143,6 +143,7 @@ func runAB(ctx context.Context, o abOptions, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	plan.Job = jobSum
 	state := o.State
 	if state == "" {
 		wt, err := worktree.Open(ctx, string(job.Build.Tree))
@@ -178,6 +179,14 @@ func runAB(ctx context.Context, o abOptions, stdout, stderr io.Writer) error {
 	view := newJobView(stderr, g)
 	view.labels = map[string]string{plan.A: "A", plan.B: "B"}
 	p := &lab.Pipeline{Job: job, Build: bo, StateDir: state, Progress: view.Event}
+	if job.Boot.Method == configs.BootQEMU {
+		q, err := lab.NewQEMULab(job, state, func(s string) { fmt.Fprintln(stderr, s) })
+		if err != nil {
+			return err
+		}
+		defer q.Close()
+		p.Boot = q.Boot
+	}
 	res, err := p.AB(ctx, plan)
 	view.Done()
 	out := abResultJSON{A: abSideJSON{plan.A, plan.ALabel}, B: abSideJSON{plan.B, plan.BLabel},
@@ -286,6 +295,10 @@ func prepareABState(state, jobFile string, plan lab.ABPlan) error {
 	if have != nil && (have.Plan.A != plan.A || have.Plan.B != plan.B || have.Plan.Rounds != plan.Rounds || have.Plan.Samples != plan.Samples) {
 		return usagef("state directory %s holds another comparison (A %s, B %s, %d×%d); give another --state, or remove it to start over",
 			state, have.Plan.ALabel, have.Plan.BLabel, have.Plan.Rounds, have.Plan.Samples)
+	}
+	if have != nil && have.Plan.Job != "" && have.Plan.Job != plan.Job {
+		return usagef("state directory %s holds rounds measured with another version of %s (its copy is %s); give another --state, or remove it to start over",
+			state, jobFile, filepath.Join(state, "job.yaml"))
 	}
 	if err := os.MkdirAll(state, 0o755); err != nil {
 		return err

@@ -32,7 +32,7 @@ end with the machine, boot parameters and kernel config used. It takes no
 lock: it works while the run goes on.
 
 Formats: text (72 columns, for mail), markdown (issue trackers), json
-(everything; fields in docs/report-json.md), html (one self-contained file
+(everything; fields in docs/report.md), html (one self-contained file
 with plots: the bisection at a glance, per-CPU bars of the two kernels,
 their samples), junit (a test case per tested commit or A/B side, for CI).
 

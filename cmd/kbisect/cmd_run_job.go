@@ -40,11 +40,15 @@ type jobRun struct {
 	buildLog *os.File
 	view     *jobView
 	ahead    *lab.Ahead
+	qemu     *lab.QEMULab
 	aheadLog *os.File
 	g2       *bisect.Graph
 }
 
 func (r *jobRun) close() {
+	if r.qemu != nil {
+		r.qemu.Close()
+	}
 	if r.log != nil {
 		r.log.Close()
 	}
@@ -191,6 +195,15 @@ func (r *jobRun) prepare(ctx context.Context) error {
 	r.view = newJobView(r.stderr, r.g)
 	r.pipe = &lab.Pipeline{Job: job, Build: bo, StateDir: r.stateDir, Progress: r.view.Event}
 	r.tester = r.pipe
+	if job.Boot.Method == configs.BootQEMU {
+		if len(r.jobs) > 1 {
+			return usagef("run: boot.method qemu runs one local guest: give one --job")
+		}
+		if r.qemu, err = lab.NewQEMULab(job, r.stateDir, func(s string) { r.view.line("%s", s) }); err != nil {
+			return err
+		}
+		r.pipe.Boot = r.qemu.Boot
+	}
 	if len(r.jobs) > 1 {
 		// Several identical machines: each tests its commit, building in
 		// its own slot; the pool keeps them busy with the next steps.

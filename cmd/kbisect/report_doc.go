@@ -61,6 +61,16 @@ func (r *jobReport) document(now time.Time) *report.Document {
 	if r.cal != nil && !d.Metric.HasThreshold && r.cal.Rule.Kind == noise.Absolute {
 		d.Metric.Threshold, d.Metric.HasThreshold = r.cal.Rule.Threshold, true
 	}
+	if c := r.conf; c != nil {
+		check := report.Check{Name: "confirmation", Detail: strings.Join(c.Flags, "\n")}
+		if !c.Confirmed {
+			check.Failure = "the first bad commit is NOT confirmed on fresh boots: read the flags"
+			if len(c.Flags) > 0 {
+				check.Failure += " (" + c.Flags[0] + ")"
+			}
+		}
+		d.Checks = append(d.Checks, check)
+	}
 	if good, bad := r.pair(); good != nil && bad != nil {
 		if rep, err := r.compare(good, bad); err == nil {
 			d.AB = abOf(rep, good, bad, d.Metric)

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"kbisect/qemu"
+)
+
+func labCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "lab",
+		Usage: "the local QEMU lab: its guest image",
+		Subcommands: []*cli.Command{{
+			Name:  "image",
+			Usage: "build the QEMU lab's guest root file system once (debootstrap; needs root and Debian's mirror)",
+			Description: `image makes what boot.method qemu boots the kernels under test with: a
+Debian minbase root file system with openssh-server, rt-tests, rtla and
+kexec-tools (debootstrap), a small init that mounts proc, sys and tracefs
+and starts sshd, a root login key and a host key of its own. It takes a
+few minutes and is kept in DIR (default ~/.cache/kbisect/lab); jobs find
+it there unless boot.qemu.image names another.
+
+EXAMPLES
+   kbisect lab image
+   kbisect lab image --dir /var/tmp/kbisect-lab --mirror http://deb.debian.org/debian`,
+			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "dir", Value: qemu.DefaultImageDir(), Usage: "where the image and its keys go"},
+				&cli.StringFlag{Name: "suite", Value: "bookworm", Usage: "the Debian release"},
+				&cli.StringFlag{Name: "mirror", Usage: "the Debian mirror (default: debootstrap's)"},
+				&cli.StringFlag{Name: "size", Value: "2GiB", Usage: "the image's size"},
+			},
+			OnUsageError: onUsageError,
+			Action: func(c *cli.Context) error {
+				return runLabImage(c.Context, c.String("dir"), c.String("suite"), c.String("mirror"), c.String("size"), c.App.ErrWriter)
+			},
+		}},
+	}
+}
+
+func runLabImage(ctx context.Context, dir, suite, mirror, size string, stderr io.Writer) error {
+	var bytes int64
+	if _, err := fmt.Sscanf(size, "%dGiB", &bytes); err == nil {
+		bytes <<= 30
+	} else if _, err := fmt.Sscanf(size, "%dMiB", &bytes); err == nil {
+		bytes <<= 20
+	} else {
+		return usagef("lab image --size %q: give it in MiB or GiB (2GiB)", size)
+	}
+	start := time.Now()
+	if err := qemu.BuildImage(ctx, dir, suite, mirror, bytes, stderr); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "kbisect lab image: %s ready in %.0fs\n", qemu.Image{Dir: dir}.RootFS(), time.Since(start).Seconds())
+	return nil
+}
