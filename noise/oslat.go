@@ -295,6 +295,11 @@ func (t *oslatTable) stat(n int, label string, fields []string) error {
 func (t *oslatTable) measurement(m *Measurement) (*Measurement, error) {
 	for j, cpu := range t.cpus {
 		l := t.lat[j]
+		if l.Samples == 0 {
+			// A maximum without a sample in the histogram: not a run
+			// oslat could have printed.
+			return nil, t.o.errorf(t.end, "CPU %d has a Maximum of %v but no sample in the histogram", cpu, l.Max)
+		}
 		if w := settleOslatAverage(cpu, &l); w != "" {
 			m.Warnings = append(m.Warnings, w)
 		}
