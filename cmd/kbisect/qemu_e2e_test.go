@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -85,7 +86,7 @@ workload: {tool: osnoise, cpus: "1", duration: 5s}
 verdict:
   metric: max_single_noise
   threshold: auto
-  samples: {min: 2, max: 6}
+  samples: {min: 3, max: 10}
 `, labDir, tree, repo, repo, cache))
 
 	ctx := context.Background()
@@ -127,17 +128,18 @@ verdict:
 }
 
 // e2eSeries puts the series on branch kbisect-e2e-qemu of tree, made in
-// a scratch worktree with fixed authors and dates so that the same
-// commits (and their cached kernels) come back on every run. It returns
-// the base, the planted commit and the tip.
+// a scratch worktree with fixed authors and dates (a minute apart, after
+// the base's) so that the same commits (and their cached kernels) come
+// back on every run. It returns the base, the planted commit and the tip.
 func e2eSeries(t *testing.T, tree string) (base, planted, tip string) {
 	t.Helper()
+	date := ""
 	git := func(dir string, args ...string) string {
 		t.Helper()
 		c := exec.Command("git", append([]string{"-C", dir}, args...)...)
 		c.Env = append(os.Environ(), "GIT_AUTHOR_NAME=kbisect e2e", "GIT_AUTHOR_EMAIL=e2e@kbisect.invalid",
 			"GIT_COMMITTER_NAME=kbisect e2e", "GIT_COMMITTER_EMAIL=e2e@kbisect.invalid",
-			"GIT_AUTHOR_DATE=2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2026-01-01T00:00:00Z")
+			"GIT_AUTHOR_DATE="+date, "GIT_COMMITTER_DATE="+date)
 		b, err := c.CombinedOutput()
 		if err != nil {
 			t.Fatalf("git %v: %v\n%s", args, err, b)
@@ -149,6 +151,10 @@ func e2eSeries(t *testing.T, tree string) (base, planted, tip string) {
 		t.Fatalf("%s: want one root commit (the imported tree), have %v", tree, roots)
 	}
 	base = roots[0]
+	baseTime, err := strconv.ParseInt(git(tree, "show", "-s", "--format=%ct", base), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
 	scratch := filepath.Join(t.TempDir(), "series")
 	git(tree, "worktree", "add", "--detach", "--force", scratch, base)
 	defer git(tree, "worktree", "remove", "--force", scratch)
@@ -170,6 +176,7 @@ func e2eSeries(t *testing.T, tree string) (base, planted, tip string) {
 			text += fmt.Sprintf("\nint kbisect_e2e_step%d(int x);\nint kbisect_e2e_step%d(int x)\n{\n\treturn x + %d;\n}\n", i+1, i+1, i+1)
 		}
 		writeFile(t, path, text)
+		date = fmt.Sprintf("@%d +0000", baseTime+int64(60*(i+1)))
 		git(scratch, "commit", "-q", "-a", "-m", s.subject)
 		if s.planted {
 			planted = git(scratch, "rev-parse", "HEAD")

@@ -112,7 +112,60 @@ func (r *jobReport) rows() []row {
 		rows[i].when, _ = r.g.CommitTime(rows[i].commit)
 	}
 	slices.SortStableFunc(rows, func(a, b row) int { return int(a.when - b.when) })
+	// Commits of one second (a series applied with git am) go ancestors
+	// first.
+	for i := 0; i < len(rows); {
+		j := i
+		for j < len(rows) && rows[j].when == rows[i].when {
+			j++
+		}
+		r.ancestorsFirst(rows[i:j])
+		i = j
+	}
 	return rows
+}
+
+// ancestorsFirst orders rows of one commit time so that no row comes
+// before one of its ancestors.
+func (r *jobReport) ancestorsFirst(rows []row) {
+	for i := range rows {
+		// The first of the rest with no ancestor among the rest.
+		for k := i; k < len(rows); k++ {
+			free := true
+			for m := i; m < len(rows) && free; m++ {
+				free = m == k || !r.isAncestor(rows[m].commit, rows[k].commit, rows[k].when)
+			}
+			if free {
+				rows[i], rows[k] = rows[k], rows[i]
+				break
+			}
+		}
+	}
+}
+
+// isAncestor says whether a is an ancestor of b, walking b's parents no
+// older than since.
+func (r *jobReport) isAncestor(a, b plumbing.Hash, since int64) bool {
+	seen := map[plumbing.Hash]bool{}
+	queue := []plumbing.Hash{b}
+	for len(queue) > 0 {
+		h := queue[0]
+		queue = queue[1:]
+		parents, err := r.g.Parents(h)
+		if err != nil {
+			return false
+		}
+		for _, p := range parents {
+			if p == a {
+				return true
+			}
+			if t, err := r.g.CommitTime(p); err == nil && t >= since && !seen[p] {
+				seen[p] = true
+				queue = append(queue, p)
+			}
+		}
+	}
+	return false
 }
 
 // numbers is a kernel's median and range, as its metric prints them.
