@@ -235,6 +235,8 @@ func (r *ABReport) conclude(info MetricInfo) string {
 	where := ""
 	switch n := r.CPUs; {
 	case n == 0:
+	case n == 1 && (better && r.CPUsBetter == 1 || !better && r.CPUsWorse == 1):
+		where = " on its one measured CPU"
 	case better && r.CPUsBetter == n, !better && r.CPUsWorse == n:
 		where = fmt.Sprintf(" on all %d CPUs", n)
 	case better:
@@ -341,6 +343,9 @@ func sideHead(side, name string) string {
 
 func (r *ABReport) sizes() string {
 	cpus := fmt.Sprintf("%d CPUs", r.A.CPUs)
+	if r.A.CPUs == 1 {
+		cpus = "1 CPU"
+	}
 	if r.A.CPUs != r.B.CPUs {
 		cpus = fmt.Sprintf("%d and %d CPUs", r.A.CPUs, r.B.CPUs)
 	}
