@@ -29,6 +29,24 @@ func abSides(res *lab.ABResult) (a, b *lab.Evidence) {
 	return a, b
 }
 
+// abSide is one kernel of a comparison, named for the report.
+type abSide struct {
+	name string
+	ev   *lab.Evidence
+}
+
+// measuredSides are the sides with samples, A first.
+func measuredSides(res *lab.ABResult) []abSide {
+	a, b := abSides(res)
+	var out []abSide
+	for _, s := range []abSide{{"A: " + res.Plan.ALabel, a}, {"B: " + res.Plan.BLabel, b}} {
+		if len(s.ev.Samples) > 0 {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // writeABText writes an A/B comparison as RT people mail it: the verdict
 // first, the summary across CPUs side by side, the comparison, then each
 // kernel's per-CPU table.
@@ -45,14 +63,7 @@ func writeABText(w io.Writer, job *configs.Job, res *lab.ABResult) error {
 	if err := shortNames(res.Report).WriteText(w); err != nil {
 		return err
 	}
-	a, b := abSides(res)
-	for _, side := range []struct {
-		name string
-		ev   *lab.Evidence
-	}{{"A: " + p.ALabel, a}, {"B: " + p.BLabel, b}} {
-		if len(side.ev.Samples) == 0 {
-			continue
-		}
+	for _, side := range measuredSides(res) {
 		fmt.Fprintf(w, "\n")
 		para(w, "", "", "%s (%s), the sample with the median %s:", side.name, side.ev.Release, side.ev.Metric)
 		if err := noise.WriteTable(w, medianSample(side.ev)); err != nil {
@@ -86,14 +97,7 @@ func writeABMarkdown(w io.Writer, job *configs.Job, res *lab.ABResult) error {
 	if err := shortNames(res.Report).WriteMarkdown(w); err != nil {
 		return err
 	}
-	a, b := abSides(res)
-	for _, side := range []struct {
-		name string
-		ev   *lab.Evidence
-	}{{"A: " + p.ALabel, a}, {"B: " + p.BLabel, b}} {
-		if len(side.ev.Samples) == 0 {
-			continue
-		}
+	for _, side := range measuredSides(res) {
 		fmt.Fprintf(w, "\n**%s** (`%s`), the sample with the median %s:\n\n", side.name, side.ev.Release, side.ev.Metric)
 		if err := noise.WriteMarkdown(w, medianSample(side.ev)); err != nil {
 			return err
