@@ -116,7 +116,8 @@ func (q *QEMULab) Boot(ctx context.Context, art remote.Artifact) (Machine, remot
 		}
 		// Every try has a hard deadline: slirp accepts the connection
 		// while the guest boots, and the banner never comes.
-		h, f, err := q.try(ctx, opt)
+		dial := func(ctx context.Context) (*remote.Host, error) { return remote.Dial(ctx, opt) }
+		h, f, err := remote.Attempt(ctx, dial)
 		if err != nil {
 			select {
 			case <-time.After(time.Second):
@@ -131,21 +132,6 @@ func (q *QEMULab) Boot(ctx context.Context, art remote.Artifact) (Machine, remot
 		}
 		return h, f, nil
 	}
-}
-
-func (q *QEMULab) try(ctx context.Context, opt remote.Options) (*remote.Host, remote.Facts, error) {
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	h, err := remote.Dial(ctx, opt)
-	if err != nil {
-		return nil, remote.Facts{}, err
-	}
-	f, err := h.Facts(ctx)
-	if err != nil {
-		h.Close()
-		return nil, remote.Facts{}, err
-	}
-	return h, f, nil
 }
 
 // Close stops the guest that runs, if any.

@@ -8,7 +8,6 @@ package qemu
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -238,6 +237,3 @@ func lastLine(s string) string {
 	}
 	return s
 }
-
-// ErrExited is a guest whose QEMU ended on its own.
-var ErrExited = errors.New("QEMU exited")

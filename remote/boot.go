@@ -276,6 +276,10 @@ func WaitForHost(ctx context.Context, dial Dialer, timeout time.Duration) (*Host
 	return waitForBoot(ctx, dial, "", timeout)
 }
 
+// Attempt connects once and reads the facts, within a deadline of its
+// own (a guest whose boot another loop watches).
+func Attempt(ctx context.Context, dial Dialer) (*Host, Facts, error) { return attempt(ctx, dial) }
+
 // attempt connects once and reads the facts, within a deadline of its
 // own: a connection to a dying kernel must not eat the boot timeout.
 func attempt(ctx context.Context, dial Dialer) (*Host, Facts, error) {
