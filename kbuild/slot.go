@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"kbisect/configs"
 	"kbisect/internal/shell"
@@ -356,6 +357,11 @@ func blankLocalVersion(data []byte) []byte {
 func git(ctx context.Context, dir string, args ...string) (string, error) {
 	argv := append([]string{"git", "-C", dir}, args...)
 	shell.Trace(ctx, "", shell.Join(argv...))
+	// Not killed when ctx ends (a build ahead made way): a git killed in
+	// the middle of a reset or checkout leaves index.lock behind, and the
+	// slot's next build fails on it. Bounded on its own instead.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Minute)
+	defer cancel()
 	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	var stderr bytes.Buffer
 	c.Stderr = &stderr
