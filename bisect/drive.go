@@ -64,6 +64,9 @@ type Progress interface {
 func Drive(ctx context.Context, s *Session, log *StateLog, test TestFunc, p Progress) (Result, error) {
 	var res Result
 	for _, r := range log.Records() {
+		if r.Event == EventRange {
+			res.Tested = nil // verdicts of the range before
+		}
 		if r.Event == EventVerdict {
 			h, _ := parseHex(r.Commit)
 			v, _ := ParseVerdict(r.Verdict)

@@ -26,18 +26,27 @@ func GitLog(g *Graph, records []Record, result *Step) (string, error) {
 	}
 	// The range as verdicts after a bare start: git 2.39's replay stops
 	// for good at a start line whose range needs a merge base tested.
-	b.WriteString("git bisect start")
-	if start.FirstParent {
-		b.WriteString(" " + sqQuote("--first-parent"))
+	writeStart := func(bad string, goods []string) {
+		b.WriteString("git bisect start")
+		if start.FirstParent {
+			b.WriteString(" " + sqQuote("--first-parent"))
+		}
+		b.WriteString("\n")
+		comment("bad", bad)
+		fmt.Fprintf(&b, "git bisect bad %s\n", bad)
+		for _, gd := range goods {
+			comment("good", gd)
+			fmt.Fprintf(&b, "git bisect good %s\n", gd)
+		}
 	}
-	b.WriteString("\n")
-	comment("bad", start.Bad)
-	fmt.Fprintf(&b, "git bisect bad %s\n", start.Bad)
-	for _, gd := range start.Good {
-		comment("good", gd)
-		fmt.Fprintf(&b, "git bisect good %s\n", gd)
-	}
+	writeStart(start.Bad, start.Good)
 	for _, r := range records[1:] {
+		if r.Event == EventRange {
+			// A new start: replay resets the bisection there too.
+			b.WriteString("# the range changed: " + r.Note + "\n")
+			writeStart(r.Bad, r.Good)
+			continue
+		}
 		if r.Event != EventVerdict {
 			continue
 		}

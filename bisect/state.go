@@ -23,6 +23,10 @@ const (
 	EventStart       = "start"
 	EventVerdict     = "verdict"
 	EventAncestorsOK = "ancestors-ok"
+	// EventRange restarts the bisection on another range (Bad, Good),
+	// before any verdict of the new one: a good endpoint that measured
+	// bad is the new bad, an older revision found good the new good.
+	EventRange = "range"
 )
 
 // Record is one line of a session log.
@@ -282,6 +286,16 @@ func Restore(g *Graph, records []Record) (*Session, *Record, error) {
 	s := NewSession(g, bad, goods, start.FirstParent)
 	for i, r := range records[1:] {
 		switch r.Event {
+		case EventRange:
+			bad, ok := parseHex(r.Bad)
+			if !ok {
+				return nil, nil, fmt.Errorf("session log record %d: bad commit %q is not a commit name", i+2, r.Bad)
+			}
+			goods, err := parseHashes(r.Good)
+			if err != nil {
+				return nil, nil, err
+			}
+			s = NewSession(g, bad, goods, start.FirstParent)
 		case EventAncestorsOK:
 			s.SetAncestorsChecked()
 		case EventVerdict:

@@ -25,6 +25,7 @@ const (
 	DefaultSamplesMax     = 10
 	DefaultBoots          = 1
 	DefaultConfidence     = 0.95
+	DefaultFindGoodMax    = 8
 )
 
 // DefaultReportFormats are written when report.formats is not set.
@@ -107,6 +108,8 @@ func (l *loader) setDefaults() {
 
 	r := &j.Report
 	def("report.formats", func() { r.Formats = append([]string(nil), DefaultReportFormats...) })
+
+	def("find_good.max_kernels", func() { j.FindGood.MaxKernels = DefaultFindGoodMax })
 }
 
 // isSet reports whether a job file set key (possibly to its zero value).

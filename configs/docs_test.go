@@ -17,7 +17,7 @@ func docRows(t *testing.T) map[string][]string {
 		t.Fatal(err)
 	}
 	row := regexp.MustCompile("^\\| `([A-Za-z_.]+)` \\|(.*)\\|$")
-	section := regexp.MustCompile("^## `([a-z]+)`")
+	section := regexp.MustCompile("^## `([a-z_]+)`")
 	rows := map[string][]string{}
 	for _, line := range strings.Split(string(data), "\n") {
 		if m := section.FindStringSubmatch(line); m != nil {

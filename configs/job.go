@@ -30,6 +30,7 @@ type Job struct {
 	Workload Workload `yaml:"workload"`
 	Verdict  Verdict  `yaml:"verdict"`
 	Report   Report   `yaml:"report"`
+	FindGood FindGood `yaml:"find_good"`
 
 	// File is the job file as named when it was loaded.
 	File string `yaml:"-"`
@@ -184,6 +185,17 @@ type Verdict struct {
 type Samples struct {
 	Min int `yaml:"min"`
 	Max int `yaml:"max"`
+}
+
+// FindGood says whether and how far a run walks back along the release
+// tags when its good endpoint measures bad (kbisect run --find-good).
+type FindGood struct {
+	// Enabled turns the walk on or off; when a job file does not set it,
+	// it is on when kbisect runs on a terminal and off otherwise (CI,
+	// cron): a walk builds and measures kernels nobody asked for.
+	Enabled     bool `yaml:"enabled,omitempty"`
+	MaxKernels  int  `yaml:"max_kernels,omitempty"`
+	OlderSeries int  `yaml:"older_series,omitempty"`
 }
 
 // Report says which reports a run writes and where.

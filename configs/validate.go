@@ -71,6 +71,8 @@ func (l *loader) validate() {
 	l.validateWorkload(bp)
 	l.validateVerdict()
 	l.validateReport()
+	l.intRange("find_good.max_kernels", l.job.FindGood.MaxKernels, 1, 100)
+	l.intRange("find_good.older_series", l.job.FindGood.OlderSeries, 0, 20)
 }
 
 var machineName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)

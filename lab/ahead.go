@@ -63,19 +63,26 @@ func (a *Ahead) Plan(step bisect.Step) {
 			next = append(next, n.Commit.String())
 		}
 	}
+	a.expect(step.Commit.String(), next)
+}
+
+// Expect is Plan for what is not a bisection step (the walk back to a
+// good release): now is about to be tested, next may come after it.
+func (a *Ahead) Expect(now string, next ...string) { a.expect(now, next) }
+
+func (a *Ahead) expect(now string, next []string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
 		return
 	}
 	a.held = true
-	now := step.Commit.String()
 	if a.running != "" && a.running != now && !slices.Contains(next, a.running) && a.cancel != nil {
 		a.cancel() // the other branch: not needed any more
 	}
 	a.queue = a.queue[:0]
 	for _, c := range next {
-		if c != a.running && c != now {
+		if c != "" && c != a.running && c != now {
 			a.queue = append(a.queue, c)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"kbisect/bisect"
@@ -22,6 +23,88 @@ type Calibration struct {
 	Rule       noise.Rule `json:"rule"`
 	Reproduced bool       `json:"reproduced"`
 	Reason     string     `json:"reason"`
+	// GoodIsBad says why it is not reproduced: the good endpoint measured
+	// bad too (an absolute threshold), or the endpoints measured alike (a
+	// ratio or auto one, which cannot tell which of them is wrong). An
+	// older good revision may then be found (FindGood).
+	GoodIsBad bool `json:"good_is_bad,omitempty"`
+	// Search is the walk back that found the good endpoint the
+	// bisection started from, when the one given measured bad.
+	Search *Search `json:"search,omitempty"`
+}
+
+// judge decides the calibration's endpoints under the base rule: sets
+// the rule (a relative threshold takes their samples), each endpoint's
+// verdict, and whether the regression is reproduced. goodName and
+// badName are how the reason names them.
+func (c *Calibration) judge(base noise.Rule, goodName, badName string) error {
+	rule := base
+	rule.Good, rule.Bad = c.Good.Values, c.Bad.Values
+	c.Rule = rule
+	var dGood, dBad noise.Decision
+	var err error
+	if base.Kind != noise.Absolute && !rule.Worse(c.Bad.Values, c.Good.Values) {
+		// A relative rule has nothing to go by when the bad endpoint is
+		// no worse than the good one.
+		alike := fmt.Sprintf("median %s, no worse than the good endpoint's %s", noise.FormatValue(rule.MetricKind, median(c.Bad.Values)), noise.FormatValue(rule.MetricKind, median(c.Good.Values)))
+		dBad = noise.Decision{Verdict: noise.Unsure, N: len(c.Bad.Values), Median: median(c.Bad.Values), Reason: alike}
+		dGood = noise.Decision{Verdict: noise.Unsure, N: len(c.Good.Values), Median: median(c.Good.Values), Reason: fmt.Sprintf("median %s", noise.FormatValue(rule.MetricKind, median(c.Good.Values)))}
+	} else {
+		if dBad, err = rule.Decide(c.Bad.Values); err != nil {
+			return err
+		}
+		if dGood, err = rule.Decide(c.Good.Values); err != nil {
+			return err
+		}
+	}
+	for _, e := range []struct {
+		ev *Evidence
+		d  noise.Decision
+	}{{c.Bad, dBad}, {c.Good, dGood}} {
+		d := e.d
+		e.ev.Decision = &d
+		e.ev.Verdict, e.ev.Reason = string(d.Verdict), d.Reason
+		if d.Verdict == noise.Unsure {
+			e.ev.Verdict = verdictSkip
+		}
+	}
+	c.Reproduced, c.GoodIsBad = false, false
+	switch {
+	case dBad.Verdict != noise.Bad && base.Kind != noise.Absolute:
+		c.GoodIsBad = true
+		c.Reason = fmt.Sprintf("the endpoints measure alike: bad %s: %s; a %s threshold cannot tell whether the good endpoint %s already has the regression or the workload does not see it",
+			short(badName), dBad.Reason, thresholdWord(base.Kind), short(goodName))
+	case dBad.Verdict != noise.Bad:
+		c.Reason = fmt.Sprintf("the bad endpoint %s is not bad: %s; check the threshold against these numbers, that the workload runs on the isolated CPUs (workload.cpus), and that the kernel booted with the machine's isolation parameters (boot.params) — the bad endpoint is never moved", short(badName), dBad.Reason)
+	case dGood.Verdict == noise.Bad:
+		c.GoodIsBad = true
+		c.Reason = fmt.Sprintf("the good endpoint %s is bad too: %s; the regression is older than it", short(goodName), dGood.Reason)
+	case dGood.Verdict != noise.Good:
+		c.Reason = fmt.Sprintf("the good endpoint %s is not good: %s", short(goodName), dGood.Reason)
+	default:
+		c.Reproduced = true
+		c.Reason = fmt.Sprintf("bad %s: %s; good %s: %s", short(badName), dBad.Reason, short(goodName), dGood.Reason)
+	}
+	return nil
+}
+
+func thresholdWord(k noise.ThresholdKind) string {
+	if k == noise.Ratio {
+		return "ratio"
+	}
+	return "auto"
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func (p *Pipeline) calibrationPath() string {
@@ -81,36 +164,8 @@ func calibrate(ctx context.Context, pipes []*Pipeline, good, bad string) (*Calib
 		return nil, err
 	}
 	c.Bad, c.Good = evs[0], evs[1]
-	rule := base
-	rule.Good, rule.Bad = c.Good.Values, c.Bad.Values
-	c.Rule = rule
-	dBad, err := rule.Decide(c.Bad.Values)
-	if err != nil {
+	if err := c.judge(base, good, bad); err != nil {
 		return nil, err
-	}
-	dGood, err := rule.Decide(c.Good.Values)
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range []struct {
-		ev *Evidence
-		d  noise.Decision
-	}{{c.Bad, dBad}, {c.Good, dGood}} {
-		d := e.d
-		e.ev.Decision = &d
-		e.ev.Verdict, e.ev.Reason = string(d.Verdict), d.Reason
-		if d.Verdict == noise.Unsure {
-			e.ev.Verdict = verdictSkip
-		}
-	}
-	switch {
-	case dBad.Verdict != noise.Bad:
-		c.Reason = fmt.Sprintf("the bad endpoint %s is not bad: %s", short(bad), dBad.Reason)
-	case dGood.Verdict != noise.Good:
-		c.Reason = fmt.Sprintf("the good endpoint %s is not good: %s", short(good), dGood.Reason)
-	default:
-		c.Reproduced = true
-		c.Reason = fmt.Sprintf("bad %s: %s; good %s: %s", short(bad), dBad.Reason, short(good), dGood.Reason)
 	}
 	for _, ev := range []*Evidence{c.Bad, c.Good} {
 		if err := p.save(ev); err != nil {
@@ -127,7 +182,7 @@ func calibrate(ctx context.Context, pipes []*Pipeline, good, bad string) (*Calib
 	if err := bisect.WriteFileAtomic(p.calibrationPath(), append(b, '\n')); err != nil {
 		return nil, err
 	}
-	setRule(rule)
+	setRule(c.Rule)
 	return c, nil
 }
 

@@ -61,6 +61,13 @@ func (p *Pool) Calibrate(ctx context.Context, good, bad string) (*Calibration, e
 	return calibrate(ctx, p.Pipes, good, bad)
 }
 
+// FindGood walks back from a good endpoint that measured bad, on the
+// first machine (one release at a time: each decides the next).
+func (p *Pool) FindGood(ctx context.Context, cal *Calibration, walk Walk) (*Calibration, error) {
+	p.drain()
+	return findGood(ctx, p.Pipes, cal, walk)
+}
+
 // Confirm measures the first bad commit against its parent and the bad
 // endpoint with it reverted, on two machines at once, once
 // the machines are no longer busy with commits the bisection did not

@@ -346,3 +346,13 @@ func median(xs []float64) float64 {
 	sort.Float64s(s)
 	return quantile(s, 0.5)
 }
+
+// Worse reports whether the median of a is worse than the median of b,
+// in the rule's direction.
+func (r Rule) Worse(a, b []float64) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return false
+	}
+	to, _ := r.badness()
+	return median(mapped(a, to)) > median(mapped(b, to))
+}

@@ -41,6 +41,10 @@ type runOptions struct {
 	NoBuildAhead bool
 	// Verbose prints every command as it starts.
 	Verbose bool
+	// FindGood walks back to a good release when the good endpoint
+	// measures bad (run --job); FindGoodSet says the flag was given,
+	// else the job or the terminal decides.
+	FindGood, FindGoodSet bool
 }
 
 func runCommand() *cli.Command {
@@ -58,7 +62,14 @@ are those of the job's build.tree, which is only read: every kernel is
 built in kbisect's own build slots (kbisect build). First the endpoints
 are measured (calibration): the bad one must be bad and the good one good
 under the job's verdict rule, or the run stops as not reproduced (exit 4)
-with both kernels' numbers; a ratio or auto threshold is set here. Then
+with both kernels' numbers; a ratio or auto threshold is set here. A good
+endpoint that measures bad (the regression is older) is not the end with
+--find-good (the default on a terminal; find_good in the job): the release
+tags below it are tried, newest first with growing steps (v6.12.56,
+v6.12.54, v6.12.50 …, then v6.12), each measured like any step, and the
+bisection runs from the first good one to the oldest bad one; the report
+says what the walk measured and cost. A bad endpoint that measures good is
+never moved: the threshold, the workload or the machine is wrong. Then
 each commit is built (the cache first), installed, booted with the job's
 boot parameters and verified, measured as the verdict section says (more
 samples while the rule is unsure), and judged. A commit that does not
@@ -154,6 +165,7 @@ EXAMPLES
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object on stdout at the end"},
 			verboseFlag(),
 			&cli.BoolFlag{Name: "no-build-ahead", Usage: "with --job: do not build the next commits while one is measured"},
+			&cli.BoolFlag{Name: "find-good", Usage: "with --job: when the good endpoint measures bad, walk back along its release tags to one that measures good and bisect from there (default: on a terminal, or find_good.enabled)"},
 		},
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
@@ -171,6 +183,8 @@ EXAMPLES
 
 				NoBuildAhead: c.Bool("no-build-ahead"),
 				Verbose:      c.Bool("verbose"),
+				FindGood:     c.Bool("find-good"),
+				FindGoodSet:  c.IsSet("find-good"),
 			}
 			return runRun(c.Context, opts, c.App.Writer, c.App.ErrWriter)
 		},

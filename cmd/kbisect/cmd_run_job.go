@@ -256,6 +256,7 @@ func (r *jobRun) prepare(ctx context.Context) error {
 // labTester is one machine's pipeline or a pool of identical ones.
 type labTester interface {
 	Calibrate(ctx context.Context, good, bad string) (*lab.Calibration, error)
+	FindGood(ctx context.Context, cal *lab.Calibration, walk lab.Walk) (*lab.Calibration, error)
 	Test(ctx context.Context, commit plumbing.Hash) (bisect.Outcome, error)
 	Confirm(ctx context.Context, culprit string, parents []string, bad string) (*lab.Confirmation, error)
 }
@@ -326,6 +327,12 @@ func (r *jobRun) bisect(ctx context.Context) error {
 		r.ahead.Queue(good, first)
 	}
 	cal, err := r.tester.Calibrate(ctx, good, r.start.Bad)
+	if err == nil && !cal.Reproduced && cal.GoodIsBad {
+		cal, err = r.findGood(ctx, cal)
+	}
+	if err == nil && cal.Reproduced && cal.Search != nil {
+		err = r.restartRange(cal.Search)
+	}
 	var res bisect.Result
 	switch {
 	case err != nil:
@@ -366,6 +373,84 @@ func (r *jobRun) bisect(ctx context.Context) error {
 		return &resultError{exitNotReproduced}
 	}
 	return &resultError{exitFailure}
+}
+
+// findGoodOn says whether a good endpoint that measured bad is walked
+// back from: --find-good when given, else the job's find_good.enabled,
+// else on when a person watches (a terminal, not CI).
+func (r *jobRun) findGoodOn() bool {
+	if r.o.FindGoodSet {
+		return r.o.FindGood
+	}
+	if _, ok := r.job.Pos("find_good.enabled"); ok {
+		return r.job.FindGood.Enabled
+	}
+	return r.view.tty && os.Getenv("CI") == ""
+}
+
+// findGood walks back from the good endpoint, which measured bad, to a
+// release that measures good, when the run allows it.
+func (r *jobRun) findGood(ctx context.Context, cal *lab.Calibration) (*lab.Calibration, error) {
+	if !r.findGoodOn() {
+		c := *cal
+		c.Reason += "; run again with --find-good to walk back along the release tags to a good one (or give an older --good)"
+		return &c, nil
+	}
+	// A graph of its own: the walk must not change what the session's
+	// graph has read (git's choices depend on it).
+	g, err := bisect.OpenGraph(string(r.job.Build.Tree))
+	if err != nil {
+		return nil, err
+	}
+	defer g.Close()
+	good := plumbing.NewHash(r.start.Good[0])
+	rev := good.String()
+	for _, gr := range r.start.GoodRevs {
+		if h, err := g.Resolve(gr); err == nil && h == good {
+			rev = gr
+		}
+	}
+	plan, err := g.PlanWalkBack(rev, good, r.job.FindGood.OlderSeries)
+	if err != nil {
+		c := *cal
+		c.Reason += "; cannot walk back: " + err.Error()
+		return &c, nil
+	}
+	r.view.line("the good endpoint %s measured bad: walking back along the releases below %s (%d to try, at most %d kernels)",
+		rev, plan.From.Tag, len(plan.Candidates), r.job.FindGood.MaxKernels)
+	walk := lab.Walk{Plan: plan, IsAncestor: g.IsAncestor, MaxKernels: r.job.FindGood.MaxKernels,
+		Tried: func(t lab.Try) { r.view.line("  %s %s: %s", t.Tag, t.Verdict, t.Reason) }}
+	if r.ahead != nil {
+		walk.Testing = func(now, next string) { r.ahead.Expect(now, next) }
+	}
+	return r.tester.FindGood(ctx, cal, walk)
+}
+
+// restartRange makes the bisection's range the one the walk back found:
+// from the release that measured good to the oldest one that measured
+// bad. The log records it once; a resumed run finds it there.
+func (r *jobRun) restartRange(s *lab.Search) error {
+	for _, rec := range r.log.Records() {
+		if rec.Event == bisect.EventRange {
+			return nil
+		}
+	}
+	note := fmt.Sprintf("the good endpoint %s measured bad; %s measured good after %d kernels", short12(s.Given), s.Found, s.Kernels)
+	if err := r.log.Append(bisect.Record{Event: bisect.EventRange, Bad: s.Bad, Good: []string{s.Good}, Note: note}); err != nil {
+		return err
+	}
+	sess, _, err := bisect.Restore(r.g, r.log.Records())
+	if err != nil {
+		return err
+	}
+	r.sess = sess
+	if r.ahead != nil {
+		r.ahead.Session = sess
+	}
+	if r.pool != nil {
+		r.pool.Session = sess
+	}
+	return nil
 }
 
 // confirm measures the first bad commit and its parent again.

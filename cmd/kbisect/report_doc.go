@@ -42,7 +42,7 @@ func (r *jobReport) document(now time.Time) *report.Document {
 	if machine != "" {
 		d.Title += " (" + machine + ")"
 	}
-	d.Command = runCommandLine(r.start)
+	d.Command = r.commandLine()
 	for _, rw := range r.rows() {
 		t := report.Tested{Commit: rw.commit.String(), Subject: rw.subject, Verdict: strings.Fields(rw.verdict)[0],
 			Endpoint: strings.Contains(rw.verdict, "endpoint"), Culprit: r.res.Kind == bisect.Found && rw.commit == r.res.FirstBad}

@@ -29,9 +29,33 @@ type runJSON struct {
 	// its parent, and the bad endpoint against itself with the culprit
 	// reverted, as kbisect ab compares.
 	Confirmation *confirmationJSON `json:"confirmation,omitempty"`
+	// FindGood is the walk back from a good endpoint that measured bad,
+	// for run --job.
+	FindGood *findGoodJSON `json:"find_good,omitempty"`
 	// Command reproduces (or resumes) the run.
 	Command string `json:"command,omitempty"`
 	Error   string `json:"error,omitempty"`
+}
+
+// findGoodJSON is the walk back to a good release.
+type findGoodJSON struct {
+	Given   string        `json:"given"`
+	From    string        `json:"from"`
+	Found   string        `json:"found,omitempty"`
+	Good    string        `json:"good,omitempty"`
+	Bad     string        `json:"bad"`
+	Kernels int           `json:"kernels"`
+	Reason  string        `json:"reason"`
+	Tried   []findTryJSON `json:"tried"`
+}
+
+type findTryJSON struct {
+	Tag     string  `json:"tag"`
+	Commit  string  `json:"commit"`
+	Verdict string  `json:"verdict"`
+	Reason  string  `json:"reason"`
+	Median  float64 `json:"median,omitempty"`
+	Seconds float64 `json:"seconds"`
 }
 
 type confirmationJSON struct {

@@ -47,7 +47,15 @@ func (r *jobReport) addToJSON(out *runJSON) {
 			out.Tested[i].Metric = metricJSONOf(ev)
 		}
 	}
-	out.Command = runCommandLine(r.start)
+	out.Command = r.commandLine()
+	if r.cal != nil && r.cal.Search != nil {
+		s := r.cal.Search
+		fg := &findGoodJSON{Given: s.Given, From: s.From, Found: s.Found, Good: s.Good, Bad: s.Bad, Kernels: s.Kernels, Reason: s.Reason, Tried: []findTryJSON{}}
+		for _, t := range s.Tried {
+			fg.Tried = append(fg.Tried, findTryJSON{Tag: t.Tag, Commit: t.Commit, Verdict: t.Verdict, Reason: t.Reason, Median: t.Median, Seconds: t.Seconds})
+		}
+		out.FindGood = fg
+	}
 	if c := r.conf; c != nil {
 		out.Confirmed = &c.Confirmed
 		out.Warnings = append(out.Warnings, c.Flags...)
@@ -96,8 +104,24 @@ func (r *jobReport) rows() []row {
 		rows = append(rows, row{commit: h, verdict: verdict, ev: ev})
 	}
 	if r.cal != nil {
-		add(r.start.Bad, "bad (endpoint)", r.cal.Bad)
-		add(r.start.Good[0], "good (endpoint)", r.cal.Good)
+		// An endpoint as it measured: a good one may be bad.
+		verdict := func(ev *lab.Evidence, def string) string {
+			if ev != nil && ev.Verdict != "" {
+				return ev.Verdict + " (endpoint)"
+			}
+			return def + " (endpoint)"
+		}
+		add(r.start.Bad, verdict(r.cal.Bad, "bad"), r.cal.Bad)
+		if s := r.cal.Search; s != nil {
+			add(s.Given, verdict(r.evidence(s.Given), "bad"), r.evidence(s.Given))
+			for _, t := range s.Tried {
+				if t.Median != 0 || t.Verdict != "skip" || r.evidence(t.Commit) != nil {
+					add(t.Commit, t.Verdict+" (walk)", r.evidence(t.Commit))
+				}
+			}
+		} else {
+			add(r.start.Good[0], verdict(r.cal.Good, "good"), r.cal.Good)
+		}
 	}
 	for _, t := range r.res.Tested {
 		add(t.Commit.String(), t.Verdict.String(), r.evidence(t.Commit.String()))
@@ -223,6 +247,10 @@ func (r *jobReport) writeText(w io.Writer) {
 	if r.res.Kind == "" {
 		fmt.Fprintln(w, "in progress: no answer yet")
 	}
+	if s := r.search(); s != "" {
+		fmt.Fprintln(w)
+		para(w, "", "", "%s", s)
+	}
 	if c := r.conf; c != nil {
 		fmt.Fprintln(w)
 		if c.Confirmed {
@@ -249,13 +277,17 @@ func (r *jobReport) writeText(w io.Writer) {
 			width = max(width, len([]rune(medianOf(rw.ev))))
 		}
 		for _, rw := range rows {
-			line := fmt.Sprintf("  %s %-5s %-*s", rw.commit.String()[:12], strings.Replace(rw.verdict, " (endpoint)", "*", 1), width, medianOf(rw.ev))
+			mark := strings.NewReplacer(" (endpoint)", "*", " (walk)", "+").Replace(rw.verdict)
+			line := fmt.Sprintf("  %s %-5s %-*s", rw.commit.String()[:12], mark, width, medianOf(rw.ev))
 			fmt.Fprintf(w, "%s %s\n", line, fit(rw.subject, wrap.Width-len([]rune(line))-1))
 			if rw.ev != nil && (len(rw.ev.Values) == 0 || rw.ev.SameAs != "") {
 				para(w, "               ", "               ", "%s", rw.ev.Reason)
 			}
 		}
 		fmt.Fprintln(w, "  (* an endpoint, measured before bisecting)")
+		if r.cal != nil && r.cal.Search != nil {
+			fmt.Fprintln(w, "  (+ a release measured walking back from the good endpoint)")
+		}
 	}
 	good, bad := r.pair()
 	if good == nil || bad == nil {
@@ -276,7 +308,7 @@ func (r *jobReport) writeText(w io.Writer) {
 		fmt.Fprintf(w, "\nThe endpoints' samples and raw outputs are in %s; to measure them again, remove the state directory or give another --state.\n", filepath.Join(r.stateDir, "commits"))
 	}
 	writeSetup(w, r.job)
-	para(w, "Reproduce: ", "  ", "%s", runCommandLine(r.start))
+	para(w, "Reproduce: ", "  ", "%s", r.commandLine())
 }
 
 // writeMarkdown writes the same report in markdown, for mail and issues.
@@ -297,6 +329,9 @@ func (r *jobReport) writeMarkdown(w io.Writer) {
 		fmt.Fprintf(w, "**Not reproduced:** %s\n", r.res.Reason)
 	default:
 		fmt.Fprintln(w, "**In progress:** no answer yet.")
+	}
+	if s := r.search(); s != "" {
+		fmt.Fprintf(w, "\n%s\n", s)
 	}
 	if c := r.conf; c != nil {
 		state := "confirmed"
@@ -326,7 +361,42 @@ func (r *jobReport) writeMarkdown(w io.Writer) {
 		fmt.Fprintf(w, "\n`%s` (%s), the sample with the median %s:\n\n", ev.Commit[:12], ev.Release, ev.Metric)
 		_ = noise.WriteMarkdown(w, medianSample(ev))
 	}
-	writeSetupMarkdown(w, r.job, runCommandLine(r.start))
+	writeSetupMarkdown(w, r.job, r.commandLine())
+}
+
+// search says in a paragraph that the good endpoint measured bad, what
+// the walk back measured, what it cost and the range it left ("" when
+// there was no walk).
+func (r *jobReport) search() string {
+	if r.cal == nil || r.cal.Search == nil {
+		return ""
+	}
+	s := r.cal.Search
+	var tried []string
+	for _, t := range s.Tried {
+		tried = append(tried, t.Tag+" "+t.Verdict)
+	}
+	given := short12(s.Given)
+	for _, gr := range r.start.GoodRevs {
+		if h, err := r.g.Resolve(gr); err == nil && h.String() == s.Given {
+			given = gr
+		}
+	}
+	text := fmt.Sprintf("The good endpoint %s measured bad, so the regression is older than it. Walking back along the releases below %s cost %d kernels (%s)",
+		given, s.From, s.Kernels, strings.Join(tried, ", "))
+	if s.Found == "" {
+		return text + ": " + s.Reason + "."
+	}
+	bad := short12(s.Bad)
+	for _, t := range s.Tried {
+		if t.Commit == s.Bad {
+			bad = t.Tag
+		}
+	}
+	if s.Bad == s.Given {
+		bad = given
+	}
+	return fmt.Sprintf("%s; the bisection ran from %s (good) to %s (bad).", text, s.Found, bad)
 }
 
 func (r *jobReport) metricName() string {
@@ -421,4 +491,14 @@ func hashOf(s string) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, errors.New("not a commit hash")
 	}
 	return plumbing.NewHash(s), nil
+}
+
+// commandLine is the kbisect command that makes (or resumes) the run:
+// with --find-good when the run walked back.
+func (r *jobReport) commandLine() string {
+	c := runCommandLine(r.start)
+	if r.cal != nil && r.cal.Search != nil {
+		c += " --find-good"
+	}
+	return c
 }

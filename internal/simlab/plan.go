@@ -30,6 +30,7 @@ type plan struct {
 	onFP     []bool   // on the mainline's first-parent history
 	fp       []int    // that history, oldest first
 	releases []int    // good endpoint first, bad endpoint last
+	older    []int    // releases below the good endpoint, newest first
 	planted  int
 	breaks   map[int]int // broken commit → its fix
 	broken   []bool
@@ -68,7 +69,10 @@ func newPlan(opt Options) (*plan, error) {
 			p.kinds[i], p.files[i] = kindCode, sources[rng.IntN(len(sources))]
 		}
 	}
-	p.chooseReleases()
+	p.chooseReleases(opt.OlderReleases)
+	if len(p.older) < opt.OlderReleases {
+		return nil, fmt.Errorf("simlab: seed %d, %d commits: room for %d older releases, not %d: give more commits", opt.Seed, opt.Commits, len(p.older), opt.OlderReleases)
+	}
 	if err := p.plant(rng, opt); err != nil {
 		return nil, err
 	}
@@ -80,12 +84,32 @@ func newPlan(opt Options) (*plan, error) {
 
 // chooseReleases makes the endpoints and up to 20 releases between them
 // on the mainline: the good endpoint a tenth of the way in, the bad one
-// the newest commit.
-func (p *plan) chooseReleases() {
+// the newest commit. With older releases, the good endpoint is half way
+// in and they are spread below it, newest first.
+func (p *plan) chooseReleases(older int) {
+	from := len(p.fp) / 10
+	if older > 0 {
+		from = len(p.fp) / 2
+	}
 	var plain []int // ordinary commits of the mainline after a tenth of it
 	for k, c := range p.fp {
-		if k >= len(p.fp)/10 && k > 0 && k < len(p.fp)-1 && (p.kinds[c] == kindCode || p.kinds[c] == kindDoc) {
+		if k >= from && k > 0 && k < len(p.fp)-1 && (p.kinds[c] == kindCode || p.kinds[c] == kindDoc) {
 			plain = append(plain, c)
+		}
+	}
+	if older > 0 {
+		var below []int // ordinary commits of the mainline below the good endpoint
+		for k, c := range p.fp {
+			if k > 0 && k < from && (p.kinds[c] == kindCode || p.kinds[c] == kindDoc) {
+				below = append(below, c)
+			}
+		}
+		older = min(older, len(below)/2)
+		for j := 0; j < older; j++ {
+			// Evenly spaced, each with commits of its own above it.
+			r := below[len(below)-1-((j+1)*len(below))/(older+1)]
+			p.older = append(p.older, r)
+			p.kinds[r], p.files[r] = kindRelease, ""
 		}
 	}
 	tip := p.fp[len(p.fp)-1]
@@ -117,8 +141,19 @@ func (p *plan) inRange(c int) bool {
 // away from both, where opt says.
 func (p *plan) plant(rng *rand.Rand, opt Options) error {
 	var mainline, topic []int
+	inRange := p.inRange
+	if n := opt.RegressionBack; n > 0 {
+		if n > len(p.older) {
+			return fmt.Errorf("simlab: seed %d, %d commits: room for %d older releases, not %d", opt.Seed, opt.Commits, len(p.older), n)
+		}
+		upper, lower := p.releases[0], p.older[n-1]
+		if n > 1 {
+			upper = p.older[n-2]
+		}
+		inRange = func(c int) bool { return p.anc[upper].Has(c) && !p.anc[lower].Has(c) }
+	}
 	for c := range p.h.Commits {
-		if !p.inRange(c) || (p.kinds[c] != kindCode && p.kinds[c] != kindDoc) {
+		if !inRange(c) || (p.kinds[c] != kindCode && p.kinds[c] != kindDoc) {
 			continue
 		}
 		if p.onFP[c] {

@@ -67,6 +67,17 @@ type Options struct {
 	// Duration is how long one sample of the lab's job measures (0: 10s;
 	// the simulated host answers at once whatever it is).
 	Duration time.Duration
+	// OlderReleases is how many stable releases the mainline has below
+	// the good endpoint (v6.12.56, v6.12.55, …), with the series' base
+	// v6.12 at the first commit: a stable tree's history before the
+	// range (0: none, and no v6.12 tag).
+	OlderReleases int
+	// RegressionBack plants the regression that many releases below the
+	// good endpoint instead of between the endpoints: 1 between v6.12.56
+	// and v6.12.57, 3 between v6.12.54 and v6.12.55. The good endpoint is
+	// then bad, as in the first seed report (at most OlderReleases; 0:
+	// between the endpoints).
+	RegressionBack int
 }
 
 // Defaults of Options.
@@ -110,6 +121,12 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("simlab: unknown placement %d", o.Regression)
 	case o.DocPercent > 100:
 		return fmt.Errorf("simlab: %d%% of commits changing documentation", o.DocPercent)
+	case o.OlderReleases < 0 || o.OlderReleases > 40:
+		return fmt.Errorf("simlab: %d older releases: 0 to 40", o.OlderReleases)
+	case o.RegressionBack < 0 || o.RegressionBack > o.OlderReleases:
+		return fmt.Errorf("simlab: the regression %d releases back needs as many older releases (have %d)", o.RegressionBack, o.OlderReleases)
+	case o.RegressionBack > 0 && o.BrokenBeforeRegression:
+		return fmt.Errorf("simlab: a regression below the good endpoint has no broken parent to plant")
 	case o.Duration < time.Second || o.Duration%time.Second != 0:
 		return fmt.Errorf("simlab: a sample of %v: whole seconds, at least 1", o.Duration)
 	}
@@ -128,8 +145,10 @@ type Tree struct {
 	// ("v6.12.57", "v6.12.78"); GoodCommit and BadCommit their commits.
 	Good, Bad             string
 	GoodCommit, BadCommit string
-	// Releases are the tags of the mainline from Good to Bad.
+	// Releases are the tags of the mainline from Good to Bad; Older
+	// those below Good, newest first, then the series' base v6.12.
 	Releases []string
+	Older    []string
 	// Regression is the planted commit; OnMainline says whether it is
 	// on the mainline's first-parent history (else on a merged branch).
 	Regression string
@@ -207,6 +226,15 @@ func NewTree(dir string, opt Options) (*Tree, error) {
 		t.Releases = append(t.Releases, tag)
 		fmt.Fprintf(&refs, "create refs/tags/%s %s\n", tag, hashes[r])
 	}
+	for k, r := range p.older {
+		tag := fmt.Sprintf("v6.12.%d", firstSublevel-1-k)
+		t.Older = append(t.Older, tag)
+		fmt.Fprintf(&refs, "create refs/tags/%s %s\n", tag, hashes[r])
+	}
+	if len(p.older) > 0 {
+		t.Older = append(t.Older, "v6.12")
+		fmt.Fprintf(&refs, "create refs/tags/v6.12 %s\n", hashes[p.fp[0]])
+	}
 	if err := git(dir, refs.String(), "update-ref", "--stdin"); err != nil {
 		return nil, err
 	}
@@ -250,6 +278,9 @@ func (p *plan) subjects() []string {
 	releaseNo := map[int]int{}
 	for k, r := range p.releases {
 		releaseNo[r] = firstSublevel + k
+	}
+	for k, r := range p.older {
+		releaseNo[r] = firstSublevel - 1 - k
 	}
 	mix := func(i, n int) int { return int((uint64(i)*2654435761 + uint64(n)) % uint64(n)) }
 	branchName := func(c int) string {
@@ -324,8 +355,8 @@ func (p *plan) contents(opt Options) testrepo.Files {
 		for k, v := range build {
 			out[k] = v
 		}
-		sub := firstSublevel - 1
-		for _, r := range p.releases {
+		sub := firstSublevel - 1 - len(p.older)
+		for _, r := range append(p.older, p.releases...) {
 			if has(r) {
 				sub++
 			}

@@ -135,3 +135,31 @@ func TestABrokenParentMakesTheBisectionInconclusiveAsExpected(t *testing.T) {
 		t.Errorf("git bisect run ends with %v, expected %v", got, want)
 	}
 }
+
+// A stable-like tree whose regression is older than the good endpoint:
+// the releases below it are tagged, the regression sits between the two
+// asked for, and git bisect run finds it between them.
+func TestARegressionBelowTheGoodEndpoint(t *testing.T) {
+	t.Parallel()
+	tree, err := simlab.NewTree(filepath.Join(t.TempDir(), "tree"), simlab.Options{Seed: 13, Commits: 400, OlderReleases: 8, RegressionBack: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"v6.12.56", "v6.12.55", "v6.12.54", "v6.12.53", "v6.12.52", "v6.12.51", "v6.12.50", "v6.12.49", "v6.12"}
+	if !slices.Equal(tree.Older, want) {
+		t.Fatalf("older releases %v, want %v", tree.Older, want)
+	}
+	commit := func(rev string) string { return strings.TrimSpace(gitOut(t, tree.Dir, "rev-parse", rev+"^{commit}")) }
+	for rev, bad := range map[string]bool{"v6.12.57": true, "v6.12.56": true, "v6.12.55": true, "v6.12.54": false, "v6.12.49": false, "v6.12": false} {
+		if got := tree.IsBad(commit(rev)); got != bad {
+			t.Errorf("%s bad: %v, want %v", rev, got, bad)
+		}
+	}
+	if sub := gitOut(t, tree.Dir, "show", "v6.12.53:Makefile"); !strings.Contains(sub, "SUBLEVEL = 53") {
+		t.Errorf("v6.12.53's Makefile:\n%s", sub)
+	}
+	tree.Good, tree.Bad = "v6.12.54", "v6.12.55"
+	if got := gitBisect(t, tree); !slices.Equal(got, []string{tree.Regression}) {
+		t.Errorf("git bisect run v6.12.54..v6.12.55 ends at %v; the regression is %s", got, tree.Regression)
+	}
+}
