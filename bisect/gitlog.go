@@ -161,6 +161,11 @@ func ParseGitLog(name string, r io.Reader) (*Replay, error) {
 		args = strings.TrimSpace(args)
 		switch cmd {
 		case "start":
+			if started {
+				// A new start (kbisect writes one when the range changed):
+				// replay resets the bisection there, as git's does.
+				*rep = Replay{}
+			}
 			words, err := sqDequote(args)
 			if err != nil {
 				return nil, fmt.Errorf("%s:%d: %v", name, line, err)

@@ -1,6 +1,7 @@
 package bisect
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -78,8 +79,12 @@ func (g *Graph) Releases() ([]Release, error) {
 			return nil
 		}
 		h, err := g.peel(r.Tag, ref.Hash())
+		var re *RevisionError
+		if errors.As(err, &re) {
+			return nil // a tag of a tree or a blob, or of nothing here
+		}
 		if err != nil {
-			return nil // a tag of a tree or a blob: not a release
+			return err
 		}
 		r.Commit = h
 		out = append(out, r)
@@ -133,8 +138,22 @@ func (g *Graph) PlanWalkBack(rev string, endpoint plumbing.Hash, olderSeries int
 		from = all[i]
 	}
 	if !ok {
-		// The endpoint's own tag, or the newest release below it.
-		for i, r := range all {
+		// The newest release below the endpoint: those of the series its
+		// Makefile names first (a stable tree has hundreds of newer tags
+		// of other series), each checked with a walk of the graph.
+		series, sub := g.makefileVersion(endpoint)
+		mine := func(r Release) bool { return r.Series() == series && r.Patch <= sub }
+		ordered := slices.Clone(all)
+		slices.SortStableFunc(ordered, func(a, b Release) int {
+			switch {
+			case mine(a) && !mine(b):
+				return -1
+			case mine(b) && !mine(a):
+				return 1
+			}
+			return 0
+		})
+		for i, r := range ordered {
 			if i >= 400 {
 				break
 			}
@@ -156,7 +175,7 @@ func (g *Graph) PlanWalkBack(rev string, endpoint plumbing.Hash, olderSeries int
 	// The series' stable releases below From, newest first.
 	var stable []Release
 	for _, r := range all {
-		if r.Major == from.Major && r.Minor == from.Minor && r.Patch >= 0 && r.compare(from) < 0 && r.Commit != from.Commit && sameFlavour(r) {
+		if r.Major == from.Major && r.Minor == from.Minor && r.Patch >= 0 && r.Patch < from.Patch && r.Commit != from.Commit && sameFlavour(r) {
 			if len(stable) > 0 && stable[len(stable)-1].Patch == r.Patch {
 				continue // an older -rtN of the same stable release
 			}
@@ -177,7 +196,8 @@ func (g *Graph) PlanWalkBack(rev string, endpoint plumbing.Hash, olderSeries int
 	seen := map[string]bool{}
 	for _, r := range all {
 		newer := r.Major > from.Major || (r.Major == from.Major && r.Minor > from.Minor)
-		if r.Patch >= 0 || seen[r.Series()] || newer || r.Commit == endpoint {
+		tried := slices.ContainsFunc(w.Candidates, func(c Release) bool { return c.Commit == r.Commit })
+		if r.Patch >= 0 || seen[r.Series()] || newer || r.Commit == endpoint || tried {
 			continue
 		}
 		if r.Flavour != "" && !sameFlavour(r) {
@@ -198,4 +218,44 @@ func (g *Graph) PlanWalkBack(rev string, endpoint plumbing.Hash, olderSeries int
 		w.Candidates = append(w.Candidates, r)
 	}
 	return w, nil
+}
+
+// makefileVersion reads the series ("6.12") and SUBLEVEL a kernel
+// commit's top Makefile says ("", -1 when it is no kernel's).
+func (g *Graph) makefileVersion(h plumbing.Hash) (string, int) {
+	c, err := g.repo.CommitObject(h)
+	if err != nil {
+		return "", -1
+	}
+	f, err := c.File("Makefile")
+	if err != nil {
+		return "", -1
+	}
+	text, err := f.Contents()
+	if err != nil {
+		return "", -1
+	}
+	var version, patchlevel, sublevel = -1, -1, -1
+	for _, line := range strings.SplitN(text, "\n", 10) {
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil {
+			continue
+		}
+		switch strings.TrimSpace(k) {
+		case "VERSION":
+			version = n
+		case "PATCHLEVEL":
+			patchlevel = n
+		case "SUBLEVEL":
+			sublevel = n
+		}
+	}
+	if version < 0 || patchlevel < 0 {
+		return "", -1
+	}
+	return fmt.Sprintf("%d.%d", version, patchlevel), sublevel
 }

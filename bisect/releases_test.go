@@ -304,6 +304,14 @@ func TestARangeRecordRestartsTheBisection(t *testing.T) {
 		}
 		return strings.TrimSpace(string(out))
 	}
+	// kbisect reads its own log back to the same session.
+	rep, err := ParseGitLog(file, strings.NewReader(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Bad != tags["v6.12.56"] || len(rep.Goods) != 1 || rep.Goods[0] != tags["v6.12.54"] || len(rep.Marks) != 0 {
+		t.Errorf("ParseGitLog of the restarted log: bad %s, goods %v, marks %v", rep.Bad, rep.Goods, rep.Marks)
+	}
 	git("bisect", "replay", file)
 	defer git("bisect", "reset")
 	refs := git("for-each-ref", "--format=%(refname) %(objectname)", "refs/bisect/")
@@ -314,4 +322,41 @@ func TestARangeRecordRestartsTheBisection(t *testing.T) {
 	if head := git("rev-parse", "HEAD"); head != step.Commit.String() {
 		t.Errorf("git checks out %s, the session tests %s", head, step.Commit)
 	}
+}
+
+func TestPlanWalkBackFlavoursAndBases(t *testing.T) {
+	dir, tags := stableRepo(t)
+	for name, at := range map[string]string{"v6.12.57-rt14": "v6.12.57", "v6.12.57-rt13": "v6.12.57~1", "v6.12.56-rt13": "v6.12.56",
+		"v6.12.55-rt12": "v6.12.55", "v6.12.54-rt12": "v6.12.54", "v6.12-rt1": "v6.12"} {
+		if out, err := exec.Command("git", "-C", dir, "tag", name, at).CombinedOutput(); err != nil {
+			t.Fatalf("git tag: %v\n%s", err, out)
+		}
+	}
+	g, err := OpenGraph(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	rt, _ := g.Resolve("v6.12.57-rt14")
+	w, err := g.PlanWalkBack("v6.12.57-rt14", rt, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The RT releases only, one per stable release, none of .57's own;
+	// the RT tree's base.
+	if got, want := tagsOf(w), "v6.12.56-rt13 v6.12.54-rt12 v6.12-rt1"; got != want {
+		t.Errorf("from v6.12.57-rt14: %q, want %q", got, want)
+	}
+	// An endpoint just above the series' base tries the base once (its
+	// newest tag, v6.12-rt1 on the same commit as v6.12), then the older
+	// series' plain base: the tree has no v6.11-rt tag.
+	above, _ := g.Resolve("v6.12.1~1")
+	w, err = g.PlanWalkBack(above.String(), above, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := tagsOf(w), "v6.12-rt1 v6.11"; got != want {
+		t.Errorf("from v6.12.1~1: %q, want %q", got, want)
+	}
+	_ = tags
 }

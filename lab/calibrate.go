@@ -72,7 +72,7 @@ func (c *Calibration) judge(base noise.Rule, goodName, badName string) error {
 	switch {
 	case dBad.Verdict != noise.Bad && base.Kind != noise.Absolute:
 		c.GoodIsBad = true
-		c.Reason = fmt.Sprintf("the endpoints measure alike: bad %s: %s; a %s threshold cannot tell whether the good endpoint %s already has the regression or the workload does not see it",
+		c.Reason = fmt.Sprintf("the endpoints measure alike: bad %s: %s; %s threshold cannot tell whether the good endpoint %s already has the regression or the workload does not see it",
 			short(badName), dBad.Reason, thresholdWord(base.Kind), short(goodName))
 	case dBad.Verdict != noise.Bad:
 		c.Reason = fmt.Sprintf("the bad endpoint %s is not bad: %s; check the threshold against these numbers, that the workload runs on the isolated CPUs (workload.cpus), and that the kernel booted with the machine's isolation parameters (boot.params) — the bad endpoint is never moved", short(badName), dBad.Reason)
@@ -90,9 +90,9 @@ func (c *Calibration) judge(base noise.Rule, goodName, badName string) error {
 
 func thresholdWord(k noise.ThresholdKind) string {
 	if k == noise.Ratio {
-		return "ratio"
+		return "a ratio"
 	}
-	return "auto"
+	return "an auto"
 }
 
 func median(xs []float64) float64 {

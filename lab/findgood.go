@@ -83,6 +83,7 @@ func findGood(ctx context.Context, pipes []*Pipeline, cal *Calibration, walk Wal
 	}
 	c := *cal
 	s := &Search{Given: cal.Good.Commit, From: walk.Plan.From.Tag, Bad: cal.Good.Commit}
+	bads := []*Evidence{cal.Good} // measured bad on the way down, newest first
 	for i, r := range walk.Plan.Candidates {
 		if s.Kernels >= walk.MaxKernels {
 			s.Reason = fmt.Sprintf("no release measured good in %d kernels (find_good.max_kernels)", walk.MaxKernels)
@@ -126,7 +127,8 @@ func findGood(ctx context.Context, pipes []*Pipeline, cal *Calibration, walk Wal
 			case t.Reproduced:
 				c = t
 			case t.GoodIsBad:
-				ev.Verdict, ev.Reason = string(noise.Bad), "no better than the bad endpoint: "+b.Reason
+				ev.Verdict, ev.Reason = string(noise.Bad), fmt.Sprintf("no better than the bad endpoint: median %s, the bad endpoint's %s",
+					noise.FormatValue(base.MetricKind, median(ev.Values)), noise.FormatValue(base.MetricKind, median(cal.Bad.Values)))
 			default:
 				ev.Verdict, ev.Reason = verdictSkip, t.Reason
 			}
@@ -146,10 +148,12 @@ func findGood(ctx context.Context, pipes []*Pipeline, cal *Calibration, walk Wal
 				c.Good, c.Rule.Good = ev, ev.Values
 				c.Reproduced = true
 			}
+			c.GoodIsBad = false
 			c.Reason = fmt.Sprintf("the good endpoint %s is bad: %s; %s is good: %s (%d kernels back)",
 				short(cal.Good.Commit), cal.Good.Reason, r.Tag, ev.Reason, s.Kernels)
 		case string(noise.Bad):
 			s.Bad = ev.Commit
+			bads = append(bads, ev)
 		}
 		if s.Found != "" {
 			break
@@ -162,6 +166,24 @@ func findGood(ctx context.Context, pipes []*Pipeline, cal *Calibration, walk Wal
 		c.Reason = fmt.Sprintf("%s; walking back found no good release: %s", cal.Reason, s.Reason)
 	} else {
 		s.Reason = fmt.Sprintf("%s measured good after %d kernels", s.Found, s.Kernels)
+		// The bisection's bad end: the oldest revision bad under the rule
+		// the bisection judges by (a ratio or auto rule is now set by the
+		// release found good; what only measured alike before may not
+		// be), else the bad endpoint.
+		s.Bad = cal.Bad.Commit
+		for i := len(bads) - 1; i >= 0; i-- {
+			d, err := c.Rule.Decide(bads[i].Values)
+			if err != nil {
+				return nil, err
+			}
+			if d.Verdict == noise.Bad {
+				s.Bad = bads[i].Commit
+				break
+			}
+		}
+		if s.Bad != bads[len(bads)-1].Commit {
+			s.Reason += fmt.Sprintf("; the bisection's bad end is %s, the oldest revision bad against it", short(s.Bad))
+		}
 	}
 	c.Search = s
 	b, err := json.MarshalIndent(&c, "", "  ")

@@ -141,6 +141,9 @@ func writeReport(ctx context.Context, dir, format string, stdout io.Writer) erro
 	}
 	res := bisect.Result{}
 	for _, r := range records {
+		if r.Event == bisect.EventRange {
+			res.Tested = nil // verdicts of the range before
+		}
 		if r.Event == bisect.EventVerdict {
 			h, _ := hashOf(r.Commit)
 			v, _ := bisect.ParseVerdict(r.Verdict)

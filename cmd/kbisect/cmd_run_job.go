@@ -391,6 +391,9 @@ func (r *jobRun) findGoodOn() bool {
 // findGood walks back from the good endpoint, which measured bad, to a
 // release that measures good, when the run allows it.
 func (r *jobRun) findGood(ctx context.Context, cal *lab.Calibration) (*lab.Calibration, error) {
+	if cal.Search != nil {
+		return cal, nil // walked already: its answer stands
+	}
 	if !r.findGoodOn() {
 		c := *cal
 		c.Reason += "; run again with --find-good to walk back along the release tags to a good one (or give an older --good)"

@@ -113,7 +113,7 @@ func (r *jobReport) rows() []row {
 		}
 		add(r.start.Bad, verdict(r.cal.Bad, "bad"), r.cal.Bad)
 		if s := r.cal.Search; s != nil {
-			add(s.Given, verdict(r.evidence(s.Given), "bad"), r.evidence(s.Given))
+			add(s.Given, "bad (endpoint)", r.evidence(s.Given)) // as the walk found it
 			for _, t := range s.Tried {
 				if t.Median != 0 || t.Verdict != "skip" || r.evidence(t.Commit) != nil {
 					add(t.Commit, t.Verdict+" (walk)", r.evidence(t.Commit))
