@@ -41,6 +41,7 @@ e2e-html:
 # What the heavy tests need, made once: Debian packages, Debian's
 # linux-source-6.12 as a git repository, the QEMU lab image (/var/tmp).
 e2e-prepare:
+    apt-get update -qq
     apt-get install -y -qq --no-install-recommends qemu-system-x86 debootstrap e2fsprogs linux-source-6.12 flex bison libelf-dev libssl-dev bc ccache cpio chromium
     test -d /var/tmp/kbisect-e2e/linux-source-6.12/.git || (mkdir -p /var/tmp/kbisect-e2e && tar -xf /usr/src/linux-source-6.12.tar.xz -C /var/tmp/kbisect-e2e && cd /var/tmp/kbisect-e2e/linux-source-6.12 && git init -q && git add -A && git -c user.name=kbisect -c user.email=e2e@kbisect.invalid commit -q -m "linux-source-6.12 $(make -s kernelversion)")
     test -f /var/tmp/kbisect-lab/rootfs.img || go run ./cmd/kbisect lab image --dir /var/tmp/kbisect-lab
@@ -53,9 +54,11 @@ e2e-qemu: e2e-prepare
     mkdir -p /tmp/kbisect-e2e-qemu
     KBISECT_E2E=1 KBISECT_E2E_OUT=/tmp/kbisect-e2e-qemu go test ./cmd/kbisect -run TestQEMULabBisectsARealKernel -v -timeout 90m
 
-# Heavy end-to-end tests (real kernel builds, QEMU boots, headless Chromium).
+# Heavy end-to-end tests (real kernel builds, QEMU boots, headless Chromium),
+# one package at a time: a kernel build beside the QEMU guest would be the
+# noise it measures.
 e2e: e2e-prepare
-    KBISECT_E2E=1 go test ./... -timeout 150m
+    KBISECT_E2E=1 go test -p 1 ./... -timeout 180m
 
 # Build the binary.
 build:

@@ -14,7 +14,8 @@ import (
 )
 
 // e2eSteps are the real commits put on Debian's 6.12.117 tree for the
-// end-to-end proof: each changes the kernel binary in a different file;
+// end-to-end proof, 32 of them: each changes the kernel binary in a
+// different file (every one built by the e2e job's config);
 // the one marked planted makes the noise a TCG guest sees clearly:
 // mdelay(30) in the tick handler on the isolated CPU. TCG's own single
 // noises on the isolated vCPU are bimodal, about 0.5 ms or 3-8 ms, and
@@ -32,6 +33,20 @@ var e2eSteps = []struct {
 	{"kernel/fork.c", "fork: Add a helper for the e2e series", false},
 	{"mm/page_alloc.c", "mm/page_alloc: Add a helper for the e2e series", false},
 	{"kernel/signal.c", "signal: Add a helper for the e2e series", false},
+	{"kernel/panic.c", "panic: Add a helper for the e2e series", false},
+	{"kernel/time/timer.c", "timers: Add a helper for the e2e series", false},
+	{"kernel/time/hrtimer.c", "hrtimer: Add a helper for the e2e series", false},
+	{"kernel/softirq.c", "softirq: Add a helper for the e2e series", false},
+	{"kernel/irq/manage.c", "genirq: Add a helper for the e2e series", false},
+	{"mm/memory.c", "mm/memory: Add a helper for the e2e series", false},
+	{"mm/slub.c", "mm/slub: Add a helper for the e2e series", false},
+	{"fs/namei.c", "fs/namei: Add a helper for the e2e series", false},
+	{"fs/dcache.c", "fs/dcache: Add a helper for the e2e series", false},
+	{"fs/inode.c", "fs/inode: Add a helper for the e2e series", false},
+	{"fs/exec.c", "exec: Add a helper for the e2e series", false},
+	{"kernel/workqueue.c", "workqueue: Add a helper for the e2e series", false},
+	{"kernel/rcu/tree.c", "rcu: Add a helper for the e2e series", false},
+	{"kernel/cpu.c", "cpu/hotplug: Add a helper for the e2e series", false},
 	{"kernel/time/tick-sched.c", "tick/nohz: Delay the tick on CPU 1 (planted regression)", true},
 	{"fs/open.c", "fs/open: Add a helper for the e2e series", false},
 	{"kernel/exit.c", "exit: Add a helper for the e2e series", false},
@@ -39,6 +54,12 @@ var e2eSteps = []struct {
 	{"lib/string.c", "lib/string: Add a helper for the e2e series", false},
 	{"mm/mmap.c", "mm/mmap: Add a helper for the e2e series", false},
 	{"fs/eventpoll.c", "eventpoll: Add a helper for the e2e series", false},
+	{"lib/vsprintf.c", "vsprintf: Add a helper for the e2e series", false},
+	{"kernel/kthread.c", "kthread: Add a helper for the e2e series", false},
+	{"kernel/smp.c", "smp: Add a helper for the e2e series", false},
+	{"kernel/resource.c", "resource: Add a helper for the e2e series", false},
+	{"mm/filemap.c", "mm/filemap: Add a helper for the e2e series", false},
+	{"kernel/time/clockevents.c", "clockevents: Add a helper for the e2e series", false},
 }
 
 // TestQEMULabBisectsARealKernel is the end-to-end proof: a series of real
