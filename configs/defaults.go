@@ -66,6 +66,7 @@ func (l *loader) setDefaults() {
 		def("boot.qemu.memory", func() { q.Memory = DefaultQEMUMemory })
 		def("boot.qemu.cpus", func() { q.CPUs = DefaultQEMUCPUs })
 		def("boot.qemu.accel", func() { q.Accel = "auto" })
+		def("boot.qemu.reboot", func() { q.Reboot = RebootRestart })
 		def("machine.cpus", func() { j.Machine.CPUs = q.CPUs })
 	}
 

@@ -103,6 +103,7 @@ type QEMU struct {
 	Memory Size     `yaml:"memory,omitempty"`
 	CPUs   int      `yaml:"cpus,omitempty"`
 	Accel  string   `yaml:"accel,omitempty"`
+	Reboot string   `yaml:"reboot,omitempty"`
 	Args   []string `yaml:"args,omitempty"`
 }
 

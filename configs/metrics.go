@@ -92,5 +92,15 @@ var InitramfsTools = []string{"none", "update-initramfs", "dracut", "kernel-inst
 // Accels are the QEMU accelerators of boot.qemu.accel.
 var Accels = []string{"auto", "kvm", "tcg"}
 
+// QEMU reboots of boot.qemu.reboot: a fresh guest for every kernel, or
+// kexec inside the running guest.
+const (
+	RebootRestart = "restart"
+	RebootKexec   = "kexec"
+)
+
+// Reboots are the values of boot.qemu.reboot.
+var Reboots = []string{RebootRestart, RebootKexec}
+
 // CommandUnits are the units of a custom command's number.
 var CommandUnits = []string{"", "ns", "us", "ms", "s"}

@@ -228,6 +228,7 @@ func (l *loader) validateBoot() *BootParams {
 	if b.Method == BootQEMU {
 		q := &b.QEMU
 		l.oneOf("boot.qemu.accel", q.Accel, Accels)
+		l.oneOf("boot.qemu.reboot", q.Reboot, Reboots)
 		l.intRange("boot.qemu.cpus", q.CPUs, 1, 256)
 		if q.Memory < 256<<20 {
 			l.errorf(l.at("boot.qemu.memory"), "boot.qemu.memory", "%s is too little for a kernel and sshd (give at least 256MiB)", q.Memory)

@@ -11,6 +11,7 @@ import (
 
 	"kbisect/bisect"
 	"kbisect/noise"
+	"kbisect/remote"
 )
 
 // Calibration is what the endpoints measured before the bisection: the
@@ -166,6 +167,33 @@ func calibrate(ctx context.Context, pipes []*Pipeline, good, bad string) (*Calib
 	c.Bad, c.Good = evs[0], evs[1]
 	if err := c.judge(base, good, bad); err != nil {
 		return nil, err
+	}
+	// An endpoint sampled until its own samples decided may be unsure
+	// once judged with both endpoints' spread (a quiet kernel whose
+	// noise spikes now and then widens it): it gets more samples, on a
+	// new boot, under the calibrated rule, up to verdict.samples.max.
+	for base.Kind == noise.Absolute && !c.Reproduced {
+		more := false
+		for _, ev := range []*Evidence{c.Bad, c.Good} {
+			if ev.Decision == nil || !ev.Decision.More || len(ev.Values) >= base.MaxSamples || ev.Build == nil {
+				continue
+			}
+			art, err := remote.LoadArtifact(ev.Build.Artifact)
+			if err != nil {
+				return nil, err
+			}
+			setRule(c.Rule)
+			if err := p.measure(ctx, ev, art, 0); err != nil {
+				return nil, fmt.Errorf("calibration: %s: %w", short(ev.Commit), err)
+			}
+			more = true
+		}
+		if !more {
+			break
+		}
+		if err := c.judge(base, good, bad); err != nil {
+			return nil, err
+		}
 	}
 	for _, ev := range []*Evidence{c.Bad, c.Good} {
 		if err := p.save(ev); err != nil {

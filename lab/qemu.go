@@ -2,10 +2,12 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"kbisect/configs"
@@ -27,9 +29,36 @@ type QEMULab struct {
 	Say func(string)
 
 	vm      *qemu.VM
-	console *os.File
+	console *consoleSwitch
 	accel   string
 	cpus    int
+	port    int // the running guest's forwarded SSH port
+}
+
+// consoleSwitch is the guest's serial console, written to the log of the
+// kernel that runs: a kexec moves it to the next kernel's file.
+type consoleSwitch struct {
+	mu sync.Mutex
+	f  *os.File
+}
+
+func (c *consoleSwitch) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.f == nil {
+		return len(b), nil
+	}
+	return c.f.Write(b)
+}
+
+// to makes f the console's file, closing the one before.
+func (c *consoleSwitch) to(f *os.File) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.f != nil {
+		c.f.Close()
+	}
+	c.f = f
 }
 
 // NewQEMULab is the job's QEMU lab, its image checked.
@@ -59,8 +88,18 @@ func NewQEMULab(job *configs.Job, dir string, say func(string)) (*QEMULab, error
 // whose guest does not answer within boot.timeout, is a
 // *remote.KernelError with the console's tail.
 func (q *QEMULab) Boot(ctx context.Context, art remote.Artifact) (Machine, remote.Facts, error) {
-	q.Close()
 	job := q.Job
+	if job.Boot.QEMU.Reboot == configs.RebootKexec && q.vm != nil {
+		if ended, _ := q.vm.Exited(); !ended {
+			m, f, err := q.kexec(ctx, art)
+			var ke *remote.KernelError
+			if err == nil || errors.As(err, &ke) || ctx.Err() != nil {
+				return m, f, err
+			}
+			q.Say(fmt.Sprintf("kexec in the guest failed (%v): a fresh guest boots %s", err, art.Release))
+		}
+	}
+	q.Close()
 	if q.accel == "" {
 		var why string
 		q.accel, why = qemu.Accel(ctx, job.Boot.QEMU.Accel, "", art.Image)
@@ -78,21 +117,20 @@ func (q *QEMULab) Boot(ctx context.Context, art remote.Artifact) (Machine, remot
 	if err := q.Image.KnownHosts(known, port); err != nil {
 		return nil, remote.Facts{}, err
 	}
-	console, err := os.OpenFile(filepath.Join(q.Dir, "console", art.Release+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	console, err := q.consoleFile(art.Release)
 	if err != nil {
 		return nil, remote.Facts{}, err
 	}
-	q.console = console // closed with the guest
+	q.console = &consoleSwitch{f: console} // closed with the guest
 	o := qemu.Options{Kernel: art.Image, Image: q.Image.RootFS(), Memory: int64(job.Boot.QEMU.Memory), CPUs: q.cpus, Accel: q.accel,
 		Params: strings.TrimSpace(job.Boot.Params + " " + job.Boot.ExtraCmdline), SSHPort: port, Args: job.Boot.QEMU.Args}
-	vm, err := qemu.Start(o, console)
+	vm, err := qemu.Start(o, q.console)
 	if err != nil {
 		q.Close()
 		return nil, remote.Facts{}, err
 	}
-	q.vm = vm
-	opt := remote.Options{Address: "127.0.0.1", Port: port, User: "root", Identity: q.Image.Key(), KnownHosts: known,
-		ConnectTimeout: 5 * time.Second, Keepalive: 5 * time.Second}
+	q.vm, q.port = vm, port
+	opt := q.sshOptions()
 	timeout := job.Boot.Timeout.D()
 	if timeout <= 0 {
 		timeout = 3 * time.Minute
@@ -134,6 +172,78 @@ func (q *QEMULab) Boot(ctx context.Context, art remote.Artifact) (Machine, remot
 	}
 }
 
+// sshOptions reach the running guest.
+func (q *QEMULab) sshOptions() remote.Options {
+	return remote.Options{Address: "127.0.0.1", Port: q.port, User: "root", Identity: q.Image.Key(), KnownHosts: filepath.Join(q.Dir, "known_hosts"),
+		ConnectTimeout: 5 * time.Second, Keepalive: 5 * time.Second}
+}
+
+func (q *QEMULab) consoleFile(release string) (*os.File, error) {
+	return os.OpenFile(filepath.Join(q.Dir, "console", release+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+}
+
+// kexec boots the artifact inside the running guest, as on a real host
+// (remote's install and kexec boot over the guest's SSH): no new QEMU, no
+// firmware, no second start of user space's image. A kernel that panics
+// ends QEMU (panic=-1 with -no-reboot) and one that never answers is
+// stopped with it: both are the kernel's failures, with the console's
+// tail. Anything else is the lab's, and Boot starts a fresh guest.
+func (q *QEMULab) kexec(ctx context.Context, art remote.Artifact) (Machine, remote.Facts, error) {
+	job, vm := q.Job, q.vm
+	opt := q.sshOptions()
+	dial := func(ctx context.Context) (*remote.Host, error) { return remote.Dial(ctx, opt) }
+	h, _, err := remote.Attempt(ctx, dial)
+	if err != nil {
+		return nil, remote.Facts{}, err
+	}
+	installCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	if err := h.Install(installCtx, art, remote.InstallOptions{Initramfs: "none", Keep: 2}); err != nil {
+		h.Close()
+		return nil, remote.Facts{}, err
+	}
+	console, err := q.consoleFile(art.Release)
+	if err != nil {
+		h.Close()
+		return nil, remote.Facts{}, err
+	}
+	q.console.to(console)
+	// The wait ends when QEMU does: a panic is not a timeout.
+	bootCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		select {
+		case <-vm.Done():
+			stop()
+		case <-bootCtx.Done():
+		}
+	}()
+	timeout := job.Boot.Timeout.D()
+	if timeout <= 0 {
+		timeout = 3 * time.Minute
+	}
+	nh, f, err := remote.Boot(bootCtx, h, dial, remote.BootOptions{Method: remote.MethodKexec, Release: art.Release,
+		Params: job.Boot.Params, ExtraCmdline: job.Boot.ExtraCmdline, Timeout: timeout, Expect: Expect(job, art.Release)})
+	kernelFailed := func(reason string) error {
+		panicked, last := remote.ConsoleEvidence(vm.Tail(64 << 10))
+		q.Close()
+		return &remote.KernelError{Release: art.Release, Reason: reason, Panic: panicked, Console: last}
+	}
+	ended, werr := vm.Exited()
+	switch {
+	case err == nil:
+		return nh, f, nil
+	case ended && ctx.Err() == nil:
+		return nil, f, kernelFailed(fmt.Sprintf("the guest ended after kexec, before the kernel's sshd answered (%v)", werr))
+	case remote.NeverCameBack(err):
+		return nil, f, kernelFailed(fmt.Sprintf("no sshd within boot.timeout %s after kexec", timeout))
+	}
+	if nh != nil {
+		nh.Close()
+	}
+	return nil, f, err
+}
+
 // Close stops the guest that runs, if any.
 func (q *QEMULab) Close() {
 	if q.vm != nil {
@@ -141,7 +251,7 @@ func (q *QEMULab) Close() {
 		q.vm = nil
 	}
 	if q.console != nil {
-		q.console.Close()
+		q.console.to(nil)
 		q.console = nil
 	}
 }

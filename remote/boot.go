@@ -224,6 +224,14 @@ type bootTimeout struct {
 	last     error // the last attempt's error, for the message
 }
 
+// NeverCameBack reports whether err is a test kernel that never answered
+// within the boot timeout after the old one went away: the kernel's
+// failure, whatever the lab then could or could not do about it.
+func NeverCameBack(err error) bool {
+	var t *bootTimeout
+	return errors.As(err, &t) && !t.stillOld
+}
+
 func (e *bootTimeout) Error() string {
 	msg := fmt.Sprintf("did not answer SSH within %s", e.after)
 	if e.last != nil {
