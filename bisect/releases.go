@@ -65,6 +65,10 @@ func (r Release) compare(o Release) int {
 	return a - b
 }
 
+// CompareReleases orders releases by version, then flavour number
+// (negative when a is older).
+func CompareReleases(a, b Release) int { return a.compare(b) }
+
 // Releases returns the repository's release tags peeled to their
 // commits, newest version first.
 func (g *Graph) Releases() ([]Release, error) {

@@ -17,8 +17,11 @@ type page struct {
 	// The plots, written by this package with every text escaped; empty
 	// when there is nothing to draw.
 	Bisection, CPUs, Samples template.HTML
-	Rows                     []row
-	AB                       *abView // shadows Document.AB in the template
+	// Glance and Culprit name the plot of tested commits and its
+	// first bad one: a bisection's, or a machine's history of releases.
+	Glance, Culprit string
+	Rows            []row
+	AB              *abView // shadows Document.AB in the template
 }
 
 // row is one tested commit in the table under the bisection plot: the
@@ -49,7 +52,10 @@ func WriteHTML(w io.Writer, d *Document) error {
 	if d == nil {
 		return errors.New("report: no document")
 	}
-	p := page{Document: d, ResultClass: resultClass(d.Result)}
+	p := page{Document: d, ResultClass: resultClass(d.Result), Glance: "Bisection at a glance", Culprit: "first bad commit"}
+	if d.Kind == "history" {
+		p.Glance, p.Culprit = "History at a glance", "first bad release of an incident"
+	}
 	m := d.Metric
 	if m.HasThreshold {
 		p.Threshold = m.Format(m.Threshold)
@@ -199,12 +205,12 @@ footer { margin-top: 3em; color: #757575; font-size: 0.9em; }
 </section>
 
 {{if .Bisection}}<section>
-<h2>Bisection at a glance</h2>
+<h2>{{.Glance}}</h2>
 <div class="plot">{{.Bisection}}</div>
 <table>
 <thead><tr><th>#</th><th>commit</th><th>subject</th><th>verdict</th><th>median</th><th>interval</th><th>samples</th><th>note</th></tr></thead>
 <tbody>
-{{range $i, $r := .Rows}}<tr{{if $r.Culprit}} class="culprit"{{end}}><td class="num">{{$i}}</td><td><code title="{{$r.Commit}}">{{$r.Short}}</code></td><td>{{$r.Subject}}</td><td class="{{$r.Class}}">{{$r.Verdict}}{{if $r.Culprit}}, first bad commit{{end}}{{if $r.Endpoint}}, endpoint{{end}}</td><td class="num">{{$r.Median}}</td><td class="num">{{$r.Interval}}</td><td class="num">{{$r.Samples}}</td><td>{{$r.Note}}</td></tr>
+{{range $i, $r := .Rows}}<tr{{if $r.Culprit}} class="culprit"{{end}}><td class="num">{{$i}}</td><td><code title="{{$r.Commit}}">{{$r.Short}}</code></td><td>{{$r.Subject}}</td><td class="{{$r.Class}}">{{$r.Verdict}}{{if $r.Culprit}}, {{$.Culprit}}{{end}}{{if $r.Endpoint}}, endpoint{{end}}</td><td class="num">{{$r.Median}}</td><td class="num">{{$r.Interval}}</td><td class="num">{{$r.Samples}}</td><td>{{$r.Note}}</td></tr>
 {{end}}</tbody>
 </table>
 </section>{{end}}

@@ -164,7 +164,11 @@ func bisectionPlot(d *Document) string {
 	a := newAxis(m.Kind, values, false, top+plotH, top)
 
 	var c canvas
-	c.open("plot-bisection", "Bisection at a glance: "+metricTitle(m, a)+" of each tested commit, oldest first", width, height)
+	title, culprit := "Bisection at a glance: "+metricTitle(m, a)+" of each tested commit, oldest first", "first bad commit"
+	if d.Kind == "history" {
+		title, culprit = "History: "+metricTitle(m, a)+" of each release measured, oldest first", "first bad release"
+	}
+	c.open("plot-bisection", title, width, height)
 	c.yTicks(a, left, left+plotW)
 	c.axisTitle(m, a, 18, top+plotH/2)
 	c.line(left, top+plotH, left+plotW, top+plotH, colorAxis, 1, "")
@@ -173,7 +177,7 @@ func bisectionPlot(d *Document) string {
 		{dotSwatch(colorBad), "bad"},
 		{dotSwatch(colorSkip), "skip"},
 		{squareSwatch(), "endpoint"},
-		{`<circle cx="{x}" cy="{y}" r="6" fill="none" stroke="` + colorCulprit + `" stroke-width="2"/>`, "first bad commit"},
+		{`<circle cx="{x}" cy="{y}" r="6" fill="none" stroke="` + colorCulprit + `" stroke-width="2"/>`, culprit},
 	})
 
 	if m.HasThreshold {

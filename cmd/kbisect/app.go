@@ -82,6 +82,8 @@ EXAMPLES
 		DisableSliceFlagSeparator: true,
 		Commands: []*cli.Command{
 			runCommand(),
+			nightlyCommand(),
+			historyCommand(),
 			abCommand(),
 			labCommand(),
 			reportCommand(),

@@ -63,17 +63,48 @@ func runReport(ctx context.Context, o reportOptions, stdout io.Writer) error {
 	default:
 		return usagef("report --format %q: give text, markdown, json, html or junit", o.Format)
 	}
-	if o.Output == "" {
-		return writeReport(ctx, o.State, o.Format, stdout)
+	return writeOutput(o.Output, stdout, func(w io.Writer) error { return writeReport(ctx, o.State, o.Format, w) })
+}
+
+// reportExt is the file name extension of each report format.
+var reportExt = map[string]string{"text": "txt", "markdown": "md", "json": "json", "html": "html", "junit": "junit.xml"}
+
+// writeJobReports writes the reports the job's report.formats ask for,
+// as report.<ext> in report.dir (default: the state directory), and
+// returns their paths.
+func writeJobReports(ctx context.Context, job *configs.Job, stateDir string) ([]string, error) {
+	dir := string(job.Report.Dir)
+	if dir == "" {
+		dir = stateDir
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, format := range job.Report.Formats {
+		file := filepath.Join(dir, "report."+reportExt[format])
+		if err := writeOutput(file, nil, func(w io.Writer) error { return writeReport(ctx, stateDir, format, w) }); err != nil {
+			return files, fmt.Errorf("%s: %w", file, err)
+		}
+		files = append(files, file)
+	}
+	return files, nil
+}
+
+// writeOutput writes what write makes to stdout, or to the file output
+// (replaced whole, once all of it is made).
+func writeOutput(output string, stdout io.Writer, write func(io.Writer) error) error {
+	if output == "" {
+		return write(stdout)
 	}
 	var b bytes.Buffer
-	if err := writeReport(ctx, o.State, o.Format, &b); err != nil {
+	if err := write(&b); err != nil {
 		return err
 	}
-	if err := bisect.WriteFileAtomic(o.Output, b.Bytes()); err != nil {
-		return fmt.Errorf("report -o: %v", err)
+	if err := bisect.WriteFileAtomic(output, b.Bytes()); err != nil {
+		return fmt.Errorf("-o: %v", err)
 	}
-	return os.Chmod(o.Output, 0o644) // a report is made to be shared
+	return os.Chmod(output, 0o644) // a report is made to be shared
 }
 
 // writeABReport renders an A/B comparison.

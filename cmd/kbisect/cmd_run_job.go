@@ -354,6 +354,13 @@ func (r *jobRun) bisect(ctx context.Context) error {
 	if serr := saveReports(r.g, r.log, res, out); serr != nil {
 		fmt.Fprintf(r.stderr, "kbisect: %v\n", serr)
 	}
+	if err == nil {
+		if files, rerr := writeJobReports(ctx, r.job, r.stateDir); rerr != nil {
+			fmt.Fprintf(r.stderr, "kbisect: the reports: %v\n", rerr)
+		} else if len(files) > 0 {
+			r.view.line("reports: %s", strings.Join(files, " "))
+		}
+	}
 	if r.o.JSON {
 		writeRunJSON(r.stdout, out)
 	} else if err == nil {

@@ -15,7 +15,7 @@ import (
 
 // exampleFormats are the files of docs/examples: a run's and an A/B
 // comparison's report in every format.
-var exampleFormats = map[string]string{"text": "txt", "markdown": "md", "json": "json", "html": "html", "junit": "junit.xml"}
+var exampleFormats = reportExt
 
 // TestDocsExamplesAreCurrent checks docs/examples; with
 // KBISECT_DOCS_UPDATE=1 it makes them again from a run and an A/B

@@ -1,0 +1,563 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/urfave/cli/v2"
+
+	"kbisect/bisect"
+	"kbisect/configs"
+	"kbisect/history"
+	"kbisect/lab"
+	"kbisect/noise"
+	"kbisect/worktree"
+)
+
+// exitRegression is nightly's answer when the newest release is noisier
+// than the machine's last good one: CI marks the night red.
+const exitRegression = 5
+
+// nightlyOptions are the flags of kbisect nightly.
+type nightlyOptions struct {
+	Job, Remote, Branch, Tags, DB string
+	JSON, Verbose                 bool
+}
+
+func nightlyCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "nightly",
+		Usage: "measure the release tags new since the last night; bisect a regression once",
+		UsageText: `kbisect nightly --job FILE --remote URL|PATH [--branch B] [--tags GLOB]
+       [--db FILE] [--json]`,
+		Description: `nightly runs from cron, a systemd timer or a CI schedule, one job file
+per machine. It fetches the branch and the tags from --remote into the
+job's build.tree (git fetch: the work tree is not touched) and takes the
+release tags matching --tags (default v*; with --branch, those on it)
+newer than the newest one this machine has measured. The first night
+measures the newest tag only: the baseline.
+
+The newest new tag is measured with the job's verdict rule (an absolute
+verdict.threshold). Good: recorded, and an open incident is closed ("fixed
+in vX"). Bad: if an incident is open, it is reported as still present
+since its first bad tag, with its first bad commit, and nothing is
+bisected again. Otherwise the older new tags are measured newest first
+(missed nights) down to a good one, and the range from the last good tag
+to the first bad one is bisected with the whole run pipeline (a state
+directory per incident); the incident and its answer are recorded.
+
+History goes to an SQLite database (--db; default <git-dir of
+build.tree>/kbisect/history.db, shared by the machines of a controller):
+every tag's samples and per-CPU numbers, verdicts, incidents. kbisect
+history shows it. Two nightly runs for one machine never run at once.
+
+EXIT STATUS
+   0 no regression (or nothing new), 5 a regression (new or still present),
+   1 failure, 2 usage or job file error, 130 interrupted.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "job", Usage: "the machine's job file"},
+			&cli.StringFlag{Name: "remote", Usage: "the git URL or path to fetch the releases from"},
+			&cli.StringFlag{Name: "branch", Usage: "the branch the releases are on (e.g. linux-6.12.y); default: any tag"},
+			&cli.StringFlag{Name: "tags", Value: "v*", Usage: "the release tags to follow (a glob)"},
+			&cli.StringFlag{Name: "db", Usage: "the history database (default <git-dir>/kbisect/history.db)"},
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON object on stdout at the end"},
+			verboseFlag(),
+		},
+		OnUsageError: onUsageError,
+		Action: func(c *cli.Context) error {
+			if c.Args().Len() > 0 {
+				return usagef("nightly: unexpected argument %q", c.Args().First())
+			}
+			o := nightlyOptions{Job: c.String("job"), Remote: c.String("remote"), Branch: c.String("branch"), Tags: c.String("tags"),
+				DB: c.String("db"), JSON: c.Bool("json"), Verbose: c.Bool("verbose")}
+			return runNightly(c.Context, o, c.App.Writer, c.App.ErrWriter)
+		},
+	}
+}
+
+// nightlyJSON is nightly's --json answer.
+type nightlyJSON struct {
+	// Result: nothing-new, no-regression, fixed, regression, still-present.
+	Result   string         `json:"result"`
+	Machine  string         `json:"machine"`
+	Measured []nightTagJSON `json:"measured"`
+	Incident *incidentJSON  `json:"incident,omitempty"`
+	Message  string         `json:"message"`
+	Error    string         `json:"error,omitempty"`
+}
+
+type nightTagJSON struct {
+	Tag     string  `json:"tag"`
+	Commit  string  `json:"commit"`
+	Verdict string  `json:"verdict"`
+	Median  float64 `json:"median"`
+	Reason  string  `json:"reason"`
+}
+
+type incidentJSON struct {
+	ID        int64  `json:"id"`
+	LastGood  string `json:"last_good"`
+	FirstBad  string `json:"first_bad_tag"`
+	Result    string `json:"result"`
+	Commit    string `json:"first_bad_commit,omitempty"`
+	Subject   string `json:"subject,omitempty"`
+	StateDir  string `json:"state_dir"`
+	ClosedTag string `json:"closed_tag,omitempty"`
+}
+
+// night is one nightly run for one machine.
+type night struct {
+	o              nightlyOptions
+	stdout, stderr io.Writer
+	job            *configs.Job
+	dir            string // <git-dir>/kbisect/nightly-<machine>
+	db             *history.DB
+	where          history.Where
+	pipe           *lab.Pipeline
+	closePipe      func()
+	start          time.Time
+	out            nightlyJSON
+}
+
+func runNightly(ctx context.Context, o nightlyOptions, stdout, stderr io.Writer) error {
+	n := &night{o: o, stdout: stdout, stderr: stderr, start: time.Now()}
+	defer n.close()
+	ctx = traceCommands(ctx, o.Verbose, func(s string) { fmt.Fprintln(stderr, s) })
+	err := n.run(ctx)
+	if o.JSON {
+		if err != nil {
+			var re *resultError
+			if !errors.As(err, &re) {
+				n.out.Error = err.Error()
+			}
+		}
+		if n.out.Measured == nil {
+			n.out.Measured = []nightTagJSON{}
+		}
+		b, _ := json.MarshalIndent(n.out, "", "  ")
+		fmt.Fprintln(stdout, string(b))
+		var re *resultError
+		if err != nil && !errors.As(err, &re) {
+			return &reportedError{err}
+		}
+	} else if n.out.Message != "" {
+		fmt.Fprintln(stdout, n.out.Message)
+	}
+	return err
+}
+
+func (n *night) close() {
+	if n.closePipe != nil {
+		n.closePipe()
+	}
+	if n.db != nil {
+		n.db.Close()
+	}
+}
+
+func (n *night) say(format string, args ...any) {
+	fmt.Fprintf(n.stderr, "%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+func (n *night) run(ctx context.Context) error {
+	o := n.o
+	switch {
+	case o.Job == "":
+		return usagef("nightly: --job FILE is required")
+	case o.Remote == "":
+		return usagef("nightly: --remote URL is required (where the releases are fetched from)")
+	}
+	if _, err := path.Match(o.Tags, "v6.12.1"); err != nil {
+		return usagef("nightly --tags %q: %v", o.Tags, err)
+	}
+	job, err := loadJob(o.Job, n.stderr)
+	if err != nil {
+		return err
+	}
+	if err := job.CheckEnv(nil); err != nil {
+		return usagef("nightly --job %v (set it, or run validate to see where it is used)", err)
+	}
+	if k := job.Verdict.Threshold.Kind; k == configs.ThresholdAuto || k == configs.ThresholdRatio {
+		return usagef("nightly --job %s: verdict.threshold must be absolute (e.g. 1ms): a ratio or auto threshold needs the last good release measured again beside each new one, which nightly does not do yet", o.Job)
+	}
+	n.job = job
+	n.out.Machine = job.Machine.Name
+	tree := string(job.Build.Tree)
+	wt, err := worktree.Open(ctx, tree)
+	if err != nil {
+		return usagef("build.tree %s: %v", tree, err)
+	}
+	n.dir = filepath.Join(wt.GitDir, "kbisect", "nightly-"+fileSafe(job.Machine.Name))
+	if err := os.MkdirAll(n.dir, 0o755); err != nil {
+		return err
+	}
+	unlock, err := lockNightly(n.dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	dbPath := o.DB
+	if dbPath == "" {
+		dbPath = filepath.Join(wt.GitDir, "kbisect", "history.db")
+	}
+	if n.db, err = history.Open(ctx, dbPath); err != nil {
+		return err
+	}
+	n.where = history.Where{Machine: job.Machine.Name, Remote: o.Remote, Branch: o.Branch}
+
+	n.say("fetching %s%s into %s", o.Remote, map[bool]string{true: " " + o.Branch, false: ""}[o.Branch != ""], tree)
+	head, err := fetchReleases(ctx, tree, o.Remote, o.Branch)
+	if err != nil {
+		return err
+	}
+	g, err := bisect.OpenGraph(tree)
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	tags, err := followedReleases(g, o.Tags, head)
+	if err != nil {
+		return err
+	}
+	past, err := n.db.Measurements(ctx, n.where)
+	if err != nil {
+		return err
+	}
+	incidents, err := n.db.Incidents(ctx, n.where)
+	if err != nil {
+		return err
+	}
+	fresh := newReleases(tags, past)
+	if len(past) == 0 && len(fresh) > 1 {
+		fresh = fresh[:1] // the first night: the newest is the baseline
+	}
+	if len(fresh) == 0 {
+		n.out.Result, n.out.Message = "nothing-new", fmt.Sprintf("%s: no release tag newer than the last measured one", job.Machine.Name)
+		return nil
+	}
+	n.say("%d new release tag(s): %s", len(fresh), strings.Join(tagNames(fresh), " "))
+	if err := n.setupPipeline(ctx); err != nil {
+		return err
+	}
+	var open *history.Incident
+	for i := range incidents {
+		if incidents[i].Open() {
+			open = &incidents[i]
+		}
+	}
+
+	newest, err := n.measure(ctx, fresh[0])
+	if err != nil {
+		return err
+	}
+	switch newest.Verdict {
+	case string(noise.Good):
+		n.out.Result = "no-regression"
+		n.out.Message = fmt.Sprintf("%s: %s is good: %s", job.Machine.Name, newest.Tag, newest.Reason)
+		if open != nil {
+			if err := n.db.CloseIncident(ctx, open.ID, newest.Tag, time.Now()); err != nil {
+				return err
+			}
+			open.ClosedTag = newest.Tag
+			n.out.Result, n.out.Incident = "fixed", incidentOf(*open)
+			n.out.Message = fmt.Sprintf("%s: %s is good again: the regression since %s (%s) is fixed in %s", job.Machine.Name, newest.Tag,
+				open.FirstBadTag, describeCulprit(*open), newest.Tag)
+		}
+		return nil
+	case string(noise.Bad):
+	default:
+		n.out.Result = "unknown"
+		n.out.Message = fmt.Sprintf("%s: %s could not be judged: %s", job.Machine.Name, newest.Tag, newest.Reason)
+		return fmt.Errorf("%s", n.out.Message)
+	}
+	if open != nil {
+		n.out.Result, n.out.Incident = "still-present", incidentOf(*open)
+		n.out.Message = fmt.Sprintf("%s: %s is bad: %s\nstill present since %s (%s)", job.Machine.Name, newest.Tag, newest.Reason, open.FirstBadTag, describeCulprit(*open))
+		return &resultError{exitRegression}
+	}
+
+	// A new regression: the first bad tag is the oldest new one that
+	// measures bad, down to one that measures good (nights missed).
+	firstBad, lastGood := newest, lastGoodTag(past)
+	for _, r := range fresh[1:] {
+		m, err := n.measure(ctx, r)
+		if err != nil {
+			return err
+		}
+		if m.Verdict == string(noise.Good) {
+			lastGood = m.Tag
+			break
+		}
+		if m.Verdict == string(noise.Bad) {
+			firstBad = m
+		}
+	}
+	if lastGood == "" {
+		n.out.Result = "regression"
+		n.out.Message = fmt.Sprintf("%s: %s is bad: %s; no release measured good on this machine yet, so there is nothing to bisect from", job.Machine.Name, newest.Tag, newest.Reason)
+		return &resultError{exitRegression}
+	}
+	inc := history.Incident{LastGood: lastGood, FirstBadTag: firstBad.Tag, OpenedAt: time.Now()}
+	id, err := n.db.OpenIncident(ctx, n.where, inc)
+	if err != nil {
+		return err
+	}
+	inc.ID = id
+	inc.StateDir = filepath.Join(n.dir, fmt.Sprintf("incident-%d", id))
+	n.say("%s is bad and %s good: bisecting (state %s)", firstBad.Tag, lastGood, inc.StateDir)
+	res, err := n.bisect(ctx, lastGood, firstBad.Tag, inc.StateDir)
+	if err != nil {
+		return err
+	}
+	inc.Result, inc.FirstBad = res.Result, res.FirstBad
+	if h, err := hashOf(res.FirstBad); err == nil {
+		if info, err := g.Info(h); err == nil {
+			inc.Subject = info.Subject
+		}
+	}
+	if err := n.db.SetBisection(ctx, id, inc.Result, inc.FirstBad, inc.Subject); err != nil {
+		return err
+	}
+	n.out.Result, n.out.Incident = "regression", incidentOf(inc)
+	n.out.Message = fmt.Sprintf("%s: a regression between %s (good) and %s (bad): %s\nreports in %s", job.Machine.Name, lastGood, firstBad.Tag,
+		describeCulprit(inc), inc.StateDir)
+	return &resultError{exitRegression}
+}
+
+// bisect runs the whole run pipeline between two tags, in its own state
+// directory, and returns its answer.
+func (n *night) bisect(ctx context.Context, good, bad, state string) (runJSON, error) {
+	var out bytes.Buffer
+	err := runRun(ctx, runOptions{Jobs: []string{n.o.Job}, Goods: []string{good}, Bad: bad, State: state, JSON: true, Verbose: n.o.Verbose}, &out, n.stderr)
+	var res runJSON
+	if jerr := json.Unmarshal(out.Bytes(), &res); jerr != nil {
+		return res, errors.Join(err, fmt.Errorf("the bisection's answer: %v", jerr))
+	}
+	var re *resultError
+	if err != nil && !errors.As(err, &re) {
+		return res, err
+	}
+	return res, nil
+}
+
+// setupPipeline makes the pipeline that measures the tags, in the
+// nightly directory: a tag's evidence is kept there, so a night that
+// stops midway measures nothing twice.
+func (n *night) setupPipeline(ctx context.Context) error {
+	job := n.job
+	buildLog, err := os.OpenFile(filepath.Join(n.dir, "build.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	bo := lab.BuildOptions(job, buildLog)
+	if bo.Base, err = lab.BaseConfig(ctx, job, n.stderr); err != nil {
+		buildLog.Close()
+		return err
+	}
+	n.pipe = &lab.Pipeline{Job: job, Build: bo, StateDir: filepath.Join(n.dir, "tags"), Progress: func(e lab.Event) {
+		switch {
+		case e.Phase == lab.PhaseMeasure && e.Sample > 0:
+			n.say("%s sample %d: %s", short12(e.Commit), e.Sample, noise.FormatValue(e.Kind, e.Value))
+		case e.Note != "":
+			n.say("%s %s: %s", short12(e.Commit), e.Phase, e.Note)
+		default:
+			n.say("%s %s", short12(e.Commit), e.Phase)
+		}
+	}}
+	var q *lab.QEMULab
+	if job.Boot.Method == configs.BootQEMU {
+		if q, err = lab.NewQEMULab(job, n.dir, func(s string) { n.say("%s", s) }); err != nil {
+			buildLog.Close()
+			return err
+		}
+		n.pipe.Boot = q.Boot
+	}
+	n.closePipe = func() {
+		if q != nil {
+			q.Close()
+		}
+		buildLog.Close()
+	}
+	r, err := lab.Rule(job, nil, nil)
+	if err != nil {
+		return err
+	}
+	n.pipe.SetRule(r)
+	return nil
+}
+
+// measure builds, boots and measures a release and records it.
+func (n *night) measure(ctx context.Context, r bisect.Release) (history.Measurement, error) {
+	n.say("measuring %s (%s)", r.Tag, short12(r.Commit.String()))
+	ev, err := n.pipe.Evidence(ctx, r.Commit.String())
+	if err != nil {
+		return history.Measurement{}, fmt.Errorf("%s: %w", r.Tag, err)
+	}
+	m := history.Measurement{Tag: r.Tag, Commit: ev.Commit, Release: ev.Release, Signature: ev.Signature, Metric: ev.Metric, Kind: ev.Kind,
+		Values: ev.Values, Verdict: ev.Verdict, Reason: ev.Reason, Night: n.start.UTC().Format(time.RFC3339), MeasuredAt: time.Now(),
+		StateDir: n.pipe.StateDir}
+	if m.Values == nil {
+		m.Values = []float64{}
+	}
+	if ev.Decision != nil {
+		m.Median, m.Threshold = ev.Decision.Median, ev.Decision.Threshold
+	}
+	if len(ev.Samples) > 0 {
+		m.CPUs = cpuValues(medianSample(ev), n.job.Verdict.Metric)
+	}
+	if _, err := n.db.AddMeasurement(ctx, n.where, m); err != nil {
+		return m, err
+	}
+	n.say("%s: %s: %s", r.Tag, m.Verdict, m.Reason)
+	n.out.Measured = append(n.out.Measured, nightTagJSON{Tag: m.Tag, Commit: m.Commit, Verdict: m.Verdict, Median: m.Median, Reason: m.Reason})
+	return m, nil
+}
+
+// cpuValues are a sample's per-CPU values of the metric.
+func cpuValues(m *noise.Measurement, metric string) []history.CPUValue {
+	vals, err := m.MetricValues(metric)
+	if err != nil || len(vals) != len(m.CPUs) {
+		return nil
+	}
+	out := make([]history.CPUValue, len(vals))
+	for i, v := range vals {
+		out[i] = history.CPUValue{CPU: m.CPUs[i].CPU, Name: metric, Value: v}
+	}
+	return out
+}
+
+// fetchReleases fetches the branch (when given) and the tags from the
+// remote into the tree, with git; it returns the fetched branch's head
+// (zero without a branch).
+func fetchReleases(ctx context.Context, tree, remote, branch string) (plumbing.Hash, error) {
+	args := []string{"-C", tree, "fetch", "--quiet", "--no-auto-maintenance", remote, "refs/tags/*:refs/tags/*"}
+	ref := ""
+	if branch != "" {
+		ref = "refs/remotes/kbisect-nightly/" + branch
+		args = append(args, "+refs/heads/"+branch+":"+ref)
+	}
+	cmd := exec.CommandContext(ctx, "git", args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("git fetch %s into %s: %v: %s", remote, tree, err, strings.TrimSpace(stderr.String()))
+	}
+	if ref == "" {
+		return plumbing.ZeroHash, nil
+	}
+	out, err := exec.CommandContext(ctx, "git", "-C", tree, "rev-parse", "--verify", ref+"^{commit}").Output()
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("%s after the fetch: %v", ref, err)
+	}
+	return plumbing.NewHash(strings.TrimSpace(string(out))), nil
+}
+
+// followedReleases are the release tags matching the glob (on the branch
+// whose head is given), newest first.
+func followedReleases(g *bisect.Graph, glob string, head plumbing.Hash) ([]bisect.Release, error) {
+	all, err := g.Releases()
+	if err != nil {
+		return nil, err
+	}
+	var out []bisect.Release
+	for _, r := range all {
+		if ok, _ := path.Match(glob, r.Tag); !ok {
+			continue
+		}
+		if !head.IsZero() {
+			on, err := g.IsAncestor(r.Commit, head)
+			if err != nil {
+				return nil, err
+			}
+			if !on {
+				continue
+			}
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// newReleases are those newer than every tag measured before, newest
+// first (a tag older than the newest measured is history, not news).
+func newReleases(tags []bisect.Release, past []history.Measurement) []bisect.Release {
+	measured := map[string]bool{}
+	for _, m := range past {
+		measured[m.Tag] = true
+	}
+	var out []bisect.Release
+	for _, r := range tags {
+		if measured[r.Tag] {
+			break // tags are newest first: the rest is older
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func lastGoodTag(past []history.Measurement) string {
+	for i := len(past) - 1; i >= 0; i-- {
+		if past[i].Verdict == string(noise.Good) {
+			return past[i].Tag
+		}
+	}
+	return ""
+}
+
+func tagNames(rs []bisect.Release) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.Tag)
+	}
+	return out
+}
+
+func incidentOf(i history.Incident) *incidentJSON {
+	return &incidentJSON{ID: i.ID, LastGood: i.LastGood, FirstBad: i.FirstBadTag, Result: i.Result, Commit: i.FirstBad, Subject: i.Subject,
+		StateDir: i.StateDir, ClosedTag: i.ClosedTag}
+}
+
+func describeCulprit(i history.Incident) string {
+	switch {
+	case i.Result == "found":
+		return fmt.Sprintf("first bad commit %s %q", short12(i.FirstBad), i.Subject)
+	case i.Result == "":
+		return "not bisected"
+	}
+	return "bisection " + i.Result
+}
+
+// lockNightly makes sure one nightly run per machine runs at a time; the
+// lock file says who holds it.
+func lockNightly(dir string) (func(), error) {
+	path := filepath.Join(dir, "lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		holder, _ := os.ReadFile(path)
+		f.Close()
+		return nil, fmt.Errorf("another kbisect nightly for this machine is running (%s): %s; let it finish", path, strings.TrimSpace(string(holder)))
+	}
+	host, _ := os.Hostname()
+	_ = f.Truncate(0)
+	fmt.Fprintf(f, "pid %d on %s since %s\n", os.Getpid(), host, time.Now().Format(time.RFC3339))
+	return func() {
+		_ = f.Truncate(0)
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}

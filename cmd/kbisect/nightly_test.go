@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"kbisect/internal/simlab"
+)
+
+// stableUpstream publishes a simulated lab's releases night by night: a
+// bare repository the nightly fetches from, and the job's own tree, a
+// clone of it.
+type stableUpstream struct {
+	t        *testing.T
+	lab      *simlab.Lab
+	bare     string
+	jobFile  string
+	db       string
+	tagOf    map[string]string // tag → commit
+	releases []string          // in order of publication
+}
+
+func newStableUpstream(t *testing.T, l *simlab.Lab) *stableUpstream {
+	t.Helper()
+	dir := t.TempDir()
+	u := &stableUpstream{t: t, lab: l, bare: filepath.Join(dir, "upstream.git"), db: filepath.Join(dir, "history.db"), tagOf: map[string]string{}}
+	u.git(l.Tree.Dir, "init", "-q", "--bare", u.bare)
+	for _, tag := range l.Tree.Releases {
+		u.tagOf[tag] = u.git(l.Tree.Dir, "rev-parse", tag+"^{commit}")
+		u.releases = append(u.releases, tag)
+	}
+	return u
+}
+
+func (u *stableUpstream) git(dir string, args ...string) string {
+	u.t.Helper()
+	c := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	c.Env = append(os.Environ(), "GIT_AUTHOR_NAME=stable", "GIT_AUTHOR_EMAIL=stable@example.org", "GIT_COMMITTER_NAME=stable", "GIT_COMMITTER_EMAIL=stable@example.org")
+	out, err := c.CombinedOutput()
+	if err != nil {
+		u.t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// publish pushes tags (and the branch up to the last) to the upstream;
+// the first time, it makes the job's tree as a clone of it.
+func (u *stableUpstream) publish(tags ...string) {
+	u.t.Helper()
+	for _, tag := range tags {
+		u.git(u.lab.Tree.Dir, "push", "-q", "--force", u.bare, tag+"^{commit}:refs/heads/linux-6.12.y", "refs/tags/"+tag)
+	}
+	if u.jobFile != "" {
+		return
+	}
+	tree := filepath.Join(filepath.Dir(u.bare), "linux")
+	u.git(u.lab.Tree.Dir, "clone", "-q", "--branch", "linux-6.12.y", u.bare, tree)
+	job, err := os.ReadFile(u.lab.JobFile)
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	fixed := regexp.MustCompile(`(?m)^(\s+tree:) .*$`).ReplaceAll(job, []byte("$1 "+tree))
+	if string(fixed) == string(job) {
+		u.t.Fatalf("no build.tree in the job:\n%s", job)
+	}
+	u.jobFile = filepath.Join(filepath.Dir(u.bare), "job.yaml")
+	if err := os.WriteFile(u.jobFile, fixed, 0o644); err != nil {
+		u.t.Fatal(err)
+	}
+}
+
+// night runs kbisect nightly --json.
+func (u *stableUpstream) night() (int, nightlyJSON, string) {
+	u.t.Helper()
+	code, stdout, stderr := runCLI(u.t, context.Background(), "nightly", "--job", u.jobFile, "--remote", u.bare, "--branch", "linux-6.12.y",
+		"--tags", "v6.12.*", "--db", u.db, "--json")
+	var out nightlyJSON
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		u.t.Fatalf("nightly: exit %d: %v\n%s\n%s", code, err, stdout, stderr)
+	}
+	return code, out, stderr
+}
+
+// firstBad is the index of the first release that carries the regression.
+func (u *stableUpstream) firstBad() int {
+	for i, tag := range u.releases {
+		if u.lab.Tree.IsBad(u.tagOf[tag]) {
+			return i
+		}
+	}
+	u.t.Fatal("no release carries the regression")
+	return -1
+}
+
+func measuredTags(out nightlyJSON) string {
+	var s []string
+	for _, m := range out.Measured {
+		s = append(s, m.Tag+" "+m.Verdict)
+	}
+	return strings.Join(s, ", ")
+}
+
+// TestNightlyFindsTheRegressionTheNightItsTagAppears publishes a
+// stable-like series night by night: the first night measures the
+// baseline; the night the first bad tag appears, the regression is
+// found and bisected to the planted commit; the next night it is still
+// present and nothing is bisected; a later tag that reverts it closes the
+// incident; kbisect history shows it all.
+func TestNightlyFindsTheRegressionTheNightItsTagAppears(t *testing.T) {
+	l := simLab(t, simlab.Options{Seed: 31, Commits: 160, BrokenBuilds: -1})
+	u := newStableUpstream(t, l)
+	k := u.firstBad()
+	if k < 2 || k+1 >= len(u.releases) {
+		t.Fatalf("the regression is in release %d of %d: the seed does not fit the story", k, len(u.releases))
+	}
+
+	u.publish(u.releases[0])
+	code, out, stderr := u.night()
+	if code != exitOK || out.Result != "no-regression" || measuredTags(out) != u.releases[0]+" good" {
+		t.Fatalf("night 1: exit %d, %+v\n%s", code, out, stderr)
+	}
+	code, out, _ = u.night()
+	if code != exitOK || out.Result != "nothing-new" || len(out.Measured) != 0 {
+		t.Errorf("night 1 again: exit %d, %+v", code, out)
+	}
+
+	u.publish(u.releases[1 : k-1]...) // quiet nights
+	if code, out, stderr = u.night(); code != exitOK || out.Result != "no-regression" {
+		t.Fatalf("night 2: exit %d, %+v\n%s", code, out, stderr)
+	}
+
+	u.publish(u.releases[k-1 : k+1]...) // a missed night: the last good tag and the first bad one
+	code, out, stderr = u.night()
+	want := fmt.Sprintf("%s bad, %s good", u.releases[k], u.releases[k-1])
+	if code != exitRegression || out.Result != "regression" || measuredTags(out) != want || out.Incident == nil {
+		t.Fatalf("night 3: exit %d, %+v (want %s)\n%s", code, out, want, stderr)
+	}
+	inc := out.Incident
+	if inc.LastGood != u.releases[k-1] || inc.FirstBad != u.releases[k] || inc.Result != "found" || inc.Commit != l.Tree.Regression {
+		t.Errorf("night 3: incident %+v, the regression is %s", inc, l.Tree.Regression)
+	}
+	if _, err := os.Stat(filepath.Join(inc.StateDir, "result.json")); err != nil {
+		t.Errorf("the incident's state directory has no report: %v", err)
+	}
+
+	u.publish(u.releases[k+1])
+	code, out, stderr = u.night()
+	if code != exitRegression || out.Result != "still-present" || out.Incident == nil || out.Incident.ID != inc.ID || strings.Contains(stderr, "bisecting") {
+		t.Errorf("night 4: exit %d, %+v\n%s", code, out, stderr)
+	}
+
+	// A release that reverts the regression.
+	fix := filepath.Join(t.TempDir(), "fix")
+	u.git(l.Tree.Dir, "worktree", "add", "-q", "--detach", fix, u.releases[k+1])
+	u.git(fix, "revert", "--no-edit", l.Tree.Regression)
+	u.git(fix, "tag", "v6.12.99")
+	u.publish("v6.12.99")
+	code, out, stderr = u.night()
+	if code != exitOK || out.Result != "fixed" || out.Incident == nil || out.Incident.ClosedTag != "v6.12.99" || !strings.Contains(out.Message, "fixed in v6.12.99") {
+		t.Errorf("night 5: exit %d, %+v\n%s", code, out, stderr)
+	}
+
+	code, hist, stderr := runCLI(t, context.Background(), "history", "--job", u.jobFile, "--db", u.db)
+	if code != exitOK || !strings.Contains(hist, "<- incident 1") || !strings.Contains(hist, "incident 1: "+u.releases[k-1]+" good, "+u.releases[k]+" bad: first bad commit "+l.Tree.Regression[:12]) ||
+		!strings.Contains(hist, "fixed in v6.12.99") {
+		t.Errorf("history: exit %d\n%s\n%s", code, hist, stderr)
+	}
+	htmlFile := filepath.Join(t.TempDir(), "history.html")
+	if code, _, stderr := runCLI(t, context.Background(), "history", "--job", u.jobFile, "--db", u.db, "--format", "html", "-o", htmlFile); code != exitOK {
+		t.Fatalf("history --format html: %s", stderr)
+	}
+	page, _ := os.ReadFile(htmlFile)
+	if !strings.Contains(string(page), "History at a glance") || !strings.Contains(string(page), "<svg") || !strings.Contains(string(page), "first bad release") {
+		t.Errorf("the HTML history lacks its plot")
+	}
+}
+
+// TestNightlyCatchesUpOnMissedNights: several tags at once, the
+// regression among them: the newest is measured first, then the older
+// ones down to a good one, and the range bisected is the right one.
+func TestNightlyCatchesUpOnMissedNights(t *testing.T) {
+	l := simLab(t, simlab.Options{Seed: 31, Commits: 160, BrokenBuilds: -1})
+	u := newStableUpstream(t, l)
+	k := u.firstBad()
+	u.publish(u.releases[0])
+	if code, out, stderr := u.night(); code != exitOK {
+		t.Fatalf("night 1: exit %d, %+v\n%s", code, out, stderr)
+	}
+	u.publish(u.releases[1 : k+2]...)
+	code, out, stderr := u.night()
+	if code != exitRegression || out.Incident == nil || out.Incident.LastGood != u.releases[k-1] || out.Incident.FirstBad != u.releases[k] ||
+		out.Incident.Commit != l.Tree.Regression {
+		t.Fatalf("after missed nights: exit %d, %+v\n%s", code, out, stderr)
+	}
+	if got := out.Measured[0].Tag; got != u.releases[k+1] {
+		t.Errorf("measured %s first, want the newest %s", got, u.releases[k+1])
+	}
+}
+
+func TestNightlyRunsOncePerMachine(t *testing.T) {
+	dir := t.TempDir()
+	unlock, err := lockNightly(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lockNightly(dir); err == nil || !strings.Contains(err.Error(), "another kbisect nightly for this machine is running") ||
+		!strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) {
+		t.Errorf("a second nightly: %v", err)
+	}
+	unlock()
+	unlock2, err := lockNightly(dir)
+	if err != nil {
+		t.Fatalf("after the first ended: %v", err)
+	}
+	unlock2()
+}
