@@ -16,6 +16,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 	"time"
 
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
@@ -90,6 +92,9 @@ func SchemaVersion() int { return len(migrations) }
 // Open opens (or creates) the database at path and brings its schema up
 // to date. A database made by a newer kbisect is refused, not changed.
 func Open(ctx context.Context, path string) (*DB, error) {
+	if fi, err := os.Stat(filepath.Dir(path)); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("history %s: the directory %s does not exist", path, filepath.Dir(path))
+	}
 	q := url.Values{}
 	for _, p := range []string{"busy_timeout(30000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(FULL)"} {
 		q.Add("_pragma", p)
@@ -111,6 +116,14 @@ func Open(ctx context.Context, path string) (*DB, error) {
 func (d *DB) Close() error { return d.db.Close() }
 
 func (d *DB) migrate(ctx context.Context) error {
+	// Read first: a reader (kbisect history) need not be able to write.
+	var have int
+	if err := d.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&have); err != nil {
+		return err
+	}
+	if have == len(migrations) {
+		return nil
+	}
 	return d.write(ctx, func(tx *sql.Tx) error {
 		var v int
 		if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
@@ -338,7 +351,7 @@ func (d *DB) update(ctx context.Context, query string, args ...any) error {
 			return err
 		}
 		if n, err := res.RowsAffected(); err != nil || n != 1 {
-			return errors.Join(err, fmt.Errorf("incident %v: no such open incident", args[len(args)-1]))
+			return errors.Join(err, fmt.Errorf("incident %v: no such incident, or closed already", args[len(args)-1]))
 		}
 		return nil
 	})

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -136,6 +138,10 @@ func runNightly(ctx context.Context, o nightlyOptions, stdout, stderr io.Writer)
 	defer n.close()
 	ctx = traceCommands(ctx, o.Verbose, func(s string) { fmt.Fprintln(stderr, s) })
 	err := n.run(ctx)
+	var re *resultError
+	if err != nil && !errors.As(err, &re) && n.out.Result == "" {
+		n.out.Result = "aborted"
+	}
 	if o.JSON {
 		if err != nil {
 			var re *resultError
@@ -178,6 +184,13 @@ func (n *night) run(ctx context.Context) error {
 		return usagef("nightly: --job FILE is required")
 	case o.Remote == "":
 		return usagef("nightly: --remote URL is required (where the releases are fetched from)")
+	case strings.HasPrefix(o.Remote, "-"):
+		return usagef("nightly --remote %q: a URL or a path, not an option", o.Remote)
+	}
+	if o.Branch != "" {
+		if err := exec.Command("git", "check-ref-format", "--branch", o.Branch).Run(); err != nil || strings.ContainsAny(o.Branch, "*?[") {
+			return usagef("nightly --branch %q: not a branch name", o.Branch)
+		}
 	}
 	if _, err := path.Match(o.Tags, "v6.12.1"); err != nil {
 		return usagef("nightly --tags %q: %v", o.Tags, err)
@@ -215,10 +228,15 @@ func (n *night) run(ctx context.Context) error {
 	if n.db, err = history.Open(ctx, dbPath); err != nil {
 		return err
 	}
-	n.where = history.Where{Machine: job.Machine.Name, Remote: o.Remote, Branch: o.Branch}
+	remote := remoteName(o.Remote)
+	n.where = history.Where{Machine: job.Machine.Name, Remote: remote, Branch: o.Branch}
 
-	n.say("fetching %s%s into %s", o.Remote, map[bool]string{true: " " + o.Branch, false: ""}[o.Branch != ""], tree)
-	head, err := fetchReleases(ctx, tree, o.Remote, o.Branch)
+	n.say("fetching %s%s into %s", remote, map[bool]string{true: " " + o.Branch, false: ""}[o.Branch != ""], tree)
+	fetchFrom := o.Remote
+	if strings.HasPrefix(remote, "/") {
+		fetchFrom = remote // git -C would read a relative path from the tree
+	}
+	head, err := fetchReleases(ctx, tree, wt.GitDir, fetchFrom, o.Branch)
 	if err != nil {
 		return err
 	}
@@ -239,6 +257,30 @@ func (n *night) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var opened []*history.Incident
+	for i := range incidents {
+		if incidents[i].Open() {
+			opened = append(opened, &incidents[i])
+		}
+	}
+	var open *history.Incident
+	if len(opened) > 0 {
+		open = opened[len(opened)-1]
+	}
+	// What a night stopped midway left: a bisection that did not end,
+	// or a bad release measured and no incident opened for it. Both are
+	// finished before anything new.
+	if open != nil && open.Result == "" && open.StateDir != "" {
+		n.say("the bisection of the regression since %s did not end: resuming it (state %s)", open.FirstBadTag, open.StateDir)
+		return n.finishIncident(ctx, g, open)
+	}
+	if open == nil {
+		if good, bad := pendingRegression(past); bad != "" && good != "" {
+			n.say("%s measured bad and no incident was opened for it (a night stopped midway): opening it", bad)
+			return n.openIncident(ctx, g, good, bad)
+		}
+	}
+
 	fresh := newReleases(tags, past)
 	if len(past) == 0 && len(fresh) > 1 {
 		fresh = fresh[:1] // the first night: the newest is the baseline
@@ -251,36 +293,41 @@ func (n *night) run(ctx context.Context) error {
 	if err := n.setupPipeline(ctx); err != nil {
 		return err
 	}
-	var open *history.Incident
-	for i := range incidents {
-		if incidents[i].Open() {
-			open = &incidents[i]
-		}
-	}
 
-	newest, err := n.measure(ctx, fresh[0])
-	if err != nil {
-		return err
+	// The newest release with a verdict: one that does not build or
+	// boot says nothing, the next older one is measured instead.
+	var newest history.Measurement
+	for len(fresh) > 0 {
+		m, err := n.measure(ctx, fresh[0])
+		if err != nil {
+			return err
+		}
+		fresh = fresh[1:]
+		if m.Verdict == string(noise.Good) || m.Verdict == string(noise.Bad) {
+			newest = m
+			break
+		}
+		n.say("%s could not be judged (%s): the next older release is measured", m.Tag, m.Reason)
 	}
 	switch newest.Verdict {
 	case string(noise.Good):
 		n.out.Result = "no-regression"
 		n.out.Message = fmt.Sprintf("%s: %s is good: %s", job.Machine.Name, newest.Tag, newest.Reason)
-		if open != nil {
-			if err := n.db.CloseIncident(ctx, open.ID, newest.Tag, time.Now()); err != nil {
+		for _, o := range opened {
+			if err := n.db.CloseIncident(ctx, o.ID, newest.Tag, time.Now()); err != nil {
 				return err
 			}
-			open.ClosedTag = newest.Tag
-			n.out.Result, n.out.Incident = "fixed", incidentOf(*open)
+			o.ClosedTag = newest.Tag
+			n.out.Result, n.out.Incident = "fixed", incidentOf(*o)
 			n.out.Message = fmt.Sprintf("%s: %s is good again: the regression since %s (%s) is fixed in %s", job.Machine.Name, newest.Tag,
-				open.FirstBadTag, describeCulprit(*open), newest.Tag)
+				o.FirstBadTag, describeCulprit(*o), newest.Tag)
 		}
 		return nil
 	case string(noise.Bad):
 	default:
 		n.out.Result = "unknown"
-		n.out.Message = fmt.Sprintf("%s: %s could not be judged: %s", job.Machine.Name, newest.Tag, newest.Reason)
-		return fmt.Errorf("%s", n.out.Message)
+		n.out.Message = fmt.Sprintf("%s: no new release could be judged (the newest: %s)", job.Machine.Name, n.out.Measured[0].Reason)
+		return &resultError{exitFailure}
 	}
 	if open != nil {
 		n.out.Result, n.out.Incident = "still-present", incidentOf(*open)
@@ -291,7 +338,7 @@ func (n *night) run(ctx context.Context) error {
 	// A new regression: the first bad tag is the oldest new one that
 	// measures bad, down to one that measures good (nights missed).
 	firstBad, lastGood := newest, lastGoodTag(past)
-	for _, r := range fresh[1:] {
+	for _, r := range fresh {
 		m, err := n.measure(ctx, r)
 		if err != nil {
 			return err
@@ -309,15 +356,56 @@ func (n *night) run(ctx context.Context) error {
 		n.out.Message = fmt.Sprintf("%s: %s is bad: %s; no release measured good on this machine yet, so there is nothing to bisect from", job.Machine.Name, newest.Tag, newest.Reason)
 		return &resultError{exitRegression}
 	}
-	inc := history.Incident{LastGood: lastGood, FirstBadTag: firstBad.Tag, OpenedAt: time.Now()}
+	return n.openIncident(ctx, g, lastGood, firstBad.Tag)
+}
+
+// openIncident records a regression between two releases and bisects it.
+// The state directory is named by the range and recorded before the
+// bisection starts: a night stopped in the middle resumes it.
+func (n *night) openIncident(ctx context.Context, g *bisect.Graph, lastGood, firstBad string) error {
+	inc := history.Incident{LastGood: lastGood, FirstBadTag: firstBad, OpenedAt: time.Now(),
+		StateDir: filepath.Join(n.dir, "incident-"+fileSafe(lastGood)+".."+fileSafe(firstBad))}
 	id, err := n.db.OpenIncident(ctx, n.where, inc)
 	if err != nil {
 		return err
 	}
 	inc.ID = id
-	inc.StateDir = filepath.Join(n.dir, fmt.Sprintf("incident-%d", id))
-	n.say("%s is bad and %s good: bisecting (state %s)", firstBad.Tag, lastGood, inc.StateDir)
-	res, err := n.bisect(ctx, lastGood, firstBad.Tag, inc.StateDir)
+	n.say("%s is bad and %s good: bisecting (state %s)", firstBad, lastGood, inc.StateDir)
+	return n.finishIncident(ctx, g, &inc)
+}
+
+// pendingRegression finds, in the measurements, a bad release newer than
+// the newest good one: the oldest such bad one and that good one ("" when
+// the newest measured release is good, or none is good).
+func pendingRegression(past []history.Measurement) (good, bad string) {
+	type rel struct {
+		r bisect.Release
+		m history.Measurement
+	}
+	var rs []rel
+	for _, m := range past {
+		if r, ok := bisect.ParseRelease(m.Tag); ok && (m.Verdict == string(noise.Good) || m.Verdict == string(noise.Bad)) {
+			rs = append(rs, rel{r, m})
+		}
+	}
+	slices.SortStableFunc(rs, func(a, b rel) int { return bisect.CompareReleases(b.r, a.r) }) // newest first
+	for _, x := range rs {
+		if x.m.Verdict == string(noise.Good) {
+			return x.m.Tag, bad
+		}
+		bad = x.m.Tag
+	}
+	return "", bad
+}
+
+// finishIncident bisects an incident's range (or resumes its bisection)
+// and records the answer.
+func (n *night) finishIncident(ctx context.Context, g *bisect.Graph, inc *history.Incident) error {
+	if n.closePipe != nil {
+		n.closePipe() // a QEMU guest left running would be the bisection's noise
+		n.closePipe = nil
+	}
+	res, err := n.bisect(ctx, inc.LastGood, inc.FirstBadTag, inc.StateDir)
 	if err != nil {
 		return err
 	}
@@ -327,12 +415,12 @@ func (n *night) run(ctx context.Context) error {
 			inc.Subject = info.Subject
 		}
 	}
-	if err := n.db.SetBisection(ctx, id, inc.Result, inc.FirstBad, inc.Subject); err != nil {
+	if err := n.db.SetBisection(ctx, inc.ID, inc.Result, inc.FirstBad, inc.Subject); err != nil {
 		return err
 	}
-	n.out.Result, n.out.Incident = "regression", incidentOf(inc)
-	n.out.Message = fmt.Sprintf("%s: a regression between %s (good) and %s (bad): %s\nreports in %s", job.Machine.Name, lastGood, firstBad.Tag,
-		describeCulprit(inc), inc.StateDir)
+	n.out.Result, n.out.Incident = "regression", incidentOf(*inc)
+	n.out.Message = fmt.Sprintf("%s: a regression between %s (good) and %s (bad): %s\nreports in %s", n.job.Machine.Name, inc.LastGood, inc.FirstBadTag,
+		describeCulprit(*inc), inc.StateDir)
 	return &resultError{exitRegression}
 }
 
@@ -441,27 +529,61 @@ func cpuValues(m *noise.Measurement, metric string) []history.CPUValue {
 // fetchReleases fetches the branch (when given) and the tags from the
 // remote into the tree, with git; it returns the fetched branch's head
 // (zero without a branch).
-func fetchReleases(ctx context.Context, tree, remote, branch string) (plumbing.Hash, error) {
-	args := []string{"-C", tree, "fetch", "--quiet", "--no-auto-maintenance", remote, "refs/tags/*:refs/tags/*"}
+func fetchReleases(ctx context.Context, tree, gitDir, remote, branch string) (plumbing.Hash, error) {
+	git := func(args ...string) ([]byte, error) {
+		cmd := exec.CommandContext(ctx, "git", append([]string{"-C", tree}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0") // a prompt would hang the night
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return nil, fmt.Errorf("git %s: %v: %s", args[0], err, strings.TrimSpace(stderr.String()))
+		}
+		return out, nil
+	}
+	args := []string{"fetch", "--quiet", "--", remote, "refs/tags/*:refs/tags/*"}
 	ref := ""
 	if branch != "" {
 		ref = "refs/remotes/kbisect-nightly/" + branch
 		args = append(args, "+refs/heads/"+branch+":"+ref)
 	}
-	cmd := exec.CommandContext(ctx, "git", args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("git fetch %s into %s: %v: %s", remote, tree, err, strings.TrimSpace(stderr.String()))
+	// Machines sharing the tree fetch one at a time: git locks each ref.
+	lock, err := os.OpenFile(filepath.Join(gitDir, "kbisect", "fetch.lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	_, err = git(args...)
+	_ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("fetching %s into %s: %w", remoteName(remote), tree, err)
 	}
 	if ref == "" {
 		return plumbing.ZeroHash, nil
 	}
-	out, err := exec.CommandContext(ctx, "git", "-C", tree, "rev-parse", "--verify", ref+"^{commit}").Output()
+	out, err := git("rev-parse", "--verify", ref+"^{commit}")
 	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("%s after the fetch: %v", ref, err)
+		return plumbing.ZeroHash, fmt.Errorf("%s after the fetch: %w", ref, err)
 	}
 	return plumbing.NewHash(strings.TrimSpace(string(out))), nil
+}
+
+// remoteName is how the history names a remote: a local path made
+// absolute, a URL without its password or token.
+func remoteName(remote string) string {
+	if u, err := url.Parse(remote); err == nil && u.Scheme != "" && u.Host != "" {
+		u.User = nil
+		return u.String()
+	}
+	if !strings.Contains(remote, ":") || strings.HasPrefix(remote, "/") || strings.HasPrefix(remote, ".") {
+		if abs, err := filepath.Abs(remote); err == nil {
+			return abs
+		}
+	}
+	return remote
 }
 
 // followedReleases are the release tags matching the glob (on the branch

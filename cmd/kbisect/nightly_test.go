@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"kbisect/history"
 	"kbisect/internal/simlab"
 )
 
@@ -220,4 +221,42 @@ func TestNightlyRunsOncePerMachine(t *testing.T) {
 		t.Fatalf("after the first ended: %v", err)
 	}
 	unlock2()
+}
+
+// TestNightlyFinishesWhatAStoppedNightLeft: a night that measured the
+// first bad release and was stopped before it opened an incident (a
+// controller rebooted) leaves only measurements; the next night, with
+// nothing new, opens the incident and bisects it.
+func TestNightlyFinishesWhatAStoppedNightLeft(t *testing.T) {
+	l := simLab(t, simlab.Options{Seed: 31, Commits: 160, BrokenBuilds: -1})
+	u := newStableUpstream(t, l)
+	k := u.firstBad()
+	u.publish(u.releases[0])
+	if code, out, stderr := u.night(); code != exitOK {
+		t.Fatalf("night 1: exit %d, %+v\n%s", code, out, stderr)
+	}
+	u.publish(u.releases[1 : k+1]...)
+	// What the stopped night wrote: the first bad release and the last
+	// good one, measured.
+	ctx := context.Background()
+	db, err := history.Open(ctx, u.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	where := history.Where{Machine: "simlab", Remote: u.bare, Branch: "linux-6.12.y"}
+	for _, m := range []struct{ tag, verdict string }{{u.releases[k], "bad"}, {u.releases[k-1], "good"}} {
+		if _, err := db.AddMeasurement(ctx, where, history.Measurement{Tag: m.tag, Commit: u.tagOf[m.tag], Metric: "noise", Kind: "time",
+			Values: []float64{1}, Verdict: m.verdict, Reason: "measured by the night that stopped"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	code, out, stderr := u.night()
+	if code != exitRegression || out.Result != "regression" || out.Incident == nil || out.Incident.LastGood != u.releases[k-1] ||
+		out.Incident.FirstBad != u.releases[k] || out.Incident.Commit != l.Tree.Regression || !strings.Contains(stderr, "no incident was opened for it") {
+		t.Fatalf("the night after: exit %d, %+v\n%s", code, out, stderr)
+	}
+	if len(out.Measured) != 0 {
+		t.Errorf("it measured again: %+v", out.Measured)
+	}
 }
