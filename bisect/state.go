@@ -275,27 +275,28 @@ func Restore(g *Graph, records []Record) (*Session, *Record, error) {
 		return nil, nil, errors.New("session log does not begin with a start record")
 	}
 	start := records[0]
-	bad, ok := parseHex(start.Bad)
-	if !ok {
-		return nil, nil, fmt.Errorf("session log: bad commit %q is not a commit name", start.Bad)
+	// A session on the range of a start or range record.
+	session := func(r Record, what string) (*Session, error) {
+		bad, ok := parseHex(r.Bad)
+		if !ok {
+			return nil, fmt.Errorf("session log %s: bad commit %q is not a commit name", what, r.Bad)
+		}
+		goods, err := parseHashes(r.Good)
+		if err != nil {
+			return nil, err
+		}
+		return NewSession(g, bad, goods, start.FirstParent), nil
 	}
-	goods, err := parseHashes(start.Good)
+	s, err := session(start, "start")
 	if err != nil {
 		return nil, nil, err
 	}
-	s := NewSession(g, bad, goods, start.FirstParent)
 	for i, r := range records[1:] {
 		switch r.Event {
 		case EventRange:
-			bad, ok := parseHex(r.Bad)
-			if !ok {
-				return nil, nil, fmt.Errorf("session log record %d: bad commit %q is not a commit name", i+2, r.Bad)
-			}
-			goods, err := parseHashes(r.Good)
-			if err != nil {
+			if s, err = session(r, fmt.Sprintf("record %d", i+2)); err != nil {
 				return nil, nil, err
 			}
-			s = NewSession(g, bad, goods, start.FirstParent)
 		case EventAncestorsOK:
 			s.SetAncestorsChecked()
 		case EventVerdict:

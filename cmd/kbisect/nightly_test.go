@@ -187,13 +187,7 @@ func TestNightlyFindsTheRegressionTheNightItsTagAppears(t *testing.T) {
 // regression among them: the newest is measured first, then the older
 // ones down to a good one, and the range bisected is the right one.
 func TestNightlyCatchesUpOnMissedNights(t *testing.T) {
-	l := simLab(t, simlab.Options{Seed: 31, Commits: 160, BrokenBuilds: -1})
-	u := newStableUpstream(t, l)
-	k := u.firstBad()
-	u.publish(u.releases[0])
-	if code, out, stderr := u.night(); code != exitOK {
-		t.Fatalf("night 1: exit %d, %+v\n%s", code, out, stderr)
-	}
+	l, u, k := baselineNight(t)
 	u.publish(u.releases[1 : k+2]...)
 	code, out, stderr := u.night()
 	if code != exitRegression || out.Incident == nil || out.Incident.LastGood != u.releases[k-1] || out.Incident.FirstBad != u.releases[k] ||
@@ -228,13 +222,7 @@ func TestNightlyRunsOncePerMachine(t *testing.T) {
 // controller rebooted) leaves only measurements; the next night, with
 // nothing new, opens the incident and bisects it.
 func TestNightlyFinishesWhatAStoppedNightLeft(t *testing.T) {
-	l := simLab(t, simlab.Options{Seed: 31, Commits: 160, BrokenBuilds: -1})
-	u := newStableUpstream(t, l)
-	k := u.firstBad()
-	u.publish(u.releases[0])
-	if code, out, stderr := u.night(); code != exitOK {
-		t.Fatalf("night 1: exit %d, %+v\n%s", code, out, stderr)
-	}
+	l, u, k := baselineNight(t)
 	u.publish(u.releases[1 : k+1]...)
 	// What the stopped night wrote: the first bad release and the last
 	// good one, measured.
@@ -259,4 +247,18 @@ func TestNightlyFinishesWhatAStoppedNightLeft(t *testing.T) {
 	if len(out.Measured) != 0 {
 		t.Errorf("it measured again: %+v", out.Measured)
 	}
+}
+
+// baselineNight is a simulated lab whose first release is published and
+// measured (the baseline night), with k the first bad release.
+func baselineNight(t *testing.T) (*simlab.Lab, *stableUpstream, int) {
+	t.Helper()
+	l := simLab(t, simlab.Options{Seed: 31, Commits: 160, BrokenBuilds: -1})
+	u := newStableUpstream(t, l)
+	k := u.firstBad()
+	u.publish(u.releases[0])
+	if code, out, stderr := u.night(); code != exitOK {
+		t.Fatalf("night 1: exit %d, %+v\n%s", code, out, stderr)
+	}
+	return l, u, k
 }
