@@ -26,6 +26,8 @@ const (
 	DefaultBoots          = 1
 	DefaultConfidence     = 0.95
 	DefaultFindGoodMax    = 8
+	DefaultBaselineMaxAge = Duration(7 * 24 * time.Hour)
+	DefaultNightlyRounds  = 3
 )
 
 // DefaultReportFormats are written when report.formats is not set.
@@ -111,6 +113,8 @@ func (l *loader) setDefaults() {
 	def("report.formats", func() { r.Formats = append([]string(nil), DefaultReportFormats...) })
 
 	def("find_good.max_kernels", func() { j.FindGood.MaxKernels = DefaultFindGoodMax })
+	def("nightly.baseline_max_age", func() { j.Nightly.BaselineMaxAge = DefaultBaselineMaxAge })
+	def("nightly.rounds", func() { j.Nightly.Rounds = DefaultNightlyRounds })
 }
 
 // isSet reports whether a job file set key (possibly to its zero value).

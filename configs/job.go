@@ -31,6 +31,7 @@ type Job struct {
 	Verdict  Verdict  `yaml:"verdict"`
 	Report   Report   `yaml:"report"`
 	FindGood FindGood `yaml:"find_good"`
+	Nightly  Nightly  `yaml:"nightly"`
 
 	// File is the job file as named when it was loaded.
 	File string `yaml:"-"`
@@ -197,6 +198,18 @@ type FindGood struct {
 	Enabled     bool `yaml:"enabled,omitempty"`
 	MaxKernels  int  `yaml:"max_kernels,omitempty"`
 	OlderSeries int  `yaml:"older_series,omitempty"`
+}
+
+// Nightly says how kbisect nightly judges a new release against the
+// machine's last good one.
+type Nightly struct {
+	// BaselineMaxAge is how old the last good release's measurement may
+	// be: an older one is measured again, beside the new release in
+	// alternating rounds, so that a machine that drifted is not taken for
+	// a kernel that regressed (0: every night a release is new).
+	BaselineMaxAge Duration `yaml:"baseline_max_age,omitempty"`
+	// Rounds is how many boots each of the two gets when they alternate.
+	Rounds int `yaml:"rounds,omitempty"`
 }
 
 // Report says which reports a run writes and where.

@@ -73,6 +73,8 @@ func (l *loader) validate() {
 	l.validateReport()
 	l.intRange("find_good.max_kernels", l.job.FindGood.MaxKernels, 1, 100)
 	l.intRange("find_good.older_series", l.job.FindGood.OlderSeries, 0, 20)
+	l.durationRange("nightly.baseline_max_age", l.job.Nightly.BaselineMaxAge, 0, 365*24*time.Hour)
+	l.intRange("nightly.rounds", l.job.Nightly.Rounds, 1, 20)
 }
 
 var machineName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)

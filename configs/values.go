@@ -25,6 +25,14 @@ func ParseDuration(s string) (Duration, error) {
 		return 0, fmt.Errorf("%q has no unit (write e.g. %ss, %sms or %sus)", s, t, t, t)
 	}
 	t = strings.NewReplacer("µs", "us", "μs", "us").Replace(t)
+	if days, ok := strings.CutSuffix(t, "d"); ok {
+		// Days, for the ages of a history: 7d.
+		n, err := strconv.ParseFloat(days, 64)
+		if err != nil || n < 0 || n > 3650 {
+			return 0, fmt.Errorf("%q is not a number of days (write e.g. 7d)", s)
+		}
+		return Duration(n * float64(24*time.Hour)), nil
+	}
 	d, err := time.ParseDuration(t)
 	if err != nil {
 		return 0, fmt.Errorf("%q is not a duration (write e.g. 90s, 10m, 1h30m, 20us, 1.5ms)", s)
@@ -41,6 +49,8 @@ func (d Duration) String() string {
 	switch {
 	case t == 0:
 		return "0s"
+	case t%(24*time.Hour) == 0:
+		return fmt.Sprintf("%dd", t/(24*time.Hour))
 	case t%time.Hour == 0:
 		return fmt.Sprintf("%dh", t/time.Hour)
 	case t%time.Minute == 0 && t < time.Hour:

@@ -131,7 +131,7 @@ func TestDurationsNeedUnitsAndPrintAsWritten(t *testing.T) {
 	for in, want := range map[string]string{
 		"20us": "20us", "20µs": "20us", "1.5ms": "1500us", "500ns": "500ns", "90s": "1m30s",
 		"10m": "10m", "1h30m": "1h30m", "2h": "2h", "1s": "1s", "950ms": "950ms", "2.5us": "2.5us",
-		"1h0m30s": "1h30s", "0s": "0s",
+		"1h0m30s": "1h30s", "0s": "0s", "7d": "7d", "48h": "2d", "1.5d": "36h",
 	} {
 		d, err := ParseDuration(in)
 		if err != nil || d.String() != want {
@@ -146,6 +146,8 @@ func TestDurationsNeedUnitsAndPrintAsWritten(t *testing.T) {
 		"60":       `"60" has no unit (write e.g. 60s, 60ms or 60us)`,
 		"1 minute": `"1 minute" is not a duration (write e.g. 90s, 10m, 1h30m, 20us, 1.5ms)`,
 		"-1s":      `"-1s" is negative`,
+		"a week":   `"a week" is not a duration (write e.g. 90s, 10m, 1h30m, 20us, 1.5ms)`,
+		"sevend":   `"sevend" is not a number of days (write e.g. 7d)`,
 		"":         "empty duration",
 	} {
 		if _, err := ParseDuration(in); err == nil || err.Error() != want {

@@ -84,6 +84,9 @@ var migrations = []string{
 		closed_tag       TEXT NOT NULL,
 		closed_at        TEXT NOT NULL
 	);`,
+	// 2: the release a measurement was judged against, when it was (a
+	// ratio or auto threshold, or the baseline measured beside it).
+	`ALTER TABLE measurements ADD COLUMN baseline_tag TEXT NOT NULL DEFAULT '';`,
 }
 
 // SchemaVersion is the schema this kbisect writes.
@@ -190,8 +193,13 @@ type Measurement struct {
 	Values    []float64
 	Median    float64
 	Threshold float64
-	Verdict   string
-	Reason    string
+	// Verdict is good, bad, skip or unsure, or drift: the baseline,
+	// measured again beside it, is bad too (the machine changed).
+	Verdict string
+	Reason  string
+	// Baseline is the release it was judged against ("" for none: an
+	// absolute threshold decided it alone).
+	Baseline string
 	// Night is the nightly run that measured it (its start, RFC 3339).
 	Night      string
 	MeasuredAt time.Time
@@ -222,9 +230,10 @@ func (d *DB) AddMeasurement(ctx context.Context, w Where, m Measurement) (int64,
 			return err
 		}
 		res, err := tx.ExecContext(ctx, `INSERT INTO measurements (machine_id, tree_id, tag, commit_hash, release, signature, metric, kind,
-			samples, median, threshold, verdict, reason, night, measured_at, state_dir) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			samples, median, threshold, verdict, reason, night, measured_at, state_dir, baseline_tag)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			machine, tree, m.Tag, m.Commit, m.Release, m.Signature, m.Metric, m.Kind, string(values), m.Median, m.Threshold,
-			m.Verdict, m.Reason, m.Night, m.MeasuredAt.UTC().Format(timeFormat), m.StateDir)
+			m.Verdict, m.Reason, m.Night, m.MeasuredAt.UTC().Format(timeFormat), m.StateDir, m.Baseline)
 		if err != nil {
 			return err
 		}
@@ -245,7 +254,7 @@ func (d *DB) AddMeasurement(ctx context.Context, w Where, m Measurement) (int64,
 // first, with their per-CPU values.
 func (d *DB) Measurements(ctx context.Context, w Where) ([]Measurement, error) {
 	rows, err := d.db.QueryContext(ctx, `SELECT m.id, m.tag, m.commit_hash, m.release, m.signature, m.metric, m.kind, m.samples, m.median,
-		m.threshold, m.verdict, m.reason, m.night, m.measured_at, m.state_dir
+		m.threshold, m.verdict, m.reason, m.night, m.measured_at, m.state_dir, m.baseline_tag
 		FROM measurements m JOIN machines a ON a.id = m.machine_id JOIN trees t ON t.id = m.tree_id
 		WHERE a.name = ? AND t.remote = ? AND t.branch = ? ORDER BY m.id`, w.Machine, w.Remote, w.Branch)
 	if err != nil {
@@ -258,7 +267,7 @@ func (d *DB) Measurements(ctx context.Context, w Where) ([]Measurement, error) {
 		var m Measurement
 		var samples, at string
 		if err := rows.Scan(&m.ID, &m.Tag, &m.Commit, &m.Release, &m.Signature, &m.Metric, &m.Kind, &samples, &m.Median,
-			&m.Threshold, &m.Verdict, &m.Reason, &m.Night, &at, &m.StateDir); err != nil {
+			&m.Threshold, &m.Verdict, &m.Reason, &m.Night, &at, &m.StateDir, &m.Baseline); err != nil {
 			return nil, err
 		}
 		if err := json.Unmarshal([]byte(samples), &m.Values); err != nil {

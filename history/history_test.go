@@ -41,7 +41,9 @@ func TestAMeasurementAndAnIncidentComeBackAsWritten(t *testing.T) {
 	}
 	other := where
 	other.Machine = "system-1"
-	if _, err := d.AddMeasurement(ctx, other, measurement("v6.12.58", 2)); err != nil {
+	judged := measurement("v6.12.58", 2)
+	judged.Baseline = "v6.12.57"
+	if _, err := d.AddMeasurement(ctx, other, judged); err != nil {
 		t.Fatal(err)
 	}
 	got, err := d.Measurements(ctx, where)
@@ -53,8 +55,11 @@ func TestAMeasurementAndAnIncidentComeBackAsWritten(t *testing.T) {
 	}
 	g := got[0]
 	if g.Tag != want.Tag || g.Median != want.Median || len(g.Values) != 3 || g.Values[2] != 11000 || !g.MeasuredAt.Equal(want.MeasuredAt) ||
-		len(g.CPUs) != 4 || g.CPUs[3] != (CPUValue{CPU: 3, Name: "noise", Value: 1003}) || g.Verdict != "good" || g.Night != want.Night {
+		len(g.CPUs) != 4 || g.CPUs[3] != (CPUValue{CPU: 3, Name: "noise", Value: 1003}) || g.Verdict != "good" || g.Night != want.Night || g.Baseline != "" {
 		t.Errorf("read back %+v\nwant %+v", g, want)
+	}
+	if o, err := d.Measurements(ctx, other); err != nil || len(o) != 1 || o[0].Baseline != "v6.12.57" {
+		t.Errorf("system-1's measurement: %+v, %v", o, err)
 	}
 
 	id, err := d.OpenIncident(ctx, where, Incident{LastGood: "v6.12.57", FirstBadTag: "v6.12.58", OpenedAt: want.MeasuredAt})
@@ -112,6 +117,40 @@ func TestANewerSchemaIsRefusedAndAnOlderOneMigrated(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.Close()
+
+	// A database of the first schema, with a measurement, gets the
+	// columns of the later ones and keeps what it had.
+	path = filepath.Join(t.TempDir(), "v1.db")
+	raw, err = sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{migrations[0], "PRAGMA user_version = 1", "INSERT INTO machines (name) VALUES ('system-0')",
+		"INSERT INTO trees (remote, branch) VALUES ('" + where.Remote + "', '" + where.Branch + "')",
+		`INSERT INTO measurements (machine_id, tree_id, tag, commit_hash, release, signature, metric, kind, samples, median, threshold,
+			verdict, reason, night, measured_at, state_dir) VALUES (1, 1, 'v6.12.56', 'c', 'r', 's', 'noise', 'time', '[1,2]', 1.5, 1000,
+			'good', 'quiet', '', '2026-11-01T00:00:00Z', '')`} {
+		if _, err := raw.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	raw.Close()
+	if d, err = Open(ctx, path); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ms, err := d.Measurements(ctx, where)
+	if err != nil || len(ms) != 1 || ms[0].Tag != "v6.12.56" || ms[0].Median != 1.5 || ms[0].Baseline != "" {
+		t.Fatalf("after the migration: %+v, %v", ms, err)
+	}
+	m := measurement("v6.12.57", 1)
+	m.Baseline = "v6.12.56"
+	if _, err := d.AddMeasurement(ctx, where, m); err != nil {
+		t.Fatal(err)
+	}
+	if ms, _ := d.Measurements(ctx, where); len(ms) != 2 || ms[1].Baseline != "v6.12.56" {
+		t.Errorf("a measurement after the migration: %+v", ms)
+	}
 }
 
 // TestTwoWritersShareTheDatabase: two nightly runs on one controller

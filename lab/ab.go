@@ -129,7 +129,7 @@ func (p *Pipeline) abRound(ctx context.Context, dir string, round int, side, com
 	if len(ev.Values) != samples {
 		// A kernel that fails now and then is not compared on what it
 		// let through.
-		return nil, fmt.Errorf("A/B round %d: %s (%s) gave %d of %d samples: %s", round, side, short(commit), len(ev.Values), samples, ev.Reason)
+		return nil, &RoundError{Round: round, Side: side, Samples: samples, Evidence: ev}
 	}
 	r := &ABRound{Round: round, Side: side, Evidence: ev}
 	b, err := json.MarshalIndent(r, "", "  ")
@@ -140,6 +140,44 @@ func (p *Pipeline) abRound(ctx context.Context, dir string, round int, side, com
 		return nil, err
 	}
 	return r, bisect.WriteFileAtomic(path, append(b, '\n'))
+}
+
+// RoundError is an A/B round whose kernel gave fewer samples than asked:
+// it does not build or boot, or fails now and then. Its evidence says
+// why.
+type RoundError struct {
+	Round    int
+	Side     string // "a" or "b"
+	Samples  int    // asked
+	Evidence *Evidence
+}
+
+func (e *RoundError) Error() string {
+	return fmt.Sprintf("A/B round %d: %s (%s) gave %d of %d samples: %s", e.Round, e.Side, short(e.Evidence.Commit), len(e.Evidence.Values), e.Samples, e.Evidence.Reason)
+}
+
+// Pooled is one side's rounds ("a" or "b") as one evidence: every
+// sample, in the order taken, with the boots of every round. Nil when
+// the side has no round.
+func (r *ABResult) Pooled(side string) *Evidence {
+	var ev *Evidence
+	for _, round := range r.Rounds {
+		if round.Side != side || round.Evidence == nil {
+			continue
+		}
+		e := round.Evidence
+		if ev == nil {
+			ev = &Evidence{Commit: e.Commit, Release: e.Release, Signature: e.Signature, Build: e.Build, Metric: e.Metric, Kind: e.Kind}
+		}
+		ev.Boots = append(ev.Boots, e.Boots...)
+		ev.Values = append(ev.Values, e.Values...)
+		ev.Samples = append(ev.Samples, e.Samples...)
+		ev.Seconds += e.Seconds
+	}
+	if ev != nil {
+		ev.Reason = fmt.Sprintf("%d samples over %d rounds", len(ev.Values), len(ev.Boots))
+	}
+	return ev
 }
 
 // ReadAB reads kbisect ab's comparison from a state directory: its

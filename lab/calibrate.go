@@ -47,9 +47,9 @@ func (c *Calibration) judge(base noise.Rule, goodName, badName string) error {
 	if base.Kind != noise.Absolute && !rule.Worse(c.Bad.Values, c.Good.Values) {
 		// A relative rule has nothing to go by when the bad endpoint is
 		// no worse than the good one.
-		alike := fmt.Sprintf("median %s, no worse than the good endpoint's %s", noise.FormatValue(rule.MetricKind, median(c.Bad.Values)), noise.FormatValue(rule.MetricKind, median(c.Good.Values)))
-		dBad = noise.Decision{Verdict: noise.Unsure, N: len(c.Bad.Values), Median: median(c.Bad.Values), Reason: alike}
-		dGood = noise.Decision{Verdict: noise.Unsure, N: len(c.Good.Values), Median: median(c.Good.Values), Reason: fmt.Sprintf("median %s", noise.FormatValue(rule.MetricKind, median(c.Good.Values)))}
+		alike := fmt.Sprintf("median %s, no worse than the good endpoint's %s", noise.FormatValue(rule.MetricKind, Median(c.Bad.Values)), noise.FormatValue(rule.MetricKind, Median(c.Good.Values)))
+		dBad = noise.Decision{Verdict: noise.Unsure, N: len(c.Bad.Values), Median: Median(c.Bad.Values), Reason: alike}
+		dGood = noise.Decision{Verdict: noise.Unsure, N: len(c.Good.Values), Median: Median(c.Good.Values), Reason: fmt.Sprintf("median %s", noise.FormatValue(rule.MetricKind, Median(c.Good.Values)))}
 	} else {
 		if dBad, err = rule.Decide(c.Bad.Values); err != nil {
 			return err
@@ -96,7 +96,8 @@ func thresholdWord(k noise.ThresholdKind) string {
 	return "an auto"
 }
 
-func median(xs []float64) float64 {
+// Median is the median of xs (0 for none).
+func Median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}

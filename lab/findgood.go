@@ -113,7 +113,7 @@ func findGood(ctx context.Context, pipes []*Pipeline, cal *Calibration, walk Wal
 		s.Kernels++
 		try := Try{Tag: r.Tag, Commit: ev.Commit, Verdict: ev.Verdict, Reason: ev.Reason, Kind: ev.Kind, Seconds: ev.Seconds}
 		if len(ev.Values) > 0 {
-			try.Median = median(ev.Values)
+			try.Median = Median(ev.Values)
 		}
 		if base.Kind != noise.Absolute && len(ev.Values) > 0 {
 			// Good only if the bad endpoint is bad against it.
@@ -128,7 +128,7 @@ func findGood(ctx context.Context, pipes []*Pipeline, cal *Calibration, walk Wal
 				c = t
 			case t.GoodIsBad:
 				ev.Verdict, ev.Reason = string(noise.Bad), fmt.Sprintf("no better than the bad endpoint: median %s, the bad endpoint's %s",
-					noise.FormatValue(base.MetricKind, median(ev.Values)), noise.FormatValue(base.MetricKind, median(cal.Bad.Values)))
+					noise.FormatValue(base.MetricKind, Median(ev.Values)), noise.FormatValue(base.MetricKind, Median(cal.Bad.Values)))
 			default:
 				ev.Verdict, ev.Reason = verdictSkip, t.Reason
 			}

@@ -13,18 +13,11 @@ import (
 // abSides gathers each side's rounds into one evidence: its samples and
 // values in the order taken.
 func abSides(res *lab.ABResult) (a, b *lab.Evidence) {
-	a = &lab.Evidence{Commit: res.Plan.A}
-	b = &lab.Evidence{Commit: res.Plan.B}
-	for _, r := range res.Rounds {
-		side := a
-		if r.Side == "b" {
-			side = b
-		}
-		ev := r.Evidence
-		side.Release, side.Metric, side.Kind = ev.Release, ev.Metric, ev.Kind
-		side.Samples = append(side.Samples, ev.Samples...)
-		side.Values = append(side.Values, ev.Values...)
-		side.Boots = append(side.Boots, ev.Boots...)
+	if a = res.Pooled("a"); a == nil {
+		a = &lab.Evidence{Commit: res.Plan.A}
+	}
+	if b = res.Pooled("b"); b == nil {
+		b = &lab.Evidence{Commit: res.Plan.B}
 	}
 	return a, b
 }

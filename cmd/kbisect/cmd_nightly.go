@@ -91,7 +91,8 @@ EXIT STATUS
 
 // nightlyJSON is nightly's --json answer.
 type nightlyJSON struct {
-	// Result: nothing-new, no-regression, fixed, regression, still-present.
+	// Result: nothing-new, no-regression, fixed, regression,
+	// still-present, drift, unknown, aborted.
 	Result   string         `json:"result"`
 	Machine  string         `json:"machine"`
 	Measured []nightTagJSON `json:"measured"`
@@ -101,11 +102,12 @@ type nightlyJSON struct {
 }
 
 type nightTagJSON struct {
-	Tag     string  `json:"tag"`
-	Commit  string  `json:"commit"`
-	Verdict string  `json:"verdict"`
-	Median  float64 `json:"median"`
-	Reason  string  `json:"reason"`
+	Tag      string  `json:"tag"`
+	Commit   string  `json:"commit"`
+	Verdict  string  `json:"verdict"`
+	Median   float64 `json:"median"`
+	Reason   string  `json:"reason"`
+	Baseline string  `json:"baseline,omitempty"`
 }
 
 type incidentJSON struct {
@@ -130,11 +132,30 @@ type night struct {
 	pipe           *lab.Pipeline
 	closePipe      func()
 	start          time.Time
+	stamp          string // the night's start, for the names of what it measures
+	base           *baseline
 	out            nightlyJSON
+}
+
+// baseline is what a new release is judged against: the newest release
+// measured good on the machine, with its samples.
+type baseline struct {
+	tag, commit string
+	values      []float64
+	at          time.Time
+	// stale says it is measured again before a release is judged against
+	// it (why says why): its measurement is older than
+	// nightly.baseline_max_age, or its newest one is not good (the
+	// machine drifted).
+	stale bool
+	why   string
+	// tonight says this night measured it.
+	tonight bool
 }
 
 func runNightly(ctx context.Context, o nightlyOptions, stdout, stderr io.Writer) error {
 	n := &night{o: o, stdout: stdout, stderr: stderr, start: time.Now()}
+	n.stamp = n.start.UTC().Format("20060102T150405Z")
 	defer n.close()
 	ctx = traceCommands(ctx, o.Verbose, func(s string) { fmt.Fprintln(stderr, s) })
 	err := n.run(ctx)
@@ -201,9 +222,6 @@ func (n *night) run(ctx context.Context) error {
 	}
 	if err := job.CheckEnv(nil); err != nil {
 		return usagef("nightly --job %v (set it, or run validate to see where it is used)", err)
-	}
-	if k := job.Verdict.Threshold.Kind; k == configs.ThresholdAuto || k == configs.ThresholdRatio {
-		return usagef("nightly --job %s: verdict.threshold must be absolute (e.g. 1ms): a ratio or auto threshold needs the last good release measured again beside each new one, which nightly does not do yet", o.Job)
 	}
 	n.job = job
 	n.out.Machine = job.Machine.Name
@@ -281,15 +299,29 @@ func (n *night) run(ctx context.Context) error {
 		}
 	}
 
-	fresh := newReleases(tags, past)
+	n.base = baselineOf(past, job.Nightly.BaselineMaxAge.D(), n.start)
+	fresh, retry := newReleases(tags, past), false
 	if len(past) == 0 && len(fresh) > 1 {
 		fresh = fresh[:1] // the first night: the newest is the baseline
+	}
+	if tag := driftedRelease(past); len(fresh) == 0 && tag != "" && n.base != nil {
+		// The last night found the machine noisier, not the kernel: the
+		// release it could not judge is judged again, beside the
+		// baseline, until the machine is quiet again.
+		for _, r := range tags {
+			if r.Tag == tag {
+				n.say("the last night measured %s bad beside %s (the machine drifted): measuring both again", tag, n.base.tag)
+				fresh, retry = []bisect.Release{r}, true
+			}
+		}
 	}
 	if len(fresh) == 0 {
 		n.out.Result, n.out.Message = "nothing-new", fmt.Sprintf("%s: no release tag newer than the last measured one", job.Machine.Name)
 		return nil
 	}
-	n.say("%d new release tag(s): %s", len(fresh), strings.Join(tagNames(fresh), " "))
+	if !retry {
+		n.say("%d new release tag(s): %s", len(fresh), strings.Join(tagNames(fresh), " "))
+	}
 	if err := n.setupPipeline(ctx); err != nil {
 		return err
 	}
@@ -298,11 +330,17 @@ func (n *night) run(ctx context.Context) error {
 	// boot says nothing, the next older one is measured instead.
 	var newest history.Measurement
 	for len(fresh) > 0 {
-		m, err := n.measure(ctx, fresh[0])
+		m, err := n.judge(ctx, fresh[0], open == nil)
 		if err != nil {
 			return err
 		}
 		fresh = fresh[1:]
+		if m.Verdict == verdictDrift {
+			n.out.Result = "drift"
+			n.out.Message = fmt.Sprintf("%s: %s\nthe machine is noisier, not the kernel: check its firmware and BIOS settings, its temperature and what else runs on it; the next night measures both again",
+				job.Machine.Name, m.Reason)
+			return &resultError{exitNotReproduced}
+		}
 		if m.Verdict == string(noise.Good) || m.Verdict == string(noise.Bad) {
 			newest = m
 			break
@@ -337,9 +375,12 @@ func (n *night) run(ctx context.Context) error {
 
 	// A new regression: the first bad tag is the oldest new one that
 	// measures bad, down to one that measures good (nights missed).
-	firstBad, lastGood := newest, lastGoodTag(past)
+	firstBad, lastGood := newest, ""
+	if n.base != nil {
+		lastGood = n.base.tag
+	}
 	for _, r := range fresh {
-		m, err := n.measure(ctx, r)
+		m, err := n.judge(ctx, r, false)
 		if err != nil {
 			return err
 		}
@@ -486,19 +527,220 @@ func (n *night) setupPipeline(ctx context.Context) error {
 	return nil
 }
 
-// measure builds, boots and measures a release and records it.
-func (n *night) measure(ctx context.Context, r bisect.Release) (history.Measurement, error) {
+// verdictDrift is a release's verdict, and its baseline's, when the
+// baseline measured again beside it is bad too: the machine changed.
+const verdictDrift = "drift"
+
+// baselineOf finds the baseline in the history: the newest release
+// measured good (nil when none is).
+func baselineOf(past []history.Measurement, maxAge time.Duration, now time.Time) *baseline {
+	var b *baseline
+	for i := len(past) - 1; i >= 0; i-- {
+		if m := past[i]; m.Verdict == string(noise.Good) {
+			b = &baseline{tag: m.Tag, commit: m.Commit, values: m.Values, at: m.MeasuredAt}
+			break
+		}
+	}
+	if b == nil {
+		return nil
+	}
+	for i := len(past) - 1; i >= 0; i-- {
+		if m := past[i]; m.Tag == b.tag {
+			if m.Verdict != string(noise.Good) {
+				b.stale, b.why = true, fmt.Sprintf("its last measurement (%s) was %s", m.MeasuredAt.Local().Format("2006-01-02 15:04"), m.Verdict)
+			}
+			break
+		}
+	}
+	if age := now.Sub(b.at); !b.stale && age > maxAge {
+		b.stale, b.why = true, fmt.Sprintf("measured %s ago, longer than nightly.baseline_max_age (%s)", ageText(age), configs.Duration(maxAge))
+	}
+	return b
+}
+
+// ageText says how long ago, in days from two of them.
+func ageText(d time.Duration) string {
+	if d >= 48*time.Hour {
+		return fmt.Sprintf("%.0f days", d.Hours()/24)
+	}
+	return d.Round(time.Second).String()
+}
+
+// driftedRelease is the release the last night could not judge because
+// its baseline measured bad beside it ("" when the newest measurements
+// are not a drift).
+func driftedRelease(past []history.Measurement) string {
+	for i := len(past) - 1; i >= 0 && past[i].Verdict == verdictDrift; i-- {
+		if past[i].Baseline != "" {
+			return past[i].Tag
+		}
+	}
+	return ""
+}
+
+// judge measures a release and decides it:
+//   - with no baseline, an absolute threshold decides it alone, and with
+//     a ratio or auto one it is the baseline (good: nothing to hold it
+//     against);
+//   - with a stale baseline, the two are measured in alternating rounds
+//     and judged together;
+//   - else an absolute threshold decides it alone, and a relative one
+//     against the baseline's samples; a bad one, when confirm asks, is
+//     confirmed by the baseline measured again tonight.
+func (n *night) judge(ctx context.Context, r bisect.Release, confirm bool) (history.Measurement, error) {
+	b := n.base
+	if b != nil && b.stale && r.Tag != b.tag {
+		return n.alternate(ctx, r)
+	}
 	n.say("measuring %s (%s)", r.Tag, short12(r.Commit.String()))
-	ev, err := n.pipe.Evidence(ctx, r.Commit.String())
+	var ev *lab.Evidence
+	var err error
+	if lab.Relative(n.job) {
+		ev, err = n.pipe.Sample(ctx, r.Commit.String(), lab.SampleCount(n.job), filepath.Join("samples", n.stamp+"-"+fileSafe(r.Tag)))
+	} else {
+		ev, err = n.pipe.Evidence(ctx, r.Commit.String())
+	}
 	if err != nil {
 		return history.Measurement{}, fmt.Errorf("%s: %w", r.Tag, err)
 	}
-	m := history.Measurement{Tag: r.Tag, Commit: ev.Commit, Release: ev.Release, Signature: ev.Signature, Metric: ev.Metric, Kind: ev.Kind,
-		Values: ev.Values, Verdict: ev.Verdict, Reason: ev.Reason, Night: n.start.UTC().Format(time.RFC3339), MeasuredAt: time.Now(),
-		StateDir: n.pipe.StateDir}
+	cand := *ev // the pipeline keeps its own
+	switch {
+	case len(cand.Values) == 0:
+		if cand.Verdict == "" {
+			cand.Verdict = "skip"
+		}
+		return n.record(ctx, r.Tag, &cand, "")
+	case b == nil && lab.Relative(n.job):
+		cand.Verdict = string(noise.Good)
+		cand.Reason = fmt.Sprintf("the baseline, median %s: the %s threshold judges the next releases against its samples",
+			noise.FormatValue(cand.Kind, lab.Median(cand.Values)), n.job.Verdict.Threshold)
+		return n.record(ctx, r.Tag, &cand, "")
+	case b == nil:
+		return n.record(ctx, r.Tag, &cand, "")
+	}
+	against := ""
+	if lab.Relative(n.job) {
+		base := &lab.Evidence{Commit: b.commit, Values: b.values, Kind: cand.Kind, Metric: cand.Metric}
+		c, err := lab.JudgeBeside(n.job, base, &cand, b.tag, r.Tag)
+		if err != nil {
+			return history.Measurement{}, err
+		}
+		_, _, cand.Verdict, cand.Reason = pairVerdicts(n.job, c)
+		against = b.tag
+	}
+	if confirm && cand.Verdict == string(noise.Bad) && !b.tonight {
+		n.say("%s measures bad against %s, measured %s: %s is measured again tonight before this is called a regression",
+			r.Tag, b.tag, b.at.Local().Format("2006-01-02 15:04"), b.tag)
+		g, err := n.pipe.Sample(ctx, b.commit, lab.SampleCount(n.job), filepath.Join("samples", n.stamp+"-"+fileSafe(b.tag)))
+		if err != nil {
+			return history.Measurement{}, fmt.Errorf("%s: %w", b.tag, err)
+		}
+		if len(g.Values) == 0 {
+			return history.Measurement{}, fmt.Errorf("the baseline %s, measured good on %s, gives no samples tonight: %s", b.tag, b.at.Local().Format("2006-01-02"), g.Reason)
+		}
+		again := *ev
+		c, err := lab.JudgeBeside(n.job, g, &again, b.tag, r.Tag)
+		if err != nil {
+			return history.Measurement{}, err
+		}
+		return n.recordPair(ctx, c, r.Tag, "after it measured bad")
+	}
+	return n.record(ctx, r.Tag, &cand, against)
+}
+
+// alternate measures the baseline again beside a release, in alternating
+// rounds (baseline first, each round a fresh boot), and judges the two
+// on all their samples.
+func (n *night) alternate(ctx context.Context, r bisect.Release) (history.Measurement, error) {
+	b := n.base
+	rounds := max(1, n.job.Nightly.Rounds)
+	per := (lab.SampleCount(n.job) + rounds - 1) / rounds
+	n.say("measuring %s beside %s in %d alternating rounds of %d samples: %s", r.Tag, b.tag, rounds, per, b.why)
+	plan := lab.ABPlan{A: b.commit, B: r.Commit.String(), ALabel: b.tag, BLabel: r.Tag, Rounds: rounds, Samples: per,
+		Name: filepath.Join("beside", n.stamp+"-"+fileSafe(b.tag)+".."+fileSafe(r.Tag))}
+	res, err := n.pipe.AB(ctx, plan)
+	var re *lab.RoundError
+	switch {
+	case errors.As(err, &re) && re.Side == "b":
+		ev := *re.Evidence
+		if ev.Verdict == "" || ev.Verdict == string(noise.Good) {
+			ev.Verdict = "skip"
+		}
+		return n.record(ctx, r.Tag, &ev, "")
+	case errors.As(err, &re):
+		return history.Measurement{}, fmt.Errorf("the baseline %s, measured again beside %s: %w", b.tag, r.Tag, err)
+	case err != nil:
+		return history.Measurement{}, err
+	}
+	c, err := lab.JudgeBeside(n.job, res.Pooled("a"), res.Pooled("b"), b.tag, r.Tag)
+	if err != nil {
+		return history.Measurement{}, err
+	}
+	return n.recordPair(ctx, c, r.Tag, fmt.Sprintf("%d alternating rounds", rounds))
+}
+
+// pairVerdicts are the verdicts of a baseline and a release judged
+// beside it, with their reasons. Under a ratio or auto threshold the
+// baseline is good by definition: it is the reference; a release no
+// worse than it is good. Under an absolute one each is decided, and both
+// bad is the machine's drift.
+func pairVerdicts(job *configs.Job, c *lab.Calibration) (baseV, baseWhy, relV, relWhy string) {
+	baseV, baseWhy, relV, relWhy = c.Good.Verdict, c.Good.Reason, c.Bad.Verdict, c.Bad.Reason
+	if lab.Relative(job) {
+		baseV = string(noise.Good)
+		switch {
+		case c.Reproduced:
+			relV = string(noise.Bad)
+		case c.GoodIsBad:
+			relV, relWhy = string(noise.Good), c.Bad.Reason
+		}
+		return
+	}
+	if relV == string(noise.Bad) && baseV == string(noise.Bad) {
+		return verdictDrift, baseWhy, verdictDrift, relWhy
+	}
+	return
+}
+
+// recordPair records a release and its baseline judged beside each
+// other: the release first, then the baseline, which is fresh for the
+// rest of the night when it is good.
+func (n *night) recordPair(ctx context.Context, c *lab.Calibration, tag, how string) (history.Measurement, error) {
+	b := n.base
+	baseV, baseWhy, relV, relWhy := pairVerdicts(n.job, c)
+	rel, base := *c.Bad, *c.Good
+	rel.Verdict, rel.Reason = relV, relWhy
+	base.Verdict, base.Reason = baseV, fmt.Sprintf("measured again beside %s (%s): %s", tag, how, baseWhy)
+	if relV == verdictDrift {
+		rel.Reason = fmt.Sprintf("%s, measured good on %s, is bad now beside %s (%s): %s: median %s, was %s; %s: %s",
+			b.tag, b.at.Local().Format("2006-01-02"), tag, how, b.tag, noise.FormatValue(base.Kind, lab.Median(base.Values)),
+			noise.FormatValue(base.Kind, lab.Median(b.values)), tag, relWhy)
+	}
+	m, err := n.record(ctx, tag, &rel, b.tag)
+	if err != nil {
+		return m, err
+	}
+	if _, err := n.record(ctx, b.tag, &base, ""); err != nil {
+		return m, err
+	}
+	if baseV == string(noise.Good) {
+		b.values, b.at, b.stale, b.tonight = base.Values, time.Now(), false, true
+	}
+	return m, nil
+}
+
+// record writes a release's measurement, as judged, to the history.
+func (n *night) record(ctx context.Context, tag string, ev *lab.Evidence, against string) (history.Measurement, error) {
+	m := history.Measurement{Tag: tag, Commit: ev.Commit, Release: ev.Release, Signature: ev.Signature, Metric: ev.Metric, Kind: ev.Kind,
+		Values: ev.Values, Verdict: ev.Verdict, Reason: ev.Reason, Baseline: against, Night: n.start.UTC().Format(time.RFC3339),
+		MeasuredAt: time.Now(), StateDir: n.pipe.StateDir}
 	if m.Values == nil {
 		m.Values = []float64{}
 	}
+	if m.Metric == "" {
+		m.Metric = n.job.Verdict.Metric
+	}
+	m.Median = lab.Median(m.Values)
 	if ev.Decision != nil {
 		m.Median, m.Threshold = ev.Decision.Median, ev.Decision.Threshold
 	}
@@ -508,8 +750,9 @@ func (n *night) measure(ctx context.Context, r bisect.Release) (history.Measurem
 	if _, err := n.db.AddMeasurement(ctx, n.where, m); err != nil {
 		return m, err
 	}
-	n.say("%s: %s: %s", r.Tag, m.Verdict, m.Reason)
-	n.out.Measured = append(n.out.Measured, nightTagJSON{Tag: m.Tag, Commit: m.Commit, Verdict: m.Verdict, Median: m.Median, Reason: m.Reason})
+	n.say("%s: %s: %s", tag, m.Verdict, m.Reason)
+	n.out.Measured = append(n.out.Measured, nightTagJSON{Tag: m.Tag, Commit: m.Commit, Verdict: m.Verdict, Median: m.Median, Reason: m.Reason,
+		Baseline: against})
 	return m, nil
 }
 
@@ -627,15 +870,6 @@ func newReleases(tags []bisect.Release, past []history.Measurement) []bisect.Rel
 		out = append(out, r)
 	}
 	return out
-}
-
-func lastGoodTag(past []history.Measurement) string {
-	for i := len(past) - 1; i >= 0; i-- {
-		if past[i].Verdict == string(noise.Good) {
-			return past[i].Tag
-		}
-	}
-	return ""
 }
 
 func tagNames(rs []bisect.Release) []string {

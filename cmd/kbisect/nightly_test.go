@@ -10,8 +10,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"kbisect/history"
+	"kbisect/internal/simhost"
 	"kbisect/internal/simlab"
 )
 
@@ -73,6 +75,22 @@ func (u *stableUpstream) publish(tags ...string) {
 	}
 	u.jobFile = filepath.Join(filepath.Dir(u.bare), "job.yaml")
 	if err := os.WriteFile(u.jobFile, fixed, 0o644); err != nil {
+		u.t.Fatal(err)
+	}
+}
+
+// editJob changes the job file: every match of the pattern becomes repl.
+func (u *stableUpstream) editJob(pattern, repl string) {
+	u.t.Helper()
+	job, err := os.ReadFile(u.jobFile)
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	edited := regexp.MustCompile(pattern).ReplaceAll(job, []byte(repl))
+	if string(edited) == string(job) {
+		u.t.Fatalf("%q is not in the job", pattern)
+	}
+	if err := os.WriteFile(u.jobFile, edited, 0o644); err != nil {
 		u.t.Fatal(err)
 	}
 }
@@ -139,7 +157,9 @@ func TestNightlyFindsTheRegressionTheNightItsTagAppears(t *testing.T) {
 
 	u.publish(u.releases[k-1 : k+1]...) // a missed night: the last good tag and the first bad one
 	code, out, stderr = u.night()
-	want := fmt.Sprintf("%s bad, %s good", u.releases[k], u.releases[k-1])
+	// The first bad release, the baseline measured again to confirm it,
+	// the missed release below it.
+	want := fmt.Sprintf("%s bad, %s good, %s good", u.releases[k], u.releases[k-2], u.releases[k-1])
 	if code != exitRegression || out.Result != "regression" || measuredTags(out) != want || out.Incident == nil {
 		t.Fatalf("night 3: exit %d, %+v (want %s)\n%s", code, out, want, stderr)
 	}
@@ -261,4 +281,78 @@ func baselineNight(t *testing.T) (*simlab.Lab, *stableUpstream, int) {
 		t.Fatalf("night 1: exit %d, %+v\n%s", code, out, stderr)
 	}
 	return l, u, k
+}
+
+// TestNightlyTellsADriftingMachineFromARegression: the machine gets
+// noisier (its firmware, not its kernel): the new release measures bad,
+// and so does the baseline measured again beside it. That is a drift,
+// exit 4, nothing bisected; the nights after measure both again, in
+// alternating rounds, until the machine is quiet again and the release is
+// judged.
+func TestNightlyTellsADriftingMachineFromARegression(t *testing.T) {
+	l, u, _ := baselineNight(t)
+	u.publish(u.releases[1]) // a good release
+	l.Host.SetFloor(simhost.StormLevel + 7*time.Microsecond)
+	code, out, stderr := u.night()
+	want := fmt.Sprintf("%s drift, %s drift", u.releases[1], u.releases[0])
+	if code != exitNotReproduced || out.Result != "drift" || out.Incident != nil || measuredTags(out) != want ||
+		!strings.Contains(out.Message, "the machine is noisier, not the kernel") || strings.Contains(stderr, "bisecting") {
+		t.Fatalf("the drifted night: exit %d, %+v (want %s)\n%s", code, out, want, stderr)
+	}
+
+	code, out, stderr = u.night() // nothing new, the machine as noisy
+	if code != exitNotReproduced || out.Result != "drift" || measuredTags(out) != want || !strings.Contains(stderr, "alternating rounds") {
+		t.Fatalf("the night after: exit %d, %+v\n%s", code, out, stderr)
+	}
+
+	l.Host.SetFloor(0) // the machine is mended
+	code, out, stderr = u.night()
+	want = fmt.Sprintf("%s good, %s good", u.releases[1], u.releases[0])
+	if code != exitOK || out.Result != "no-regression" || measuredTags(out) != want || out.Measured[0].Baseline != u.releases[0] {
+		t.Fatalf("the machine mended: exit %d, %+v (want %s)\n%s", code, out, want, stderr)
+	}
+	if code, out, _ := u.night(); code != exitOK || out.Result != "nothing-new" {
+		t.Errorf("and then: exit %d, %+v", code, out)
+	}
+	db, err := history.Open(context.Background(), u.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if incs, err := db.Incidents(context.Background(), history.Where{Machine: "simlab", Remote: u.bare, Branch: "linux-6.12.y"}); err != nil || len(incs) != 0 {
+		t.Errorf("incidents %+v, %v", incs, err)
+	}
+}
+
+// TestNightlyJudgesARatioAgainstTheBaseline: with a ratio threshold the
+// first release is the baseline, each new one is judged against its
+// samples, and once the baseline is older than nightly.baseline_max_age
+// the two are measured in alternating rounds; the regression is found
+// and bisected with the same threshold.
+func TestNightlyJudgesARatioAgainstTheBaseline(t *testing.T) {
+	l := simLab(t, simlab.Options{Seed: 31, Commits: 160, BrokenBuilds: -1})
+	u := newStableUpstream(t, l)
+	k := u.firstBad()
+	u.publish(u.releases[0])
+	u.editJob(`(?m)^  threshold: \S+`, "  threshold: 3x")
+	code, out, stderr := u.night()
+	if code != exitOK || measuredTags(out) != u.releases[0]+" good" || !strings.Contains(out.Measured[0].Reason, "the baseline") {
+		t.Fatalf("night 1: exit %d, %+v\n%s", code, out, stderr)
+	}
+
+	u.publish(u.releases[1 : k-1]...)
+	code, out, stderr = u.night()
+	if code != exitOK || measuredTags(out) != u.releases[k-2]+" good" || out.Measured[0].Baseline != u.releases[0] {
+		t.Fatalf("night 2: exit %d, %+v\n%s", code, out, stderr)
+	}
+
+	u.editJob(`$`, "\nnightly:\n  baseline_max_age: 0s\n  rounds: 2\n")
+	u.publish(u.releases[k-1 : k+1]...)
+	code, out, stderr = u.night()
+	want := fmt.Sprintf("%s bad, %s good, %s good", u.releases[k], u.releases[k-2], u.releases[k-1])
+	if code != exitRegression || measuredTags(out) != want || out.Measured[0].Baseline != u.releases[k-2] ||
+		!strings.Contains(stderr, "in 2 alternating rounds") || out.Incident == nil || out.Incident.LastGood != u.releases[k-1] ||
+		out.Incident.Commit != l.Tree.Regression {
+		t.Fatalf("night 3: exit %d, %+v (want %s)\n%s", code, out, want, stderr)
+	}
 }

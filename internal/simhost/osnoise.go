@@ -129,7 +129,7 @@ func parseOsnoiseRun(script string, nrCPUs int) (osnoiseRun, error) {
 // trace and loses its connection.
 func (h *Host) osnoise(script string, c net.Conn, stdout, stderr io.Writer) int {
 	h.mu.Lock()
-	k, nrCPUs, seed := h.running, h.cpus, h.seed
+	k, nrCPUs, seed, floor := h.running, h.cpus, h.seed, h.floor
 	h.measured++
 	n := h.measured
 	drop := h.dropAt[n]
@@ -148,6 +148,7 @@ func (h *Host) osnoise(script string, c net.Conn, stdout, stderr io.Writer) int 
 	if level <= 0 {
 		level = DefaultNoise
 	}
+	level = max(level, floor)
 	var isolated configs.CPUs
 	if bp, err := configs.ParseBootParams(k.Cmdline, 0); err == nil {
 		isolated = bp.Isolated()

@@ -94,6 +94,7 @@ type Host struct {
 	cpus     int                      // the machine's CPUs
 	levels   map[string]time.Duration // release → noise level its image carries
 	seed     uint64
+	floor    time.Duration
 	measured int          // osnoise answers so far
 	dropAt   map[int]bool // osnoise answers (by number) that lose their connection
 	refuse   int          // connections still to close before the handshake
@@ -223,6 +224,15 @@ func (h *Host) SetSeed(seed uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.seed = seed
+}
+
+// SetFloor sets the machine's own noise: no kernel runs quieter than it
+// (0: none). A firmware update, an SMI storm or a noisy neighbour drifts
+// a machine that way, whatever kernel it boots.
+func (h *Host) SetFloor(level time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.floor = level
 }
 
 // Noise returns the noise level the image copied for release carries,

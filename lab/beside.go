@@ -1,0 +1,89 @@
+package lab
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"kbisect/bisect"
+	"kbisect/configs"
+)
+
+// Sample measures a commit with exactly n samples and no verdict: the
+// caller judges them, against another commit's (JudgeBeside). The
+// evidence is kept as <state dir>/<name>.json and read back when asked
+// again. A kernel that does not build or boot gives evidence without
+// values that says why.
+func (p *Pipeline) Sample(ctx context.Context, commit string, n int, name string) (*Evidence, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("sample %s: %d samples", short(commit), n)
+	}
+	path := filepath.Join(p.StateDir, name+".json")
+	var kept Evidence
+	if err := readJSON(path, &kept); err == nil && kept.Commit == commit {
+		return &kept, nil
+	}
+	if err := p.init(); err != nil {
+		return nil, err
+	}
+	if !p.ready {
+		r, err := Rule(p.Job, nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		p.SetRule(r)
+	}
+	p.measureOnly = true
+	defer func() { p.measureOnly = false }()
+	ev, err := p.test(ctx, commit, n, name)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.MarshalIndent(ev, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	return ev, bisect.WriteFileAtomic(path, append(b, '\n'))
+}
+
+// SampleCount is how many samples a commit judged against another gets:
+// what calibration takes of each endpoint, verdict.samples.max.
+func SampleCount(job *configs.Job) int {
+	return max(job.Verdict.Samples.Max, job.Verdict.Samples.Min, 3)
+}
+
+// JudgeBeside decides a candidate against a baseline known to be good,
+// both measured (the baseline perhaps on another night), the way
+// calibration decides its endpoints: a ratio or auto threshold is set
+// from the baseline's samples (and the candidate's); an absolute one
+// decides each with the spread of both. Each evidence gets its verdict.
+// Reproduced says the candidate is bad and the baseline good; GoodIsBad,
+// with an absolute threshold, that the baseline is bad too (the machine,
+// not the kernel, changed), and with a relative one that the two measure
+// alike.
+func JudgeBeside(job *configs.Job, baseline, candidate *Evidence, baseName, candName string) (*Calibration, error) {
+	base, err := Rule(job, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	if len(baseline.Values) == 0 || len(candidate.Values) == 0 {
+		return nil, fmt.Errorf("judging %s against %s: no samples", candName, baseName)
+	}
+	c := &Calibration{Good: baseline, Bad: candidate}
+	if err := c.judge(base, baseName, candName); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Relative reports whether the job's threshold is set from a good
+// kernel's samples (ratio or auto) rather than given.
+func Relative(job *configs.Job) bool {
+	k := job.Verdict.Threshold.Kind
+	return k == configs.ThresholdAuto || k == configs.ThresholdRatio
+}
