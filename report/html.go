@@ -128,9 +128,9 @@ func formatP(p float64) string {
 // differ) is red, none is green, anything unfinished is amber.
 func resultClass(result string) string {
 	switch result {
-	case "found", "different":
+	case "found", "different", "regression", "still-present":
 		return "bad"
-	case "not-reproduced", "no-difference":
+	case "not-reproduced", "no-difference", "no-regression", "fixed", "nothing-new":
 		return "good"
 	}
 	return "neutral"

@@ -69,6 +69,7 @@ type historyMeasuredJSON struct {
 	Threshold  float64   `json:"threshold"`
 	Verdict    string    `json:"verdict"`
 	Reason     string    `json:"reason"`
+	Baseline   string    `json:"baseline,omitempty"`
 	MeasuredAt time.Time `json:"measured_at"`
 }
 
@@ -101,31 +102,9 @@ func runHistory(ctx context.Context, jobFile, format, dbPath, output string, std
 	}
 	out := historyJSON{Machine: job.Machine.Name, Trees: []historyTreeJSON{}}
 	for _, w := range trees {
-		ms, err := db.Measurements(ctx, w)
+		t, err := historyTree(ctx, db, w)
 		if err != nil {
 			return err
-		}
-		incs, err := db.Incidents(ctx, w)
-		if err != nil {
-			return err
-		}
-		// Releases in version order (the order measured differs when
-		// nights were missed); other tags where they were measured.
-		slices.SortStableFunc(ms, func(a, b history.Measurement) int {
-			ra, oka := bisect.ParseRelease(a.Tag)
-			rb, okb := bisect.ParseRelease(b.Tag)
-			if !oka || !okb {
-				return 0
-			}
-			return bisect.CompareReleases(ra, rb)
-		})
-		t := historyTreeJSON{Remote: w.Remote, Branch: w.Branch, Measurements: []historyMeasuredJSON{}, Incidents: []incidentJSON{}}
-		for _, m := range ms {
-			t.Measurements = append(t.Measurements, historyMeasuredJSON{Tag: m.Tag, Commit: m.Commit, Metric: m.Metric, Kind: m.Kind, Values: m.Values,
-				Median: m.Median, Threshold: m.Threshold, Verdict: m.Verdict, Reason: m.Reason, MeasuredAt: m.MeasuredAt})
-		}
-		for _, i := range incs {
-			t.Incidents = append(t.Incidents, *incidentOf(i))
 		}
 		out.Trees = append(out.Trees, t)
 	}
@@ -146,6 +125,37 @@ func runHistory(ctx context.Context, jobFile, format, dbPath, output string, std
 		writeHistoryText(w, out)
 		return nil
 	})
+}
+
+// historyTree is a machine's history on one tree: the releases in
+// version order (the order measured differs when nights were missed;
+// other tags where they were measured), and the incidents.
+func historyTree(ctx context.Context, db *history.DB, w history.Where) (historyTreeJSON, error) {
+	t := historyTreeJSON{Remote: w.Remote, Branch: w.Branch, Measurements: []historyMeasuredJSON{}, Incidents: []incidentJSON{}}
+	ms, err := db.Measurements(ctx, w)
+	if err != nil {
+		return t, err
+	}
+	incs, err := db.Incidents(ctx, w)
+	if err != nil {
+		return t, err
+	}
+	slices.SortStableFunc(ms, func(a, b history.Measurement) int {
+		ra, oka := bisect.ParseRelease(a.Tag)
+		rb, okb := bisect.ParseRelease(b.Tag)
+		if !oka || !okb {
+			return 0
+		}
+		return bisect.CompareReleases(ra, rb)
+	})
+	for _, m := range ms {
+		t.Measurements = append(t.Measurements, historyMeasuredJSON{Tag: m.Tag, Commit: m.Commit, Metric: m.Metric, Kind: m.Kind, Values: m.Values,
+			Median: m.Median, Threshold: m.Threshold, Verdict: m.Verdict, Reason: m.Reason, Baseline: m.Baseline, MeasuredAt: m.MeasuredAt})
+	}
+	for _, i := range incs {
+		t.Incidents = append(t.Incidents, *incidentOf(i))
+	}
+	return t, nil
 }
 
 // writeHistoryText writes the history as a table per tree, then the
@@ -173,8 +183,14 @@ func writeHistoryText(w io.Writer, h historyJSON) {
 			if id, ok := firstBad[m.Tag]; ok {
 				mark = fmt.Sprintf("  <- incident %d", id)
 			}
-			fmt.Fprintf(w, "  %-16s %s  %-5s %14s (threshold %s)%s\n", m.Tag, m.MeasuredAt.Local().Format("2006-01-02 15:04"), m.Verdict,
-				noise.FormatValue(m.Kind, m.Median), noise.FormatValue(m.Kind, m.Threshold), mark)
+			if m.Baseline != "" {
+				mark = " against " + m.Baseline + mark
+			}
+			if m.Threshold > 0 {
+				mark = " (threshold " + noise.FormatValue(m.Kind, m.Threshold) + ")" + mark
+			}
+			fmt.Fprintf(w, "  %-16s %s  %-5s %14s%s\n", m.Tag, m.MeasuredAt.Local().Format("2006-01-02 15:04"), m.Verdict,
+				noise.FormatValue(m.Kind, m.Median), mark)
 		}
 		for _, inc := range t.Incidents {
 			state := "open"

@@ -134,6 +134,7 @@ type night struct {
 	start          time.Time
 	stamp          string // the night's start, for the names of what it measures
 	base           *baseline
+	rows           []history.Measurement // what this night measured
 	out            nightlyJSON
 }
 
@@ -162,6 +163,20 @@ func runNightly(ctx context.Context, o nightlyOptions, stdout, stderr io.Writer)
 	var re *resultError
 	if err != nil && !errors.As(err, &re) && n.out.Result == "" {
 		n.out.Result = "aborted"
+	}
+	var ue *usageError
+	if n.db != nil && n.out.Result != "" && !errors.As(err, &ue) {
+		// A report that cannot be written is said; the night's answer
+		// stands.
+		files, rerr := n.writeReports(context.WithoutCancel(ctx), err)
+		if rerr != nil {
+			n.say("writing the night's reports: %v", rerr)
+			if err == nil {
+				err = rerr
+			}
+		} else if len(files) > 0 {
+			n.say("reports: %s", strings.Join(files, " "))
+		}
 	}
 	if o.JSON {
 		if err != nil {
@@ -751,6 +766,7 @@ func (n *night) record(ctx context.Context, tag string, ev *lab.Evidence, agains
 		return m, err
 	}
 	n.say("%s: %s: %s", tag, m.Verdict, m.Reason)
+	n.rows = append(n.rows, m)
 	n.out.Measured = append(n.out.Measured, nightTagJSON{Tag: m.Tag, Commit: m.Commit, Verdict: m.Verdict, Median: m.Median, Reason: m.Reason,
 		Baseline: against})
 	return m, nil

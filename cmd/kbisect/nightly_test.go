@@ -141,6 +141,7 @@ func TestNightlyFindsTheRegressionTheNightItsTagAppears(t *testing.T) {
 	}
 
 	u.publish(u.releases[0])
+	u.editJob(`$`, "\nreport:\n  formats: [text, markdown, html, junit]\n")
 	code, out, stderr := u.night()
 	if code != exitOK || out.Result != "no-regression" || measuredTags(out) != u.releases[0]+" good" {
 		t.Fatalf("night 1: exit %d, %+v\n%s", code, out, stderr)
@@ -170,6 +171,24 @@ func TestNightlyFindsTheRegressionTheNightItsTagAppears(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(inc.StateDir, "result.json")); err != nil {
 		t.Errorf("the incident's state directory has no report: %v", err)
 	}
+	// The night's own reports, beside the incidents.
+	nightly := filepath.Dir(inc.StateDir)
+	junit, _ := os.ReadFile(filepath.Join(nightly, "night.junit.xml"))
+	for _, want := range []string{`tests="4" failures="2"`, `name="no regression on simlab"`, `<failure message="regression: simlab: a regression between ` + u.releases[k-1],
+		u.tagOf[u.releases[k]][:12] + " " + u.releases[k] + `"`, `type="bad"`} {
+		if !strings.Contains(string(junit), want) {
+			t.Errorf("night.junit.xml lacks %s:\n%s", want, junit)
+		}
+	}
+	text, _ := os.ReadFile(filepath.Join(nightly, "night.txt"))
+	for _, want := range []string{"kbisect nightly: simlab: regression", "Measured tonight", u.releases[k] + " ", "against " + u.releases[k-2], "<- incident 1"} {
+		if !strings.Contains(string(text), want) {
+			t.Errorf("night.txt lacks %q:\n%s", want, text)
+		}
+	}
+	if md, _ := os.ReadFile(filepath.Join(nightly, "night.md")); !strings.Contains(string(md), "| "+u.releases[k]+" | bad |") {
+		t.Errorf("night.md:\n%s", md)
+	}
 
 	u.publish(u.releases[k+1])
 	code, out, stderr = u.night()
@@ -186,6 +205,12 @@ func TestNightlyFindsTheRegressionTheNightItsTagAppears(t *testing.T) {
 	code, out, stderr = u.night()
 	if code != exitOK || out.Result != "fixed" || out.Incident == nil || out.Incident.ClosedTag != "v6.12.99" || !strings.Contains(out.Message, "fixed in v6.12.99") {
 		t.Errorf("night 5: exit %d, %+v\n%s", code, out, stderr)
+	}
+	if junit, _ = os.ReadFile(filepath.Join(nightly, "night.junit.xml")); !strings.Contains(string(junit), `tests="2" failures="0"`) {
+		t.Errorf("night 5: night.junit.xml:\n%s", junit)
+	}
+	if page, _ := os.ReadFile(filepath.Join(nightly, "night.html")); !strings.Contains(string(page), "kbisect nightly: simlab: fixed") || !strings.Contains(string(page), "<svg") {
+		t.Errorf("night 5: night.html lacks its title or plot")
 	}
 
 	code, hist, stderr := runCLI(t, context.Background(), "history", "--job", u.jobFile, "--db", u.db)
