@@ -54,6 +54,13 @@ e2e-qemu: e2e-prepare
     mkdir -p /tmp/kbisect-e2e-qemu
     KBISECT_E2E=1 KBISECT_E2E_OUT=/tmp/kbisect-e2e-qemu go test ./cmd/kbisect -run TestQEMULabBisectsARealKernel -v -timeout 90m
 
+# kbisect nightly on real kernels in a local QEMU guest: four nights of
+# release tags on the e2e series (baseline, regression bisected, still
+# present, fixed); reports and logs stay in /tmp/kbisect-e2e-nightly.
+e2e-nightly: e2e-prepare
+    mkdir -p /tmp/kbisect-e2e-nightly
+    KBISECT_E2E=1 KBISECT_E2E_OUT=/tmp/kbisect-e2e-nightly go test ./cmd/kbisect -run TestQEMUNightlyOnARealSeries -v -timeout 90m
+
 # Heavy end-to-end tests (real kernel builds, QEMU boots, headless Chromium),
 # one package at a time: a kernel build beside the QEMU guest would be the
 # noise it measures.

@@ -327,7 +327,7 @@ func (n *night) run(ctx context.Context) error {
 		}
 	}
 
-	n.base = baselineOf(past, job.Nightly.BaselineMaxAge.D(), n.start)
+	n.base = baselineOf(past, job.Verdict.Metric, job.Nightly.BaselineMaxAge.D(), n.start)
 	fresh, retry := newReleases(tags, past), false
 	if len(past) == 0 && len(fresh) > 1 {
 		fresh = fresh[:1] // the first night: the newest is the baseline
@@ -561,16 +561,19 @@ const verdictDrift = "drift"
 
 // baselineOf finds the baseline in the history: the newest release
 // measured good (nil when none is).
-func baselineOf(past []history.Measurement, maxAge time.Duration, now time.Time) *baseline {
+func baselineOf(past []history.Measurement, metric string, maxAge time.Duration, now time.Time) *baseline {
 	var b *baseline
 	for i := len(past) - 1; i >= 0; i-- {
 		if m := past[i]; m.Verdict == string(noise.Good) {
 			b = &baseline{tag: m.Tag, commit: m.Commit, values: m.Values, at: m.MeasuredAt}
+			if m.Metric != metric {
+				b.stale, b.why = true, fmt.Sprintf("it was measured on %s, and the job now judges %s", m.Metric, metric)
+			}
 			break
 		}
 	}
-	if b == nil {
-		return nil
+	if b == nil || b.stale {
+		return b
 	}
 	for i := len(past) - 1; i >= 0; i-- {
 		if m := past[i]; m.Tag == b.tag {

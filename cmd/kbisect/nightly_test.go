@@ -381,3 +381,49 @@ func TestNightlyJudgesARatioAgainstTheBaseline(t *testing.T) {
 		t.Fatalf("night 3: exit %d, %+v (want %s)\n%s", code, out, want, stderr)
 	}
 }
+
+// TestTheBaselineIsMeasuredAgainWhenItCannotBeTrusted: the newest good
+// release is the baseline; it is stale when older than the job allows,
+// when its newest measurement is not good (a drift), or when it was
+// measured on another metric.
+func TestTheBaselineIsMeasuredAgainWhenItCannotBeTrusted(t *testing.T) {
+	now := time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC)
+	row := func(tag, verdict string, daysAgo int) history.Measurement {
+		return history.Measurement{Tag: tag, Commit: tag + "-commit", Metric: "noise", Verdict: verdict, Values: []float64{float64(daysAgo)},
+			MeasuredAt: now.Add(-time.Duration(daysAgo) * 24 * time.Hour)}
+	}
+	week := 7 * 24 * time.Hour
+	for _, c := range []struct {
+		name   string
+		past   []history.Measurement
+		metric string
+		want   string // tag, and "stale: why" when stale
+	}{
+		{"none", []history.Measurement{row("v6.12.57", "bad", 1)}, "noise", ""},
+		{"fresh", []history.Measurement{row("v6.12.56", "good", 9), row("v6.12.57", "good", 2), row("v6.12.58", "bad", 1)}, "noise", "v6.12.57"},
+		{"old", []history.Measurement{row("v6.12.57", "good", 9)}, "noise", "v6.12.57 stale: measured 9 days ago, longer than nightly.baseline_max_age (7d)"},
+		{"drifted", []history.Measurement{row("v6.12.57", "good", 2), row("v6.12.58", "drift", 1), row("v6.12.57", "drift", 1)}, "noise",
+			"v6.12.57 stale: its last measurement (" + now.Add(-24*time.Hour).Local().Format("2006-01-02 15:04") + ") was drift"},
+		{"metric", []history.Measurement{row("v6.12.57", "good", 1)}, "max_single", "v6.12.57 stale: it was measured on noise, and the job now judges max_single"},
+	} {
+		b := baselineOf(c.past, c.metric, week, now)
+		got := ""
+		if b != nil {
+			got = b.tag
+			if b.stale {
+				got += " stale: " + b.why
+			}
+		}
+		if got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+	drift := []history.Measurement{row("v6.12.57", "good", 2), row("v6.12.58", "drift", 1), row("v6.12.57", "drift", 1)}
+	drift[1].Baseline = "v6.12.57"
+	if got := driftedRelease(drift); got != "v6.12.58" {
+		t.Errorf("drifted release %q", got)
+	}
+	if got := driftedRelease(append(drift, row("v6.12.58", "good", 0))); got != "" {
+		t.Errorf("after the drift ended: %q", got)
+	}
+}

@@ -84,34 +84,7 @@ func TestQEMULabBisectsARealKernel(t *testing.T) {
 		}
 	}
 	base, planted, tip := e2eSeries(t, tree)
-	repo, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	job := filepath.Join(out, "qemu-e2e.yaml")
-	writeFile(t, job, fmt.Sprintf(`apiVersion: kbisect/v1
-kind: Job
-machine:
-  name: qemu-e2e
-  description: local QEMU x86_64 guest (TCG), 2 vCPUs, CPU 1 isolated
-boot:
-  method: qemu
-  params: nohz_full=1 isolcpus=nohz,domain,managed_irq,1 rcu_nocbs=1 irqaffinity=0
-  timeout: 3m
-  settle: 2s
-  qemu: {image: %s, memory: 1GiB, cpus: 2, accel: auto}
-build:
-  tree: %s
-  config: tinyconfig
-  fragments: [%s/configs/fragments/preempt-rt.config, %s/configs/fragments/qemu-guest.config]
-  ccache: true
-  cache_dir: %s
-workload: {tool: osnoise, cpus: "1", duration: 5s}
-verdict:
-  metric: max_single_noise
-  threshold: 15ms
-  samples: {min: 3, max: 10}
-`, labDir, tree, repo, repo, cache))
+	job := e2eJob(t, filepath.Join(out, "qemu-e2e.yaml"), "qemu-e2e", tree, labDir, cache, "")
 
 	ctx := context.Background()
 	runState, abState := filepath.Join(out, "run"), filepath.Join(out, "ab")
@@ -149,6 +122,40 @@ verdict:
 		}
 	}
 	t.Logf("reports and logs in %s", out)
+}
+
+// e2eJob writes the job of a local QEMU guest (TCG), 2 vCPUs, CPU 1
+// isolated, that builds tree, with extra keys appended.
+func e2eJob(t *testing.T, file, machine, tree, labDir, cache, extra string) string {
+	t.Helper()
+	repo, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, file, fmt.Sprintf(`apiVersion: kbisect/v1
+kind: Job
+machine:
+  name: %s
+  description: local QEMU x86_64 guest (TCG), 2 vCPUs, CPU 1 isolated
+boot:
+  method: qemu
+  params: nohz_full=1 isolcpus=nohz,domain,managed_irq,1 rcu_nocbs=1 irqaffinity=0
+  timeout: 3m
+  settle: 2s
+  qemu: {image: %s, memory: 1GiB, cpus: 2, accel: auto}
+build:
+  tree: %s
+  config: tinyconfig
+  fragments: [%s/configs/fragments/preempt-rt.config, %s/configs/fragments/qemu-guest.config]
+  ccache: true
+  cache_dir: %s
+workload: {tool: osnoise, cpus: "1", duration: 5s}
+verdict:
+  metric: max_single_noise
+  threshold: 15ms
+  samples: {min: 3, max: 10}
+%s`, machine, labDir, tree, repo, repo, cache, extra))
+	return file
 }
 
 // e2eSeries puts the series on branch kbisect-e2e-qemu of tree, made in
