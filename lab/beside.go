@@ -9,6 +9,7 @@ import (
 
 	"kbisect/bisect"
 	"kbisect/configs"
+	"kbisect/noise"
 )
 
 // Sample measures a commit with exactly n samples and no verdict: the
@@ -79,6 +80,25 @@ func JudgeBeside(job *configs.Job, baseline, candidate *Evidence, baseName, cand
 		return nil, err
 	}
 	return c, nil
+}
+
+// DecideAlone decides a commit's samples alone under the job's absolute
+// threshold, as a bisection step is decided, and gives the evidence its
+// verdict.
+func DecideAlone(job *configs.Job, ev *Evidence) error {
+	r, err := Rule(job, nil, nil)
+	if err != nil {
+		return err
+	}
+	if r.Kind != noise.Absolute {
+		return fmt.Errorf("verdict.threshold %s decides nothing alone", job.Verdict.Threshold)
+	}
+	d, err := r.Decide(ev.Values)
+	if err != nil {
+		return err
+	}
+	setVerdict(ev, d)
+	return nil
 }
 
 // Relative reports whether the job's threshold is set from a good

@@ -489,12 +489,21 @@ func (p *Pipeline) measure(ctx context.Context, ev *Evidence, art remote.Artifac
 		ev.Reason = fmt.Sprintf("%d samples for calibration", len(ev.Values))
 	case d == nil:
 		return fmt.Errorf("%s: no decision after %d samples", short(ev.Commit), len(ev.Values))
-	case d.Verdict == noise.Good || d.Verdict == noise.Bad:
-		ev.Verdict, ev.Reason = string(d.Verdict), d.Reason
 	default:
-		ev.Verdict, ev.Reason = verdictSkip, "unsure: "+d.Reason
+		setVerdict(ev, *d)
 	}
 	return nil
+}
+
+// setVerdict gives an evidence the decision's verdict: good, bad, or skip
+// when unsure.
+func setVerdict(ev *Evidence, d noise.Decision) {
+	ev.Decision = &d
+	if d.Verdict == noise.Good || d.Verdict == noise.Bad {
+		ev.Verdict, ev.Reason = string(d.Verdict), d.Reason
+		return
+	}
+	ev.Verdict, ev.Reason = verdictSkip, "unsure: "+d.Reason
 }
 
 func (p *Pipeline) retries() int {

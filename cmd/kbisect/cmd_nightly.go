@@ -148,6 +148,7 @@ type night struct {
 	stamp          string // the night's start, for the names of what it measures
 	base           *baseline
 	rows           []history.Measurement // what this night measured
+	unlock         func()                // the machine's lock, held until the reports are written
 	out            nightlyJSON
 }
 
@@ -220,6 +221,9 @@ func (n *night) close() {
 	if n.db != nil {
 		n.db.Close()
 	}
+	if n.unlock != nil {
+		n.unlock()
+	}
 }
 
 func (n *night) say(format string, args ...any) {
@@ -262,11 +266,9 @@ func (n *night) run(ctx context.Context) error {
 	if err := os.MkdirAll(n.dir, 0o755); err != nil {
 		return err
 	}
-	unlock, err := lockNightly(n.dir)
-	if err != nil {
+	if n.unlock, err = lockNightly(n.dir); err != nil {
 		return err
 	}
-	defer unlock()
 	dbPath := o.DB
 	if dbPath == "" {
 		dbPath = filepath.Join(wt.GitDir, "kbisect", "history.db")
@@ -332,13 +334,12 @@ func (n *night) run(ctx context.Context) error {
 	if len(past) == 0 && len(fresh) > 1 {
 		fresh = fresh[:1] // the first night: the newest is the baseline
 	}
-	if tag := driftedRelease(past); len(fresh) == 0 && tag != "" && n.base != nil {
-		// The last night found the machine noisier, not the kernel: the
-		// release it could not judge is judged again, beside the
-		// baseline, until the machine is quiet again.
+	if tag := unjudgedRelease(past); len(fresh) == 0 && tag != "" && n.base != nil {
+		// The machine drifted, or the release was unsure beside its
+		// baseline: it is judged again, until it has a verdict.
 		for _, r := range tags {
 			if r.Tag == tag {
-				n.say("the last night measured %s bad beside %s (the machine drifted): measuring both again", tag, n.base.tag)
+				n.say("%s has no verdict yet (the last night measured it beside %s, and could not judge it): measuring it again", tag, n.base.tag)
 				fresh, retry = []bisect.Release{r}, true
 			}
 		}
@@ -364,10 +365,7 @@ func (n *night) run(ctx context.Context) error {
 		}
 		fresh = fresh[1:]
 		if m.Verdict == verdictDrift {
-			n.out.Result = "drift"
-			n.out.Message = fmt.Sprintf("%s: %s\nthe machine is noisier, not the kernel: check its firmware and BIOS settings, its temperature and what else runs on it; the next night measures both again",
-				job.Machine.Name, m.Reason)
-			return &resultError{exitNotReproduced}
+			return n.drift(m)
 		}
 		if m.Verdict == string(noise.Good) || m.Verdict == string(noise.Bad) {
 			newest = m
@@ -412,6 +410,9 @@ func (n *night) run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if m.Verdict == verdictDrift {
+			return n.drift(m)
+		}
 		if m.Verdict == string(noise.Good) {
 			lastGood = m.Tag
 			break
@@ -426,6 +427,15 @@ func (n *night) run(ctx context.Context) error {
 		return &resultError{exitRegression}
 	}
 	return n.openIncident(ctx, g, lastGood, firstBad.Tag)
+}
+
+// drift ends a night whose baseline measured bad again: the machine, not
+// the kernel, is noisier.
+func (n *night) drift(m history.Measurement) error {
+	n.out.Result = "drift"
+	n.out.Message = fmt.Sprintf("%s: %s\nthe machine is noisier, not the kernel: check its firmware and BIOS settings, its temperature and what else runs on it; the next nights measure both again",
+		n.job.Machine.Name, m.Reason)
+	return &resultError{exitNotReproduced}
 }
 
 // openIncident records a regression between two releases and bisects it.
@@ -497,7 +507,8 @@ func (n *night) finishIncident(ctx context.Context, g *bisect.Graph, inc *histor
 // directory, and returns its answer.
 func (n *night) bisect(ctx context.Context, good, bad, state string) (runJSON, error) {
 	var out bytes.Buffer
-	err := runRun(ctx, runOptions{Jobs: []string{n.o.Job}, Goods: []string{good}, Bad: bad, State: state, JSON: true, Verbose: n.o.Verbose}, &out, n.stderr)
+	err := runRun(ctx, runOptions{Jobs: []string{n.o.Job}, Goods: []string{good}, Bad: bad, State: state, JSON: true, Verbose: n.o.Verbose,
+		ReportDir: state}, &out, n.stderr)
 	var res runJSON
 	if jerr := json.Unmarshal(out.Bytes(), &res); jerr != nil {
 		return res, errors.Join(err, fmt.Errorf("the bisection's answer: %v", jerr))
@@ -510,8 +521,9 @@ func (n *night) bisect(ctx context.Context, good, bad, state string) (runJSON, e
 }
 
 // setupPipeline makes the pipeline that measures the tags, in the
-// nightly directory: a tag's evidence is kept there, so a night that
-// stops midway measures nothing twice.
+// nightly directory: what it measures is kept there (a release judged
+// alone by an absolute threshold is not measured twice; samples taken
+// to judge beside a baseline are named by the night).
 func (n *night) setupPipeline(ctx context.Context) error {
 	job := n.job
 	buildLog, err := os.OpenFile(filepath.Join(n.dir, "build.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -597,14 +609,23 @@ func ageText(d time.Duration) string {
 	return d.Round(time.Second).String()
 }
 
-// driftedRelease is the release the last night could not judge because
-// its baseline measured bad beside it ("" when the newest measurements
-// are not a drift).
-func driftedRelease(past []history.Measurement) string {
-	for i := len(past) - 1; i >= 0 && past[i].Verdict == verdictDrift; i-- {
-		if past[i].Baseline != "" {
-			return past[i].Tag
+// unjudgedRelease is the newest release measured when its baseline left
+// it without a verdict: a drift, or unsure beside it ("" otherwise).
+// The nights judge it again until it has one, or a newer release comes.
+func unjudgedRelease(past []history.Measurement) string {
+	var newest *history.Measurement
+	var at bisect.Release
+	for i := range past {
+		r, ok := bisect.ParseRelease(past[i].Tag)
+		if !ok {
+			continue
 		}
+		if newest == nil || bisect.CompareReleases(r, at) >= 0 {
+			newest, at = &past[i], r
+		}
+	}
+	if newest != nil && (newest.Verdict == verdictDrift || (newest.Verdict == verdictSkip && newest.Baseline != "")) {
+		return newest.Tag
 	}
 	return ""
 }
@@ -638,7 +659,7 @@ func (n *night) judge(ctx context.Context, r bisect.Release, confirm bool) (hist
 	switch {
 	case len(cand.Values) == 0:
 		if cand.Verdict == "" {
-			cand.Verdict = "skip"
+			cand.Verdict = verdictSkip
 		}
 		return n.record(ctx, r.Tag, &cand, "")
 	case b == nil && lab.Relative(n.job):
@@ -659,29 +680,41 @@ func (n *night) judge(ctx context.Context, r bisect.Release, confirm bool) (hist
 		_, _, cand.Verdict, cand.Reason = pairVerdicts(n.job, c)
 		against = b.tag
 	}
-	if confirm && cand.Verdict == string(noise.Bad) && !b.tonight {
-		n.say("%s measures bad against %s, measured %s: %s is measured again tonight before this is called a regression",
-			r.Tag, b.tag, b.at.Local().Format("2006-01-02 15:04"), b.tag)
-		g, err := n.pipe.Sample(ctx, b.commit, lab.SampleCount(n.job), filepath.Join("samples", n.stamp+"-"+fileSafe(b.tag)))
-		if err != nil {
-			return history.Measurement{}, fmt.Errorf("%s: %w", b.tag, err)
-		}
-		if len(g.Values) == 0 {
-			return history.Measurement{}, fmt.Errorf("the baseline %s, measured good on %s, gives no samples tonight: %s", b.tag, b.at.Local().Format("2006-01-02"), g.Reason)
-		}
+	if !confirm || cand.Verdict != string(noise.Bad) || b.tonight {
+		return n.record(ctx, r.Tag, &cand, against)
+	}
+	n.say("%s measures bad against %s, measured %s: %s is measured again tonight before this is called a regression",
+		r.Tag, b.tag, b.at.Local().Format("2006-01-02 15:04"), b.tag)
+	g, err := n.pipe.Sample(ctx, b.commit, lab.SampleCount(n.job), filepath.Join("samples", n.stamp+"-"+fileSafe(b.tag)))
+	if err != nil {
+		return history.Measurement{}, fmt.Errorf("%s: %w", b.tag, err)
+	}
+	if len(g.Values) == 0 {
+		// A release that measured good and no longer builds or boots
+		// (a new compiler, a lab change) cannot confirm anything: the
+		// release stands as judged, and says so.
+		cand.Reason += fmt.Sprintf("; the baseline %s could not be measured again: %s", b.tag, g.Reason)
+		n.say("%s could not be measured again (%s): %s stands as judged", b.tag, g.Reason, r.Tag)
+		return n.record(ctx, r.Tag, &cand, against)
+	}
+	c := &lab.Calibration{Good: g, Bad: &cand}
+	if lab.Relative(n.job) {
 		again := *ev
-		c, err := lab.JudgeBeside(n.job, g, &again, b.tag, r.Tag)
-		if err != nil {
+		if c, err = lab.JudgeBeside(n.job, g, &again, b.tag, r.Tag); err != nil {
 			return history.Measurement{}, err
 		}
-		return n.recordPair(ctx, c, r.Tag, "after it measured bad")
+	} else if err := lab.DecideAlone(n.job, g); err != nil {
+		// Each decided alone: the release was sure on its own samples,
+		// and the baseline is asked the same question tonight.
+		return history.Measurement{}, err
 	}
-	return n.record(ctx, r.Tag, &cand, against)
+	return n.recordPair(ctx, c, r.Tag, "after it measured bad")
 }
 
 // alternate measures the baseline again beside a release, in alternating
 // rounds (baseline first, each round a fresh boot), and judges the two
-// on all their samples.
+// on all their samples. A baseline that no longer builds or boots is
+// left: the release is judged as if the baseline were fresh.
 func (n *night) alternate(ctx context.Context, r bisect.Release) (history.Measurement, error) {
 	b := n.base
 	rounds := max(1, n.job.Nightly.Rounds)
@@ -695,11 +728,14 @@ func (n *night) alternate(ctx context.Context, r bisect.Release) (history.Measur
 	case errors.As(err, &re) && re.Side == "b":
 		ev := *re.Evidence
 		if ev.Verdict == "" || ev.Verdict == string(noise.Good) {
-			ev.Verdict = "skip"
+			ev.Verdict = verdictSkip
 		}
 		return n.record(ctx, r.Tag, &ev, "")
 	case errors.As(err, &re):
-		return history.Measurement{}, fmt.Errorf("the baseline %s, measured again beside %s: %w", b.tag, r.Tag, err)
+		n.say("the baseline %s could not be measured again (%s): %s is judged against its measurement of %s", b.tag, re.Evidence.Reason,
+			r.Tag, b.at.Local().Format("2006-01-02"))
+		b.stale, b.tonight = false, true // nothing better tonight
+		return n.judge(ctx, r, false)
 	case err != nil:
 		return history.Measurement{}, err
 	}
@@ -710,11 +746,19 @@ func (n *night) alternate(ctx context.Context, r bisect.Release) (history.Measur
 	return n.recordPair(ctx, c, r.Tag, fmt.Sprintf("%d alternating rounds", rounds))
 }
 
+// verdictSkip is the verdict of a release that could not be judged.
+const verdictSkip = "skip"
+
 // pairVerdicts are the verdicts of a baseline and a release judged
-// beside it, with their reasons. Under a ratio or auto threshold the
-// baseline is good by definition: it is the reference; a release no
-// worse than it is good. Under an absolute one each is decided, and both
-// bad is the machine's drift.
+// beside it, with their reasons.
+//   - Under a ratio or auto threshold the baseline is good by
+//     definition: it is the reference. The release is bad when the rule
+//     says so, good when it is no worse than the baseline or the rule
+//     calls it good, and unsure (skip) otherwise.
+//   - Under an absolute one each is decided. A bad release beside a bad
+//     baseline is the machine's drift; beside a baseline that is not
+//     surely good it is not judged (skip): nothing is bisected from a
+//     baseline in doubt.
 func pairVerdicts(job *configs.Job, c *lab.Calibration) (baseV, baseWhy, relV, relWhy string) {
 	baseV, baseWhy, relV, relWhy = c.Good.Verdict, c.Good.Reason, c.Bad.Verdict, c.Bad.Reason
 	if lab.Relative(job) {
@@ -722,20 +766,26 @@ func pairVerdicts(job *configs.Job, c *lab.Calibration) (baseV, baseWhy, relV, r
 		switch {
 		case c.Reproduced:
 			relV = string(noise.Bad)
-		case c.GoodIsBad:
-			relV, relWhy = string(noise.Good), c.Bad.Reason
+		case c.Bad.Decision != nil && c.Bad.Decision.Verdict == noise.Good, !c.Rule.Worse(c.Bad.Values, c.Good.Values):
+			relV = string(noise.Good)
+		default:
+			relV, relWhy = verdictSkip, "unsure: "+strings.TrimPrefix(relWhy, "unsure: ")
 		}
 		return
 	}
-	if relV == string(noise.Bad) && baseV == string(noise.Bad) {
+	switch {
+	case relV == string(noise.Bad) && baseV == string(noise.Bad):
 		return verdictDrift, baseWhy, verdictDrift, relWhy
+	case relV == string(noise.Bad) && baseV != string(noise.Good):
+		relV, relWhy = verdictSkip, fmt.Sprintf("%s; but the baseline measured again is not surely good (%s)", relWhy, baseWhy)
 	}
 	return
 }
 
-// recordPair records a release and its baseline judged beside each
-// other: the release first, then the baseline, which is fresh for the
-// rest of the night when it is good.
+// recordPair records a baseline and a release judged beside each other,
+// the baseline first: when it is good it is the baseline again (fresh
+// for the rest of the night), unless the release is good too and takes
+// its place.
 func (n *night) recordPair(ctx context.Context, c *lab.Calibration, tag, how string) (history.Measurement, error) {
 	b := n.base
 	baseV, baseWhy, relV, relWhy := pairVerdicts(n.job, c)
@@ -747,17 +797,13 @@ func (n *night) recordPair(ctx context.Context, c *lab.Calibration, tag, how str
 			b.tag, b.at.Local().Format("2006-01-02"), tag, how, b.tag, noise.FormatValue(base.Kind, lab.Median(base.Values)),
 			noise.FormatValue(base.Kind, lab.Median(b.values)), tag, relWhy)
 	}
-	m, err := n.record(ctx, tag, &rel, b.tag)
-	if err != nil {
-		return m, err
-	}
 	if _, err := n.record(ctx, b.tag, &base, ""); err != nil {
-		return m, err
+		return history.Measurement{}, err
 	}
 	if baseV == string(noise.Good) {
 		b.values, b.at, b.stale, b.tonight = base.Values, time.Now(), false, true
 	}
-	return m, nil
+	return n.record(ctx, tag, &rel, b.tag)
 }
 
 // record writes a release's measurement, as judged, to the history.

@@ -41,6 +41,9 @@ type runOptions struct {
 	NoBuildAhead bool
 	// Verbose prints every command as it starts.
 	Verbose bool
+	// ReportDir is where the reports go instead of the job's report.dir
+	// (nightly: each incident's own state directory).
+	ReportDir string
 	// FindGood walks back to a good release when the good endpoint
 	// measures bad (run --job); FindGoodSet says the flag was given,
 	// else the job or the terminal decides.

@@ -355,7 +355,13 @@ func (r *jobRun) bisect(ctx context.Context) error {
 		fmt.Fprintf(r.stderr, "kbisect: %v\n", serr)
 	}
 	if err == nil {
-		if files, rerr := writeJobReports(ctx, r.job, r.stateDir); rerr != nil {
+		job := r.job
+		if r.o.ReportDir != "" {
+			j := *job
+			j.Report.Dir = configs.Path(r.o.ReportDir)
+			job = &j
+		}
+		if files, rerr := writeJobReports(ctx, job, r.stateDir); rerr != nil {
 			fmt.Fprintf(r.stderr, "kbisect: the reports: %v\n", rerr)
 		} else if len(files) > 0 {
 			r.view.line("reports: %s", strings.Join(files, " "))

@@ -100,7 +100,7 @@ func TestQEMUNightlyOnARealSeries(t *testing.T) {
 	}
 	code, res := night(2, "v6.12.203")
 	if code != exitRegression || res.Result != "regression" || res.Incident == nil || res.Incident.Commit != planted ||
-		measuredTags(res) != "v6.12.203 bad, v6.12.202 good" {
+		measuredTags(res) != "v6.12.202 good, v6.12.203 bad" {
 		t.Fatalf("night 2: exit %d, %+v; the planted commit is %s", code, res, planted)
 	}
 	t.Logf("night 2: %s", res.Message)

@@ -12,9 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"kbisect/configs"
 	"kbisect/history"
 	"kbisect/internal/simhost"
 	"kbisect/internal/simlab"
+	"kbisect/lab"
 )
 
 // stableUpstream publishes a simulated lab's releases night by night: a
@@ -160,7 +162,7 @@ func TestNightlyFindsTheRegressionTheNightItsTagAppears(t *testing.T) {
 	code, out, stderr = u.night()
 	// The first bad release, the baseline measured again to confirm it,
 	// the missed release below it.
-	want := fmt.Sprintf("%s bad, %s good, %s good", u.releases[k], u.releases[k-2], u.releases[k-1])
+	want := fmt.Sprintf("%s good, %s bad, %s good", u.releases[k-2], u.releases[k], u.releases[k-1])
 	if code != exitRegression || out.Result != "regression" || measuredTags(out) != want || out.Incident == nil {
 		t.Fatalf("night 3: exit %d, %+v (want %s)\n%s", code, out, want, stderr)
 	}
@@ -239,8 +241,11 @@ func TestNightlyCatchesUpOnMissedNights(t *testing.T) {
 		out.Incident.Commit != l.Tree.Regression {
 		t.Fatalf("after missed nights: exit %d, %+v\n%s", code, out, stderr)
 	}
-	if got := out.Measured[0].Tag; got != u.releases[k+1] {
-		t.Errorf("measured %s first, want the newest %s", got, u.releases[k+1])
+	// The newest first, confirmed by the baseline measured again; then
+	// the older ones down to a good one.
+	want := fmt.Sprintf("%s good, %s bad, %s bad, %s good", u.releases[0], u.releases[k+1], u.releases[k], u.releases[k-1])
+	if got := measuredTags(out); got != want {
+		t.Errorf("measured %s, want %s", got, want)
 	}
 }
 
@@ -319,7 +324,7 @@ func TestNightlyTellsADriftingMachineFromARegression(t *testing.T) {
 	u.publish(u.releases[1]) // a good release
 	l.Host.SetFloor(simhost.StormLevel + 7*time.Microsecond)
 	code, out, stderr := u.night()
-	want := fmt.Sprintf("%s drift, %s drift", u.releases[1], u.releases[0])
+	want := fmt.Sprintf("%s drift, %s drift", u.releases[0], u.releases[1])
 	if code != exitNotReproduced || out.Result != "drift" || out.Incident != nil || measuredTags(out) != want ||
 		!strings.Contains(out.Message, "the machine is noisier, not the kernel") || strings.Contains(stderr, "bisecting") {
 		t.Fatalf("the drifted night: exit %d, %+v (want %s)\n%s", code, out, want, stderr)
@@ -332,8 +337,8 @@ func TestNightlyTellsADriftingMachineFromARegression(t *testing.T) {
 
 	l.Host.SetFloor(0) // the machine is mended
 	code, out, stderr = u.night()
-	want = fmt.Sprintf("%s good, %s good", u.releases[1], u.releases[0])
-	if code != exitOK || out.Result != "no-regression" || measuredTags(out) != want || out.Measured[0].Baseline != u.releases[0] {
+	want = fmt.Sprintf("%s good, %s good", u.releases[0], u.releases[1])
+	if code != exitOK || out.Result != "no-regression" || measuredTags(out) != want || out.Measured[1].Baseline != u.releases[0] {
 		t.Fatalf("the machine mended: exit %d, %+v (want %s)\n%s", code, out, want, stderr)
 	}
 	if code, out, _ := u.night(); code != exitOK || out.Result != "nothing-new" {
@@ -344,8 +349,13 @@ func TestNightlyTellsADriftingMachineFromARegression(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if incs, err := db.Incidents(context.Background(), history.Where{Machine: "simlab", Remote: u.bare, Branch: "linux-6.12.y"}); err != nil || len(incs) != 0 {
+	where := history.Where{Machine: "simlab", Remote: u.bare, Branch: "linux-6.12.y"}
+	if incs, err := db.Incidents(context.Background(), where); err != nil || len(incs) != 0 {
 		t.Errorf("incidents %+v, %v", incs, err)
+	}
+	ms, err := db.Measurements(context.Background(), where)
+	if b := baselineOf(ms, "noise", time.Hour, time.Now()); err != nil || b == nil || b.tag != u.releases[1] || b.stale {
+		t.Errorf("the baseline after the drift: %+v, %v; want %s, fresh", b, err, u.releases[1])
 	}
 }
 
@@ -374,8 +384,8 @@ func TestNightlyJudgesARatioAgainstTheBaseline(t *testing.T) {
 	u.editJob(`$`, "\nnightly:\n  baseline_max_age: 0s\n  rounds: 2\n")
 	u.publish(u.releases[k-1 : k+1]...)
 	code, out, stderr = u.night()
-	want := fmt.Sprintf("%s bad, %s good, %s good", u.releases[k], u.releases[k-2], u.releases[k-1])
-	if code != exitRegression || measuredTags(out) != want || out.Measured[0].Baseline != u.releases[k-2] ||
+	want := fmt.Sprintf("%s good, %s bad, %s good", u.releases[k-2], u.releases[k], u.releases[k-1])
+	if code != exitRegression || measuredTags(out) != want || out.Measured[1].Baseline != u.releases[k-2] ||
 		!strings.Contains(stderr, "in 2 alternating rounds") || out.Incident == nil || out.Incident.LastGood != u.releases[k-1] ||
 		out.Incident.Commit != l.Tree.Regression {
 		t.Fatalf("night 3: exit %d, %+v (want %s)\n%s", code, out, want, stderr)
@@ -418,12 +428,78 @@ func TestTheBaselineIsMeasuredAgainWhenItCannotBeTrusted(t *testing.T) {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
 	}
-	drift := []history.Measurement{row("v6.12.57", "good", 2), row("v6.12.58", "drift", 1), row("v6.12.57", "drift", 1)}
-	drift[1].Baseline = "v6.12.57"
-	if got := driftedRelease(drift); got != "v6.12.58" {
+	drift := []history.Measurement{row("v6.12.57", "good", 2), row("v6.12.57", "drift", 1), row("v6.12.58", "drift", 1)}
+	drift[2].Baseline = "v6.12.57"
+	if got := unjudgedRelease(drift); got != "v6.12.58" {
 		t.Errorf("drifted release %q", got)
 	}
-	if got := driftedRelease(append(drift, row("v6.12.58", "good", 0))); got != "" {
+	if got := unjudgedRelease(append(drift, row("v6.12.57", "good", 0), row("v6.12.58", "good", 0))); got != "" {
 		t.Errorf("after the drift ended: %q", got)
+	}
+	unsure := append(drift[:1:1], row("v6.12.58", "skip", 1))
+	if got := unjudgedRelease(unsure); got != "" {
+		t.Errorf("a release that does not build is judged again: %q", got)
+	}
+	unsure[1].Baseline = "v6.12.57"
+	if got := unjudgedRelease(unsure); got != "v6.12.58" {
+		t.Errorf("a release unsure beside its baseline: %q", got)
+	}
+}
+
+// TestPairVerdicts: a release judged beside its baseline is bad only
+// beside a good baseline; beside a bad one it is the machine's drift,
+// beside a doubtful one it is not judged. Under a ratio the baseline is
+// the reference: the release is good when no worse, bad when the rule
+// says so, and unsure in between.
+func TestPairVerdicts(t *testing.T) {
+	job := func(threshold string) *configs.Job {
+		t.Helper()
+		th, err := configs.ParseThreshold(threshold)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &configs.Job{Workload: configs.Workload{Tool: "osnoise"}, Verdict: configs.Verdict{Metric: "noise", Aggregate: "max", Threshold: th,
+			Samples: configs.Samples{Min: 3, Max: 10}, Confidence: 0.95}}
+	}
+	ev := func(values ...float64) *lab.Evidence {
+		return &lab.Evidence{Values: values, Metric: "noise", Kind: "time"}
+	}
+	us := func(v float64) float64 { return v * 1000 }
+	quiet := []float64{us(13), us(14), us(12), us(15), us(13), us(14), us(13), us(12), us(14), us(13)}
+	storm := []float64{us(49000), us(51000), us(50500), us(52000), us(49500), us(50000), us(51500), us(50200), us(49800), us(50900)}
+	border := []float64{us(30), us(48), us(34), us(44), us(38), us(33), us(46), us(36), us(41), us(45)}
+	near := []float64{us(900), us(1100), us(950), us(1050), us(1000), us(980), us(1020), us(990), us(1010), us(1005)}
+	for _, c := range []struct {
+		name, threshold      string
+		base, release        []float64
+		wantBase, wantRelase string
+	}{
+		{"regression", "1ms", quiet, storm, "good", "bad"},
+		{"quiet", "1ms", quiet, quiet, "good", "good"},
+		{"drift", "1ms", storm, storm, "drift", "drift"},
+		{"baseline in doubt", "1ms", near, storm, "skip", "skip"},
+		{"ratio regression", "3x", quiet, storm, "good", "bad"},
+		{"ratio alike", "3x", quiet, quiet, "good", "good"},
+		{"ratio better", "3x", storm, quiet, "good", "good"},
+		{"ratio worse, not surely bad", "3x", quiet, border, "good", "skip"},
+	} {
+		j := job(c.threshold)
+		var cal *lab.Calibration
+		var err error
+		if lab.Relative(j) {
+			cal, err = lab.JudgeBeside(j, ev(c.base...), ev(c.release...), "v6.12.57", "v6.12.58")
+		} else {
+			cal = &lab.Calibration{Good: ev(c.base...), Bad: ev(c.release...)}
+			if err = lab.DecideAlone(j, cal.Good); err == nil {
+				err = lab.DecideAlone(j, cal.Bad)
+			}
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		baseV, _, relV, why := pairVerdicts(j, cal)
+		if baseV != c.wantBase || relV != c.wantRelase {
+			t.Errorf("%s: baseline %s, release %s (%s); want %s, %s", c.name, baseV, relV, why, c.wantBase, c.wantRelase)
+		}
 	}
 }
