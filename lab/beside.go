@@ -9,7 +9,6 @@ import (
 
 	"kbisect/bisect"
 	"kbisect/configs"
-	"kbisect/noise"
 )
 
 // Sample measures a commit with exactly n samples and no verdict: the
@@ -82,23 +81,22 @@ func JudgeBeside(job *configs.Job, baseline, candidate *Evidence, baseName, cand
 	return c, nil
 }
 
-// DecideAlone decides a commit's samples alone under the job's absolute
-// threshold, as a bisection step is decided, and gives the evidence its
-// verdict.
-func DecideAlone(job *configs.Job, ev *Evidence) error {
-	r, err := Rule(job, nil, nil)
+// JudgeTonight judges a candidate beside a baseline, both measured on
+// this pipeline the same night, as calibration judges its endpoints
+// (JudgeBeside); one left unsure by the spread of both gets more samples,
+// on a new boot, up to verdict.samples.max.
+func (p *Pipeline) JudgeTonight(ctx context.Context, baseline, candidate *Evidence, baseName, candName string) (*Calibration, error) {
+	c, err := JudgeBeside(p.Job, baseline, candidate, baseName, candName)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if r.Kind != noise.Absolute {
-		return fmt.Errorf("verdict.threshold %s decides nothing alone", job.Verdict.Threshold)
-	}
-	d, err := r.Decide(ev.Values)
+	was := p.rule
+	defer p.SetRule(was)
+	base, err := Rule(p.Job, nil, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	setVerdict(ev, d)
-	return nil
+	return c, p.resample(ctx, c, base, baseName, candName, p.SetRule)
 }
 
 // Relative reports whether the job's threshold is set from a good

@@ -169,32 +169,8 @@ func calibrate(ctx context.Context, pipes []*Pipeline, good, bad string) (*Calib
 	if err := c.judge(base, good, bad); err != nil {
 		return nil, err
 	}
-	// An endpoint sampled until its own samples decided may be unsure
-	// once judged with both endpoints' spread (a quiet kernel whose
-	// noise spikes now and then widens it): it gets more samples, on a
-	// new boot, under the calibrated rule, up to verdict.samples.max.
-	for base.Kind == noise.Absolute && !c.Reproduced {
-		more := false
-		for _, ev := range []*Evidence{c.Bad, c.Good} {
-			if ev.Decision == nil || !ev.Decision.More || len(ev.Values) >= base.MaxSamples || ev.Build == nil {
-				continue
-			}
-			art, err := remote.LoadArtifact(ev.Build.Artifact)
-			if err != nil {
-				return nil, err
-			}
-			setRule(c.Rule)
-			if err := p.measure(ctx, ev, art, 0); err != nil {
-				return nil, fmt.Errorf("calibration: %s: %w", short(ev.Commit), err)
-			}
-			more = true
-		}
-		if !more {
-			break
-		}
-		if err := c.judge(base, good, bad); err != nil {
-			return nil, err
-		}
+	if err := p.resample(ctx, c, base, good, bad, setRule); err != nil {
+		return nil, fmt.Errorf("calibration: %w", err)
 	}
 	for _, ev := range []*Evidence{c.Bad, c.Good} {
 		if err := p.save(ev); err != nil {
@@ -213,6 +189,38 @@ func calibrate(ctx context.Context, pipes []*Pipeline, good, bad string) (*Calib
 	}
 	setRule(c.Rule)
 	return c, nil
+}
+
+// resample gives an endpoint left unsure more samples: one sampled until
+// its own samples decided may be unsure once judged with both endpoints'
+// spread (a quiet kernel whose noise spikes now and then widens it). It
+// is measured again, on a new boot, under the judged rule, up to
+// verdict.samples.max, and both are judged again.
+func (p *Pipeline) resample(ctx context.Context, c *Calibration, base noise.Rule, good, bad string, setRule func(noise.Rule)) error {
+	for base.Kind == noise.Absolute && !c.Reproduced {
+		more := false
+		for _, ev := range []*Evidence{c.Bad, c.Good} {
+			if ev.Decision == nil || !ev.Decision.More || len(ev.Values) >= base.MaxSamples || ev.Build == nil {
+				continue
+			}
+			art, err := remote.LoadArtifact(ev.Build.Artifact)
+			if err != nil {
+				return err
+			}
+			setRule(c.Rule)
+			if err := p.measure(ctx, ev, art, 0); err != nil {
+				return fmt.Errorf("%s: %w", short(ev.Commit), err)
+			}
+			more = true
+		}
+		if !more {
+			return nil
+		}
+		if err := c.judge(base, good, bad); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // both measures two commits with fixed samples: at once on the first two

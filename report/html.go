@@ -128,7 +128,7 @@ func formatP(p float64) string {
 // differ) is red, none is green, anything unfinished is amber.
 func resultClass(result string) string {
 	switch result {
-	case "found", "different", "regression", "still-present":
+	case "found", "different", "regression", "still-present", "drift":
 		return "bad"
 	case "not-reproduced", "no-difference", "no-regression", "fixed", "nothing-new":
 		return "good"

@@ -697,15 +697,9 @@ func (n *night) judge(ctx context.Context, r bisect.Release, confirm bool) (hist
 		n.say("%s could not be measured again (%s): %s stands as judged", b.tag, g.Reason, r.Tag)
 		return n.record(ctx, r.Tag, &cand, against)
 	}
-	c := &lab.Calibration{Good: g, Bad: &cand}
-	if lab.Relative(n.job) {
-		again := *ev
-		if c, err = lab.JudgeBeside(n.job, g, &again, b.tag, r.Tag); err != nil {
-			return history.Measurement{}, err
-		}
-	} else if err := lab.DecideAlone(n.job, g); err != nil {
-		// Each decided alone: the release was sure on its own samples,
-		// and the baseline is asked the same question tonight.
+	again := *ev
+	c, err := n.pipe.JudgeTonight(ctx, g, &again, b.tag, r.Tag)
+	if err != nil {
 		return history.Measurement{}, err
 	}
 	return n.recordPair(ctx, c, r.Tag, "after it measured bad")
@@ -739,7 +733,7 @@ func (n *night) alternate(ctx context.Context, r bisect.Release) (history.Measur
 	case err != nil:
 		return history.Measurement{}, err
 	}
-	c, err := lab.JudgeBeside(n.job, res.Pooled("a"), res.Pooled("b"), b.tag, r.Tag)
+	c, err := n.pipe.JudgeTonight(ctx, res.Pooled("a"), res.Pooled("b"), b.tag, r.Tag)
 	if err != nil {
 		return history.Measurement{}, err
 	}

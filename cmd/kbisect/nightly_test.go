@@ -143,7 +143,7 @@ func TestNightlyFindsTheRegressionTheNightItsTagAppears(t *testing.T) {
 	}
 
 	u.publish(u.releases[0])
-	u.editJob(`$`, "\nreport:\n  formats: [text, markdown, html, junit]\n")
+	u.editJob(`$`, "\nreport:\n  formats: [text, markdown, html, junit]\n  dir: reports\n")
 	code, out, stderr := u.night()
 	if code != exitOK || out.Result != "no-regression" || measuredTags(out) != u.releases[0]+" good" {
 		t.Fatalf("night 1: exit %d, %+v\n%s", code, out, stderr)
@@ -173,8 +173,15 @@ func TestNightlyFindsTheRegressionTheNightItsTagAppears(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(inc.StateDir, "result.json")); err != nil {
 		t.Errorf("the incident's state directory has no report: %v", err)
 	}
-	// The night's own reports, beside the incidents.
-	nightly := filepath.Dir(inc.StateDir)
+	// The night's own reports in report.dir (relative to the job file),
+	// the bisection's in the incident's directory.
+	nightly := filepath.Join(filepath.Dir(u.jobFile), "reports")
+	if _, err := os.Stat(filepath.Join(inc.StateDir, "report.junit.xml")); err != nil {
+		t.Errorf("the bisection's reports: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(nightly, "report.txt")); err == nil {
+		t.Errorf("the bisection's reports are in report.dir, where each incident would replace the last")
+	}
 	junit, _ := os.ReadFile(filepath.Join(nightly, "night.junit.xml"))
 	for _, want := range []string{`tests="4" failures="2"`, `name="no regression on simlab"`, `<failure message="regression: simlab: a regression between ` + u.releases[k-1],
 		u.tagOf[u.releases[k]][:12] + " " + u.releases[k] + `"`, `type="bad"`} {
@@ -484,16 +491,7 @@ func TestPairVerdicts(t *testing.T) {
 		{"ratio worse, not surely bad", "3x", quiet, border, "good", "skip"},
 	} {
 		j := job(c.threshold)
-		var cal *lab.Calibration
-		var err error
-		if lab.Relative(j) {
-			cal, err = lab.JudgeBeside(j, ev(c.base...), ev(c.release...), "v6.12.57", "v6.12.58")
-		} else {
-			cal = &lab.Calibration{Good: ev(c.base...), Bad: ev(c.release...)}
-			if err = lab.DecideAlone(j, cal.Good); err == nil {
-				err = lab.DecideAlone(j, cal.Bad)
-			}
-		}
+		cal, err := lab.JudgeBeside(j, ev(c.base...), ev(c.release...), "v6.12.57", "v6.12.58")
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
