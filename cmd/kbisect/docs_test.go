@@ -70,9 +70,16 @@ func writeExamples(t *testing.T, dir string) {
 }
 
 // TestEveryJSONFieldIsDocumented: each field of kbisect's JSON (run
-// --json, ab --json, report --format json) is named in docs/report.md.
+// --json, ab --json, report --format json) is named in docs/report.md,
+// and of nightly --json and history --format json in docs/ci.md.
 func TestEveryJSONFieldIsDocumented(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "report.md"))
+	checkJSONDocumented(t, "report.md", runJSON{}, abResultJSON{}, noise.ABReport{})
+	checkJSONDocumented(t, "ci.md", nightlyJSON{}, historyJSON{})
+}
+
+func checkJSONDocumented(t *testing.T, file string, values ...any) {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,12 +103,12 @@ func TestEveryJSONFieldIsDocumented(t *testing.T) {
 				name = f.Name
 			}
 			if !strings.Contains(string(doc), "`"+name+"`") {
-				t.Errorf("docs/report.md does not name the JSON field `%s` (%s.%s)", name, where, f.Name)
+				t.Errorf("docs/%s does not name the JSON field `%s` (%s.%s)", file, name, where, f.Name)
 			}
 			walk(f.Type, ty.Name())
 		}
 	}
-	for _, v := range []any{runJSON{}, abResultJSON{}, noise.ABReport{}} {
+	for _, v := range values {
 		walk(reflect.TypeOf(v), reflect.TypeOf(v).Name())
 	}
 }
