@@ -188,7 +188,11 @@ func writeReport(ctx context.Context, dir, format string, stdout io.Writer) erro
 	if rep.conf, err = lab.ReadConfirmation(dir); err != nil {
 		return err
 	}
+	_, ended := os.Stat(filepath.Join(dir, "result.json"))
 	switch {
+	case rep.cal != nil && !rep.cal.Reproduced && rep.cal.GoodIsBad && rep.cal.Search == nil && ended != nil:
+		// The good endpoint measured bad and the run has not ended: it
+		// walks back along the releases (find-good), or stopped there.
 	case rep.cal != nil && !rep.cal.Reproduced:
 		res.Kind, res.Reason = bisect.NotReproduced, rep.cal.Reason
 	case job != nil && rep.cal == nil:

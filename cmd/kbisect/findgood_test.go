@@ -110,6 +110,42 @@ func TestRunJobWalkBackGivesUpAtItsLimit(t *testing.T) {
 		!strings.Contains(out.Reason, "no release measured good in 2 kernels (find_good.max_kernels)") {
 		t.Errorf("result %q, find_good %+v", out.Reason, out.FindGood)
 	}
+
+	// kbisect report says so after the walk; during it (no walk in the
+	// calibration yet, no result), the run is in progress, not over.
+	state := out.StateDir
+	report := func() string {
+		t.Helper()
+		code, stdout, stderr := runCLI(t, context.Background(), "report", "--state", state, "--format", "json")
+		var rep runJSON
+		if err := json.Unmarshal([]byte(stdout), &rep); err != nil || code != exitOK {
+			t.Fatalf("report: exit %d: %v\n%s\n%s", code, err, stdout, stderr)
+		}
+		return rep.Result
+	}
+	if got := report(); got != "not-reproduced" {
+		t.Errorf("after the walk, report says %s", got)
+	}
+	calFile := filepath.Join(state, "calibration.json")
+	data, err := os.ReadFile(calFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cal map[string]any
+	if err := json.Unmarshal(data, &cal); err != nil {
+		t.Fatal(err)
+	}
+	delete(cal, "search")
+	data, _ = json.Marshal(cal)
+	if err := os.WriteFile(calFile, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(state, "result.json")); err != nil {
+		t.Fatal(err)
+	}
+	if got := report(); got != "in-progress" {
+		t.Errorf("during the walk, report says %s", got)
+	}
 }
 
 func tagCommit(t *testing.T, dir, rev string) string {
