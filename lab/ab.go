@@ -2,13 +2,11 @@ package lab
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 
-	"kbisect/bisect"
 	"kbisect/noise"
 )
 
@@ -109,11 +107,7 @@ func (p *Pipeline) AB(ctx context.Context, plan ABPlan) (*ABResult, error) {
 		return res, err
 	}
 	res.Report = rep
-	b, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return res, err
-	}
-	return res, bisect.WriteFileAtomic(filepath.Join(abDir(p.StateDir, plan.Name), "result.json"), append(b, '\n'))
+	return res, writeJSON(filepath.Join(abDir(p.StateDir, plan.Name), "result.json"), res)
 }
 
 func (p *Pipeline) abRound(ctx context.Context, dir string, round int, side, commit string, samples int) (*ABRound, error) {
@@ -132,14 +126,7 @@ func (p *Pipeline) abRound(ctx context.Context, dir string, round int, side, com
 		return nil, &RoundError{Round: round, Side: side, Samples: samples, Evidence: ev}
 	}
 	r := &ABRound{Round: round, Side: side, Evidence: ev}
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	return r, bisect.WriteFileAtomic(path, append(b, '\n'))
+	return r, writeJSON(path, r)
 }
 
 // RoundError is an A/B round whose kernel gave fewer samples than asked:
@@ -217,15 +204,7 @@ func readAB(dir string) (*ABResult, error) {
 // WriteABPlan keeps the plan in the state directory before the first
 // round, so a report can say what is being compared while it runs.
 func WriteABPlan(stateDir string, plan ABPlan) error {
-	dir := abDir(stateDir, plan.Name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(plan, "", "  ")
-	if err != nil {
-		return err
-	}
-	return bisect.WriteFileAtomic(filepath.Join(dir, "plan.json"), append(b, '\n'))
+	return writeJSON(filepath.Join(abDir(stateDir, plan.Name), "plan.json"), plan)
 }
 
 // CompareRounds compares B's rounds with A's on the metric: each round a

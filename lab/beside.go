@@ -2,12 +2,9 @@ package lab
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 
-	"kbisect/bisect"
 	"kbisect/configs"
 )
 
@@ -41,14 +38,7 @@ func (p *Pipeline) Sample(ctx context.Context, commit string, n int, name string
 	if err != nil {
 		return nil, err
 	}
-	b, err := json.MarshalIndent(ev, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, err
-	}
-	return ev, bisect.WriteFileAtomic(path, append(b, '\n'))
+	return ev, writeJSON(path, ev)
 }
 
 // SampleCount is how many samples a commit judged against another gets:

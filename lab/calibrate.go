@@ -2,14 +2,12 @@ package lab
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"sync"
 
-	"kbisect/bisect"
 	"kbisect/noise"
 	"kbisect/remote"
 )
@@ -149,7 +147,7 @@ func calibrate(ctx context.Context, pipes []*Pipeline, good, bad string) (*Calib
 	}
 	fixed := 0
 	if base.Kind != noise.Absolute {
-		fixed = max(base.MaxSamples, base.MinSamples, 3)
+		fixed = SampleCount(p.Job)
 	}
 	setRule(base)
 	c := &Calibration{}
@@ -180,11 +178,7 @@ func calibrate(ctx context.Context, pipes []*Pipeline, good, bad string) (*Calib
 			p.bySig[ev.Signature] = ev
 		}
 	}
-	b, err := json.MarshalIndent(c, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	if err := bisect.WriteFileAtomic(p.calibrationPath(), append(b, '\n')); err != nil {
+	if err := writeJSON(p.calibrationPath(), c); err != nil {
 		return nil, err
 	}
 	setRule(c.Rule)

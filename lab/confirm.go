@@ -2,13 +2,11 @@ package lab
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
 
-	"kbisect/bisect"
 	"kbisect/noise"
 	"kbisect/worktree"
 )
@@ -140,11 +138,7 @@ func confirm(ctx context.Context, pipes []*Pipeline, culprit string, parents []s
 		}
 	}
 	c.Confirmed = worse && revertHelps && c.Culprit.Verdict == string(noise.Bad) && c.Parent.Verdict == string(noise.Good)
-	b, err := json.MarshalIndent(c, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	if err := bisect.WriteFileAtomic(p.confirmationPath(), append(b, '\n')); err != nil {
+	if err := writeJSON(p.confirmationPath(), c); err != nil {
 		return nil, err
 	}
 	return c, nil

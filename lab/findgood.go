@@ -2,7 +2,6 @@ package lab
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -186,11 +185,7 @@ func findGood(ctx context.Context, pipes []*Pipeline, cal *Calibration, walk Wal
 		}
 	}
 	c.Search = s
-	b, err := json.MarshalIndent(&c, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	if err := bisect.WriteFileAtomic(p.calibrationPath(), append(b, '\n')); err != nil {
+	if err := writeJSON(p.calibrationPath(), &c); err != nil {
 		return nil, err
 	}
 	for _, q := range pipes {

@@ -222,16 +222,22 @@ func readJSON(path string, v any) error {
 	return nil
 }
 
-// save writes a commit's evidence atomically.
-func (p *Pipeline) save(ev *Evidence) error {
-	b, err := json.MarshalIndent(ev, "", "  ")
+// writeJSON writes v as indented JSON to path, atomically, making its
+// directory.
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Join(p.StateDir, "commits"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return bisect.WriteFileAtomic(p.evidencePath(ev.Commit), append(b, '\n'))
+	return bisect.WriteFileAtomic(path, append(b, '\n'))
+}
+
+// save writes a commit's evidence atomically.
+func (p *Pipeline) save(ev *Evidence) error {
+	return writeJSON(p.evidencePath(ev.Commit), ev)
 }
 
 // init loads what earlier runs in the state directory measured: the
