@@ -21,31 +21,10 @@ import (
 // 4's tag reverts it and closes the incident. Heavy: KBISECT_E2E=1 (just
 // e2e-nightly), with what just e2e-prepare makes.
 func TestQEMUNightlyOnARealSeries(t *testing.T) {
-	if os.Getenv("KBISECT_E2E") == "" {
-		t.Skip("nightly on real kernels in QEMU: set KBISECT_E2E=1 (just e2e-nightly)")
-	}
-	tree := envOr("KBISECT_E2E_TREE", "/var/tmp/kbisect-e2e/linux-source-6.12")
-	labDir := envOr("KBISECT_E2E_LAB", "/var/tmp/kbisect-lab")
-	cache := envOr("KBISECT_E2E_CACHE", "/var/tmp/kbisect-e2e/cache")
-	out := envOr("KBISECT_E2E_OUT", t.TempDir())
-	for _, need := range []string{filepath.Join(tree, ".git"), filepath.Join(labDir, "rootfs.img")} {
-		if _, err := os.Stat(need); err != nil {
-			t.Fatalf("%v (just e2e-prepare makes the tree and the lab image)", err)
-		}
-	}
+	tree, labDir, cache, out := e2eLab(t, "nightly on real kernels in QEMU: set KBISECT_E2E=1 (just e2e-nightly)")
 	base, planted, tip := e2eSeries(t, tree)
-	git := func(dir string, args ...string) string {
-		t.Helper()
-		c := exec.Command("git", append([]string{"-C", dir}, args...)...)
-		c.Env = append(os.Environ(), "GIT_AUTHOR_NAME=kbisect e2e", "GIT_AUTHOR_EMAIL=e2e@kbisect.invalid",
-			"GIT_COMMITTER_NAME=kbisect e2e", "GIT_COMMITTER_EMAIL=e2e@kbisect.invalid",
-			"GIT_AUTHOR_DATE=@1767225600 +0000", "GIT_COMMITTER_DATE=@1767225600 +0000")
-		b, err := c.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, b)
-		}
-		return strings.TrimSpace(string(b))
-	}
+	date := "@1767225600 +0000" // the revert's, so that its kernel is the same every run
+	git := e2eGit(t, &date)
 	series := strings.Fields(git(tree, "rev-list", "--reverse", base+".."+tip))
 	at := -1
 	for i, c := range series {

@@ -71,18 +71,7 @@ var e2eSteps = []struct {
 // image --dir $KBISECT_E2E_LAB) and a git repository of the tree in
 // $KBISECT_E2E_TREE (default /var/tmp/kbisect-e2e/linux-source-6.12).
 func TestQEMULabBisectsARealKernel(t *testing.T) {
-	if os.Getenv("KBISECT_E2E") == "" {
-		t.Skip("a real kernel bisected in QEMU: set KBISECT_E2E=1 (just e2e-qemu)")
-	}
-	tree := envOr("KBISECT_E2E_TREE", "/var/tmp/kbisect-e2e/linux-source-6.12")
-	labDir := envOr("KBISECT_E2E_LAB", "/var/tmp/kbisect-lab")
-	cache := envOr("KBISECT_E2E_CACHE", "/var/tmp/kbisect-e2e/cache")
-	out := envOr("KBISECT_E2E_OUT", t.TempDir())
-	for _, need := range []string{filepath.Join(tree, ".git"), filepath.Join(labDir, "rootfs.img")} {
-		if _, err := os.Stat(need); err != nil {
-			t.Fatalf("%v (just e2e-qemu prepares the tree and the lab image)", err)
-		}
-	}
+	tree, labDir, cache, out := e2eLab(t, "a real kernel bisected in QEMU: set KBISECT_E2E=1 (just e2e-qemu)")
 	base, planted, tip := e2eSeries(t, tree)
 	job := e2eJob(t, filepath.Join(out, "qemu-e2e.yaml"), "qemu-e2e", tree, labDir, cache, "")
 
@@ -122,6 +111,46 @@ func TestQEMULabBisectsARealKernel(t *testing.T) {
 		}
 	}
 	t.Logf("reports and logs in %s", out)
+}
+
+// e2eLab skips the test unless KBISECT_E2E is set, and returns what
+// just e2e-prepare makes: the tree (a git repository of Debian's
+// linux-source-6.12), the lab image's directory, the build cache, and
+// where the test writes its reports and logs.
+func e2eLab(t *testing.T, skip string) (tree, labDir, cache, out string) {
+	t.Helper()
+	if os.Getenv("KBISECT_E2E") == "" {
+		t.Skip(skip)
+	}
+	tree = envOr("KBISECT_E2E_TREE", "/var/tmp/kbisect-e2e/linux-source-6.12")
+	labDir = envOr("KBISECT_E2E_LAB", "/var/tmp/kbisect-lab")
+	cache = envOr("KBISECT_E2E_CACHE", "/var/tmp/kbisect-e2e/cache")
+	out = envOr("KBISECT_E2E_OUT", t.TempDir())
+	for _, need := range []string{filepath.Join(tree, ".git"), filepath.Join(labDir, "rootfs.img")} {
+		if _, err := os.Stat(need); err != nil {
+			t.Fatalf("%v (just e2e-prepare makes the tree and the lab image)", err)
+		}
+	}
+	return tree, labDir, cache, out
+}
+
+// e2eGit runs git in a directory as the e2e series' author, at *date
+// (git's own date when empty), and returns its output.
+func e2eGit(t *testing.T, date *string) func(dir string, args ...string) string {
+	return func(dir string, args ...string) string {
+		t.Helper()
+		c := exec.Command("git", append([]string{"-C", dir}, args...)...)
+		c.Env = append(os.Environ(), "GIT_AUTHOR_NAME=kbisect e2e", "GIT_AUTHOR_EMAIL=e2e@kbisect.invalid",
+			"GIT_COMMITTER_NAME=kbisect e2e", "GIT_COMMITTER_EMAIL=e2e@kbisect.invalid")
+		if *date != "" {
+			c.Env = append(c.Env, "GIT_AUTHOR_DATE="+*date, "GIT_COMMITTER_DATE="+*date)
+		}
+		b, err := c.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, b)
+		}
+		return strings.TrimSpace(string(b))
+	}
 }
 
 // e2eJob writes the job of a local QEMU guest (TCG), 2 vCPUs, CPU 1
@@ -165,18 +194,7 @@ verdict:
 func e2eSeries(t *testing.T, tree string) (base, planted, tip string) {
 	t.Helper()
 	date := ""
-	git := func(dir string, args ...string) string {
-		t.Helper()
-		c := exec.Command("git", append([]string{"-C", dir}, args...)...)
-		c.Env = append(os.Environ(), "GIT_AUTHOR_NAME=kbisect e2e", "GIT_AUTHOR_EMAIL=e2e@kbisect.invalid",
-			"GIT_COMMITTER_NAME=kbisect e2e", "GIT_COMMITTER_EMAIL=e2e@kbisect.invalid",
-			"GIT_AUTHOR_DATE="+date, "GIT_COMMITTER_DATE="+date)
-		b, err := c.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, b)
-		}
-		return strings.TrimSpace(string(b))
-	}
+	git := e2eGit(t, &date)
 	roots := strings.Fields(git(tree, "rev-list", "--max-parents=0", "HEAD"))
 	if len(roots) != 1 {
 		t.Fatalf("%s: want one root commit (the imported tree), have %v", tree, roots)
