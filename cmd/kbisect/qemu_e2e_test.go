@@ -126,6 +126,9 @@ func e2eLab(t *testing.T, skip string) (tree, labDir, cache, out string) {
 	labDir = envOr("KBISECT_E2E_LAB", "/var/tmp/kbisect-lab")
 	cache = envOr("KBISECT_E2E_CACHE", "/var/tmp/kbisect-e2e/cache")
 	out = envOr("KBISECT_E2E_OUT", t.TempDir())
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, need := range []string{filepath.Join(tree, ".git"), filepath.Join(labDir, "rootfs.img")} {
 		if _, err := os.Stat(need); err != nil {
 			t.Fatalf("%v (just e2e-prepare makes the tree and the lab image)", err)
