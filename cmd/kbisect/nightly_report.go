@@ -78,25 +78,21 @@ func (n *night) title() string {
 
 // tonight are the rows of the releases measured tonight, as measured.
 func (n *night) tonight(w io.Writer, markdown bool) {
-	if len(n.out.Measured) == 0 {
-		return
-	}
-	kind := n.kind()
 	if markdown {
 		fmt.Fprintf(w, "| release | verdict | %s | judged against | why |\n|---|---|---|---|---|\n", n.job.Verdict.Metric)
-		for _, m := range n.out.Measured {
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", m.Tag, m.Verdict, noise.FormatValue(kind, m.Median), m.Baseline,
+		for _, m := range n.rows {
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", m.Tag, m.Verdict, noise.FormatValue(m.Kind, m.Median), m.Baseline,
 				strings.ReplaceAll(m.Reason, "|", "\\|"))
 		}
 		return
 	}
 	fmt.Fprintf(w, "Measured tonight (%s: the median of the samples):\n", n.job.Verdict.Metric)
-	for _, m := range n.out.Measured {
+	for _, m := range n.rows {
 		against := ""
 		if m.Baseline != "" {
 			against = "  against " + m.Baseline
 		}
-		fmt.Fprintf(w, "  %-16s %-5s %14s%s\n", m.Tag, m.Verdict, noise.FormatValue(kind, m.Median), against)
+		fmt.Fprintf(w, "  %-16s %-5s %14s%s\n", m.Tag, m.Verdict, noise.FormatValue(m.Kind, m.Median), against)
 	}
 }
 
@@ -110,7 +106,7 @@ func (n *night) kind() string {
 
 func (n *night) writeText(w io.Writer, h historyJSON, msg string) {
 	fmt.Fprintf(w, "%s\n\n%s\n\n", n.title(), msg)
-	if len(n.out.Measured) > 0 {
+	if len(n.rows) > 0 {
 		n.tonight(w, false)
 		fmt.Fprintln(w)
 	}
@@ -123,7 +119,7 @@ func (n *night) writeMarkdown(w io.Writer, h historyJSON, msg string) error {
 		fmt.Fprintf(w, "%s  \n", line)
 	}
 	fmt.Fprintln(w)
-	if len(n.out.Measured) > 0 {
+	if len(n.rows) > 0 {
 		fmt.Fprintln(w, "### Measured tonight")
 		fmt.Fprintln(w)
 		n.tonight(w, true)
