@@ -353,3 +353,7 @@ func gitDirs(dir string) (string, string, error) {
 	}
 	return lines[0], lines[1], nil
 }
+
+// ParseHash reads a full 40-digit commit name, as the state files keep
+// commits.
+func ParseHash(s string) (plumbing.Hash, bool) { return parseHex(s) }

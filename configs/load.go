@@ -1,8 +1,10 @@
 package configs
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"kbisect/internal/usage"
 	"os"
 	"reflect"
 	"strings"
@@ -203,4 +205,29 @@ func (l *loader) keyFailed(key string) bool {
 
 func (l *loader) pos(n *yaml.Node) Pos {
 	return Pos{File: l.files[n], Line: n.Line, Col: n.Column}
+}
+
+// Open loads a job file for a command that goes on to use it: its
+// warnings, and every problem when it has any, are written to w; a job
+// file with problems is a usage error (the CLI exits 2).
+func Open(path string, w io.Writer) (*Job, error) {
+	job, err := Load(path, LoadOptions{})
+	var ce *Errors
+	if errors.As(err, &ce) {
+		for _, d := range ce.All {
+			fmt.Fprintln(w, d)
+		}
+		noun := "errors"
+		if len(ce.List) == 1 {
+			noun = "error"
+		}
+		return nil, usage.Errorf("%s: %d %s in the job file", path, len(ce.List), noun)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range job.Warnings {
+		fmt.Fprintln(w, d)
+	}
+	return job, nil
 }

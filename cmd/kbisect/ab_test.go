@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"kbisect/internal/simlab"
+	"kbisect/report"
 )
 
 // TestABRecognisesTheRevertedRegressionAndReportsItInEveryFormat: the
@@ -34,7 +35,7 @@ func TestABRecognisesTheRevertedRegressionAndReportsItInEveryFormat(t *testing.T
 	}
 	boots := len(l.Host.Boots())
 	code, again, _ := runCLI(t, context.Background(), append(args, "--json")...)
-	var out abResultJSON
+	var out report.ABResultJSON
 	if err := json.Unmarshal([]byte(again), &out); err != nil || code != exitOK || out.Result != "different" || out.Measured != 8 || len(l.Host.Boots()) != boots {
 		t.Errorf("again: exit %d, %+v, %v, %d boots more", code, out, err, len(l.Host.Boots())-boots)
 	}
@@ -89,7 +90,7 @@ func TestABResumesAfterKill9(t *testing.T) {
 	}
 	boots := len(l.Host.Boots())
 	code, out, stderr := runCLI(t, context.Background(), append(args, "--json")...)
-	var res abResultJSON
+	var res report.ABResultJSON
 	if err := json.Unmarshal([]byte(out), &res); err != nil || code != exitOK || res.Result != "different" || res.Measured != 8 {
 		t.Fatalf("resumed: exit %d, %+v, %v\n%s", code, res, err, stderr)
 	}

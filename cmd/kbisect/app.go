@@ -9,10 +9,12 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"kbisect/internal/usage"
 )
 
-// run is main without the process: tests call it in-process.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// runKbisect is main without the process: tests call it in-process.
+func runKbisect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	app := newApp(stdout, stderr)
 	if len(args) > 1 && args[1] == "help" {
 		// "kbisect help run" is "kbisect run --help".
@@ -100,7 +102,7 @@ EXAMPLES
 }
 
 func onUsageError(_ *cli.Context, err error, _ bool) error {
-	return &usageError{err}
+	return usage.Wrap(err)
 }
 
 func wantsJSON(args []string) bool {

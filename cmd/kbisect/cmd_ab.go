@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +17,8 @@ import (
 	"kbisect/configs"
 	"kbisect/internal/shell"
 	"kbisect/lab"
+	"kbisect/report"
+	"kbisect/run"
 	"kbisect/worktree"
 )
 
@@ -104,25 +105,6 @@ func (o abOptions) validate() error {
 	return nil
 }
 
-// abResultJSON is kbisect ab --json.
-type abResultJSON struct {
-	Result   string     `json:"result"` // different, no-difference, aborted
-	A        abSideJSON `json:"a"`
-	B        abSideJSON `json:"b"`
-	Rounds   int        `json:"rounds"`
-	Samples  int        `json:"samples"`
-	Measured int        `json:"rounds_measured"` // rounds of both sides measured so far
-	Command  string     `json:"command,omitempty"`
-	Report   any        `json:"report,omitempty"`
-	StateDir string     `json:"state_dir,omitempty"`
-	Error    string     `json:"error,omitempty"`
-}
-
-type abSideJSON struct {
-	Commit string `json:"commit"`
-	Label  string `json:"label"`
-}
-
 func runAB(ctx context.Context, o abOptions, stdout, stderr io.Writer) error {
 	if err := o.validate(); err != nil {
 		return err
@@ -139,7 +121,7 @@ func runAB(ctx context.Context, o abOptions, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	jobSum, err := fileSHA256(o.Job)
+	jobSum, err := run.FileSHA256(o.Job)
 	if err != nil {
 		return err
 	}
@@ -189,26 +171,25 @@ func runAB(ctx context.Context, o abOptions, stdout, stderr io.Writer) error {
 	}
 	res, err := p.AB(ctx, plan)
 	view.Done()
-	out := abResultJSON{A: abSideJSON{plan.A, plan.ALabel}, B: abSideJSON{plan.B, plan.BLabel},
-		Rounds: plan.Rounds, Samples: plan.Samples, StateDir: state, Command: plan.Command}
+	out := report.ABResultJSONOf(plan, state)
 	if res != nil {
 		out.Measured = len(res.Rounds)
 	}
 	if err != nil {
 		out.Result, out.Error = "aborted", err.Error()
 		if o.JSON {
-			writeJSON(stdout, out)
+			report.WriteJSON(stdout, out)
 			return &reportedError{err}
 		}
 		return err
 	}
-	out.Result = abVerdict(res)
+	out.Result = report.ABVerdict(res)
 	out.Report = res.Report
 	if o.JSON {
-		writeJSON(stdout, out)
+		report.WriteJSON(stdout, out)
 		return nil
 	}
-	return writeABText(stdout, job, res)
+	return report.WriteABText(stdout, job, res)
 }
 
 // abPlan resolves the two kernels, making B from the base when asked.
@@ -311,16 +292,4 @@ func prepareABState(state, jobFile string, plan lab.ABPlan) error {
 		return err
 	}
 	return lab.WriteABPlan(state, plan)
-}
-
-func abVerdict(res *lab.ABResult) string {
-	if res.Report != nil && res.Report.Comparison.Significant() {
-		return "different"
-	}
-	return "no-difference"
-}
-
-func writeJSON(w io.Writer, v any) {
-	b, _ := json.MarshalIndent(v, "", "  ")
-	fmt.Fprintf(w, "%s\n", b)
 }

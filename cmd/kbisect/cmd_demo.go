@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -107,25 +106,12 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 			"  measure the commits that come next after either verdict\n\n", o.Machines)
 	}
 
-	var out io.Writer = stdout
-	var buf jsonCapture
-	if asJSON {
-		out = &buf
-	}
 	ro := runOptions{Job: l.JobFile, Jobs: append([]string{l.JobFile}, l.JobFiles...), Goods: []string{t.Good}, Bad: t.Bad, State: filepath.Join(dir, "state"), JSON: asJSON, Verbose: o.Verbose}
-	runErr := runJob(ctx, ro, out, stderr)
+	res, err := runJob(ctx, ro, stderr)
+	defer res.Close()
+	runErr := answer(asJSON, res, err, stdout, func() { res.Report.WriteText(stdout) })
 	took := time.Since(started)
-
-	found := ""
-	if asJSON {
-		var res runJSON
-		if err := json.Unmarshal(buf.b, &res); err == nil {
-			found = res.FirstBad
-		}
-		stdout.Write(buf.b)
-	} else if rep, err := lastResult(ro.State); err == nil {
-		found = rep
-	}
+	found := res.JSON.FirstBad
 	want := t.Expected.FirstBad
 	switch {
 	case runErr != nil:
@@ -141,26 +127,6 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 		}
 	}
 	return runErr
-}
-
-type jsonCapture struct{ b []byte }
-
-func (c *jsonCapture) Write(p []byte) (int, error) {
-	c.b = append(c.b, p...)
-	return len(p), nil
-}
-
-// lastResult reads the first bad commit from a run's result.json.
-func lastResult(state string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(state, "result.json"))
-	if err != nil {
-		return "", err
-	}
-	var res runJSON
-	if err := json.Unmarshal(b, &res); err != nil {
-		return "", err
-	}
-	return res.FirstBad, nil
 }
 
 func subjectOf(t *simlab.Tree, commit string) string {

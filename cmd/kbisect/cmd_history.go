@@ -108,7 +108,7 @@ func runHistory(ctx context.Context, jobFile, format, dbPath, output string, std
 		}
 		out.Trees = append(out.Trees, t)
 	}
-	return writeOutput(output, stdout, func(w io.Writer) error {
+	return report.WriteOutput(output, stdout, func(w io.Writer) error {
 		switch format {
 		case "json":
 			b, err := json.MarshalIndent(out, "", "  ")
@@ -228,7 +228,7 @@ func historyDocument(h historyJSON, metric, text string) *report.Document {
 			}
 			row := report.Tested{Commit: m.Commit, Subject: m.Tag, Verdict: m.Verdict, Culprit: firstBad[m.Tag], Values: m.Values, Note: m.Reason}
 			if len(m.Values) > 0 {
-				row.Median, row.Low, row.High = medianRange(m.Values)
+				row.Median, row.Low, row.High = report.MedianRange(m.Values)
 			}
 			d.Tested = append(d.Tested, row)
 		}

@@ -23,8 +23,11 @@ import (
 	"kbisect/bisect"
 	"kbisect/configs"
 	"kbisect/history"
+	"kbisect/internal/usage"
 	"kbisect/lab"
 	"kbisect/noise"
+	"kbisect/report"
+	"kbisect/run"
 	"kbisect/worktree"
 )
 
@@ -178,8 +181,7 @@ func runNightly(ctx context.Context, o nightlyOptions, stdout, stderr io.Writer)
 	if err != nil && !errors.As(err, &re) && n.out.Result == "" {
 		n.out.Result = "aborted"
 	}
-	var ue *usageError
-	if n.db != nil && n.out.Result != "" && !errors.As(err, &ue) {
+	if n.db != nil && n.out.Result != "" && !usage.Is(err) {
 		// A report that cannot be written is said; the night's answer
 		// stands.
 		files, rerr := n.writeReports(context.WithoutCancel(ctx), err)
@@ -262,7 +264,7 @@ func (n *night) run(ctx context.Context) error {
 	if err != nil {
 		return usagef("build.tree %s: %v", tree, err)
 	}
-	n.dir = filepath.Join(wt.GitDir, "kbisect", "nightly-"+fileSafe(job.Machine.Name))
+	n.dir = filepath.Join(wt.GitDir, "kbisect", "nightly-"+run.FileSafe(job.Machine.Name))
 	if err := os.MkdirAll(n.dir, 0o755); err != nil {
 		return err
 	}
@@ -443,7 +445,7 @@ func (n *night) drift(m history.Measurement) error {
 // bisection starts: a night stopped in the middle resumes it.
 func (n *night) openIncident(ctx context.Context, g *bisect.Graph, lastGood, firstBad string) error {
 	inc := history.Incident{LastGood: lastGood, FirstBadTag: firstBad, OpenedAt: time.Now(),
-		StateDir: filepath.Join(n.dir, "incident-"+fileSafe(lastGood)+".."+fileSafe(firstBad))}
+		StateDir: filepath.Join(n.dir, "incident-"+run.FileSafe(lastGood)+".."+run.FileSafe(firstBad))}
 	id, err := n.db.OpenIncident(ctx, n.where, inc)
 	if err != nil {
 		return err
@@ -489,7 +491,7 @@ func (n *night) finishIncident(ctx context.Context, g *bisect.Graph, inc *histor
 		return err
 	}
 	inc.Result, inc.FirstBad = res.Result, res.FirstBad
-	if h, err := hashOf(res.FirstBad); err == nil {
+	if h, ok := bisect.ParseHash(res.FirstBad); ok {
 		if info, err := g.Info(h); err == nil {
 			inc.Subject = info.Subject
 		}
@@ -505,11 +507,11 @@ func (n *night) finishIncident(ctx context.Context, g *bisect.Graph, inc *histor
 
 // bisect runs the whole run pipeline between two tags, in its own state
 // directory, and returns its answer.
-func (n *night) bisect(ctx context.Context, good, bad, state string) (runJSON, error) {
+func (n *night) bisect(ctx context.Context, good, bad, state string) (report.RunJSON, error) {
 	var out bytes.Buffer
 	err := runRun(ctx, runOptions{Jobs: []string{n.o.Job}, Goods: []string{good}, Bad: bad, State: state, JSON: true, Verbose: n.o.Verbose,
 		ReportDir: state}, &out, n.stderr)
-	var res runJSON
+	var res report.RunJSON
 	if jerr := json.Unmarshal(out.Bytes(), &res); jerr != nil {
 		return res, errors.Join(err, fmt.Errorf("the bisection's answer: %v", jerr))
 	}
@@ -538,11 +540,11 @@ func (n *night) setupPipeline(ctx context.Context) error {
 	n.pipe = &lab.Pipeline{Job: job, Build: bo, StateDir: filepath.Join(n.dir, "tags"), Progress: func(e lab.Event) {
 		switch {
 		case e.Phase == lab.PhaseMeasure && e.Sample > 0:
-			n.say("%s sample %d: %s", short12(e.Commit), e.Sample, noise.FormatValue(e.Kind, e.Value))
+			n.say("%s sample %d: %s", short(e.Commit), e.Sample, noise.FormatValue(e.Kind, e.Value))
 		case e.Note != "":
-			n.say("%s %s: %s", short12(e.Commit), e.Phase, e.Note)
+			n.say("%s %s: %s", short(e.Commit), e.Phase, e.Note)
 		default:
-			n.say("%s %s", short12(e.Commit), e.Phase)
+			n.say("%s %s", short(e.Commit), e.Phase)
 		}
 	}}
 	var q *lab.QEMULab
@@ -644,11 +646,11 @@ func (n *night) judge(ctx context.Context, r bisect.Release, confirm bool) (hist
 	if b != nil && b.stale && r.Tag != b.tag {
 		return n.alternate(ctx, r)
 	}
-	n.say("measuring %s (%s)", r.Tag, short12(r.Commit.String()))
+	n.say("measuring %s (%s)", r.Tag, short(r.Commit.String()))
 	var ev *lab.Evidence
 	var err error
 	if lab.Relative(n.job) {
-		ev, err = n.pipe.Sample(ctx, r.Commit.String(), lab.SampleCount(n.job), filepath.Join("samples", n.stamp+"-"+fileSafe(r.Tag)))
+		ev, err = n.pipe.Sample(ctx, r.Commit.String(), lab.SampleCount(n.job), filepath.Join("samples", n.stamp+"-"+run.FileSafe(r.Tag)))
 	} else {
 		ev, err = n.pipe.Evidence(ctx, r.Commit.String())
 	}
@@ -685,7 +687,7 @@ func (n *night) judge(ctx context.Context, r bisect.Release, confirm bool) (hist
 	}
 	n.say("%s measures bad against %s, measured %s: %s is measured again tonight before this is called a regression",
 		r.Tag, b.tag, b.at.Local().Format("2006-01-02 15:04"), b.tag)
-	g, err := n.pipe.Sample(ctx, b.commit, lab.SampleCount(n.job), filepath.Join("samples", n.stamp+"-"+fileSafe(b.tag)))
+	g, err := n.pipe.Sample(ctx, b.commit, lab.SampleCount(n.job), filepath.Join("samples", n.stamp+"-"+run.FileSafe(b.tag)))
 	if err != nil {
 		return history.Measurement{}, fmt.Errorf("%s: %w", b.tag, err)
 	}
@@ -715,7 +717,7 @@ func (n *night) alternate(ctx context.Context, r bisect.Release) (history.Measur
 	per := (lab.SampleCount(n.job) + rounds - 1) / rounds
 	n.say("measuring %s beside %s in %d alternating rounds of %d samples: %s", r.Tag, b.tag, rounds, per, b.why)
 	plan := lab.ABPlan{A: b.commit, B: r.Commit.String(), ALabel: b.tag, BLabel: r.Tag, Rounds: rounds, Samples: per,
-		Name: filepath.Join("beside", n.stamp+"-"+fileSafe(b.tag)+".."+fileSafe(r.Tag))}
+		Name: filepath.Join("beside", n.stamp+"-"+run.FileSafe(b.tag)+".."+run.FileSafe(r.Tag))}
 	res, err := n.pipe.AB(ctx, plan)
 	var re *lab.RoundError
 	switch {
@@ -816,7 +818,7 @@ func (n *night) record(ctx context.Context, tag string, ev *lab.Evidence, agains
 		m.Median, m.Threshold = ev.Decision.Median, ev.Decision.Threshold
 	}
 	if len(ev.Samples) > 0 {
-		m.CPUs = cpuValues(medianSample(ev), n.job.Verdict.Metric)
+		m.CPUs = cpuValues(report.MedianSample(ev), n.job.Verdict.Metric)
 	}
 	if _, err := n.db.AddMeasurement(ctx, n.where, m); err != nil {
 		return m, err
@@ -960,7 +962,7 @@ func incidentOf(i history.Incident) *incidentJSON {
 func describeCulprit(i history.Incident) string {
 	switch {
 	case i.Result == "found":
-		return fmt.Sprintf("first bad commit %s %q", short12(i.FirstBad), i.Subject)
+		return fmt.Sprintf("first bad commit %s %q", short(i.FirstBad), i.Subject)
 	case i.Result == "":
 		return "not bisected"
 	}

@@ -153,23 +153,5 @@ EXAMPLES
 	}
 }
 
-// loadJob loads a job file for a command that goes on to use it: its
-// warnings go to stderr, and any error is a job file error (exit 2) with
-// every problem listed.
-func loadJob(path string, stderr io.Writer) (*configs.Job, error) {
-	job, err := configs.Load(path, configs.LoadOptions{})
-	var ce *configs.Errors
-	if errors.As(err, &ce) {
-		for _, d := range ce.All {
-			fmt.Fprintln(stderr, d)
-		}
-		return nil, usagef("%s: %s in the job file", path, count(len(ce.List), "error"))
-	}
-	if err != nil {
-		return nil, err
-	}
-	for _, d := range job.Warnings {
-		fmt.Fprintln(stderr, d)
-	}
-	return job, nil
-}
+// loadJob loads a job file for a command that goes on to use it.
+func loadJob(path string, stderr io.Writer) (*configs.Job, error) { return configs.Open(path, stderr) }

@@ -11,11 +11,12 @@ import (
 
 	"kbisect/internal/simlab"
 	"kbisect/noise"
+	"kbisect/report"
 )
 
 // exampleFormats are the files of docs/examples: a run's and an A/B
 // comparison's report in every format.
-var exampleFormats = reportExt
+var exampleFormats = report.Ext
 
 // TestDocsExamplesAreCurrent checks docs/examples; with
 // KBISECT_DOCS_UPDATE=1 it makes them again from a run and an A/B
@@ -33,7 +34,7 @@ func TestDocsExamplesAreCurrent(t *testing.T) {
 			}
 		}
 	}
-	var run runJSON
+	var run report.RunJSON
 	if b, err := os.ReadFile(filepath.Join(dir, "run.json")); err == nil {
 		if err := json.Unmarshal(b, &run); err != nil || run.Result != "found" || run.Confirmation == nil {
 			t.Errorf("docs/examples/run.json: %v, %+v", err, run)
@@ -73,7 +74,7 @@ func writeExamples(t *testing.T, dir string) {
 // --json, ab --json, report --format json) is named in docs/report.md,
 // and of nightly --json and history --format json in docs/ci.md.
 func TestEveryJSONFieldIsDocumented(t *testing.T) {
-	checkJSONDocumented(t, "report.md", runJSON{}, abResultJSON{}, noise.ABReport{})
+	checkJSONDocumented(t, "report.md", report.RunJSON{}, report.ABResultJSON{}, noise.ABReport{})
 	checkJSONDocumented(t, "ci.md", nightlyJSON{}, historyJSON{})
 }
 

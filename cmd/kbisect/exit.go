@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"kbisect/internal/usage"
 )
 
 // Exit codes, as in the design's CLI contract. Every command's error ends
@@ -18,15 +20,8 @@ const (
 	exitInterrupted   = 130 // Ctrl-C or SIGTERM
 )
 
-// usageError is a mistake in how kbisect was called.
-type usageError struct{ err error }
-
-func (e *usageError) Error() string { return e.err.Error() }
-func (e *usageError) Unwrap() error { return e.err }
-
-func usagef(format string, args ...any) error {
-	return &usageError{fmt.Errorf(format, args...)}
-}
+// usagef is a mistake in how kbisect was called (exit 2).
+func usagef(format string, args ...any) error { return usage.Errorf(format, args...) }
 
 // resultError carries a non-zero exit code for a command that ran to its
 // end and already printed its answer (inconclusive, not reproduced).
@@ -52,8 +47,7 @@ func exitCode(ctx context.Context, err error, stderr io.Writer) int {
 	if errors.As(err, &re) {
 		return re.code
 	}
-	var ue *usageError
-	if errors.As(err, &ue) {
+	if usage.Is(err) {
 		fmt.Fprintf(stderr, "kbisect: %v\n", err)
 		return exitUsage
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"kbisect/internal/simlab"
+	"kbisect/report"
 )
 
 // TestRunJobWalksBackWhenTheGoodEndpointIsBad is the first seed's case
@@ -33,7 +34,7 @@ func TestRunJobWalksBackWhenTheGoodEndpointIsBad(t *testing.T) {
 	}
 
 	code, stdout, stderr = runCLI(t, context.Background(), append(args, "--find-good", "--json")...)
-	var out runJSON
+	var out report.RunJSON
 	if err := json.Unmarshal([]byte(stdout), &out); err != nil || code != exitOK {
 		t.Fatalf("with --find-good: exit %d: %v\n%s\n%s", code, err, stdout, stderr)
 	}
@@ -102,7 +103,7 @@ func TestRunJobWalkBackGivesUpAtItsLimit(t *testing.T) {
 	}
 	code, stdout, stderr := runCLI(t, context.Background(), "run", "--job", jobFile, "--good", l.Tree.Good, "--bad", l.Tree.Bad,
 		"--state", filepath.Join(t.TempDir(), "state"), "--json")
-	var out runJSON
+	var out report.RunJSON
 	if err := json.Unmarshal([]byte(stdout), &out); err != nil || code != exitNotReproduced {
 		t.Fatalf("exit %d: %v\n%s\n%s", code, err, stdout, stderr)
 	}
@@ -117,7 +118,7 @@ func TestRunJobWalkBackGivesUpAtItsLimit(t *testing.T) {
 	report := func() string {
 		t.Helper()
 		code, stdout, stderr := runCLI(t, context.Background(), "report", "--state", state, "--format", "json")
-		var rep runJSON
+		var rep report.RunJSON
 		if err := json.Unmarshal([]byte(stdout), &rep); err != nil || code != exitOK {
 			t.Fatalf("report: exit %d: %v\n%s\n%s", code, err, stdout, stderr)
 		}
@@ -190,12 +191,12 @@ func TestRunJobWalksBackWithAnAutoThreshold(t *testing.T) {
 	}
 	args := []string{"run", "--job", jobFile, "--good", l.Tree.Good, "--bad", l.Tree.Bad, "--state", filepath.Join(t.TempDir(), "state"), "--json"}
 	code, stdout, stderr := runCLI(t, context.Background(), args...)
-	var out runJSON
+	var out report.RunJSON
 	if err := json.Unmarshal([]byte(stdout), &out); err != nil || code != exitNotReproduced || !strings.Contains(out.Reason, "the endpoints measure alike") {
 		t.Fatalf("without --find-good: exit %d: %v\n%s\n%s", code, err, stdout, stderr)
 	}
 	code, stdout, stderr = runCLI(t, context.Background(), append(args, "--find-good")...)
-	out = runJSON{}
+	out = report.RunJSON{}
 	if err := json.Unmarshal([]byte(stdout), &out); err != nil || code != exitOK {
 		t.Fatalf("with --find-good: exit %d: %v\n%s\n%s", code, err, stdout, stderr)
 	}

@@ -24,7 +24,7 @@ func main() {
 	// commands still get the default action, as under git bisect run.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), stops...)
-	code := run(ctx, os.Args, os.Stdout, os.Stderr)
+	code := runKbisect(ctx, os.Args, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }

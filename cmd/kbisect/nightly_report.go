@@ -42,8 +42,8 @@ func (n *night) writeReports(ctx context.Context, failure error) ([]string, erro
 	n.writeText(&text, h, msg)
 	var files []string
 	for _, format := range n.job.Report.Formats {
-		file := filepath.Join(dir, "night."+reportExt[format])
-		err := writeOutput(file, nil, func(w io.Writer) error {
+		file := filepath.Join(dir, "night."+report.Ext[format])
+		err := report.WriteOutput(file, nil, func(w io.Writer) error {
 			switch format {
 			case "json":
 				b, err := json.MarshalIndent(n.out, "", "  ")
@@ -152,7 +152,7 @@ func (n *night) junitDocument(text, msg string) *report.Document {
 		}
 		t := report.Tested{Commit: m.Commit, Subject: m.Tag, Verdict: verdict, Values: m.Values, Note: note}
 		if len(m.Values) > 0 {
-			t.Median, t.Low, t.High = medianRange(m.Values)
+			t.Median, t.Low, t.High = report.MedianRange(m.Values)
 		}
 		d.Tested = append(d.Tested, t)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"kbisect/report"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,7 +84,7 @@ func TestQEMULabBisectsARealKernel(t *testing.T) {
 	code, stdout, stderr := runCLI(t, ctx, "run", "--job", job, "--good", base, "--bad", tip, "--state", runState, "--json")
 	took := time.Since(start)
 	writeFile(t, filepath.Join(out, "run.stderr"), stderr)
-	var res runJSON
+	var res report.RunJSON
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil || code != exitOK {
 		t.Fatalf("run: exit %d, %v\n%s\n%s", code, err, stdout, lastLines(stderr, 60))
 	}
@@ -261,7 +262,7 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-func metricLine(m *metricJSON) string {
+func metricLine(m *report.MetricJSON) string {
 	if m == nil {
 		return ""
 	}

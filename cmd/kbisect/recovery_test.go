@@ -380,3 +380,6 @@ func processGone(pid string, within time.Duration) bool {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// sqQuoteShell quotes s for sh in single quotes, always.
+func sqQuoteShell(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"kbisect/internal/testrepo"
+	"kbisect/report"
 )
 
 // fixture is a generated merge-heavy history in a real work tree whose
@@ -90,7 +91,7 @@ func (f *fixture) gitBisectTested(t *testing.T) []string {
 func runCLI(t *testing.T, ctx context.Context, args ...string) (int, string, string) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	code := run(ctx, append([]string{"kbisect"}, args...), &stdout, &stderr)
+	code := runKbisect(ctx, append([]string{"kbisect"}, args...), &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
 }
 
@@ -143,7 +144,7 @@ func TestRunJSONFollowsTheContract(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var got runJSON
+	var got report.RunJSON
 	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
 		t.Fatalf("stdout is not one JSON object: %v\n%s", err, stdout)
 	}
@@ -300,7 +301,7 @@ func TestRunSaysWhenGoodAndBadAreSwapped(t *testing.T) {
 	if code != exitNotReproduced {
 		t.Fatalf("exit %d, want %d", code, exitNotReproduced)
 	}
-	var got runJSON
+	var got report.RunJSON
 	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +316,7 @@ func TestRunAbortsOnExitAbove127AndSaysSoInJSON(t *testing.T) {
 	if code != exitFailure {
 		t.Fatalf("exit %d, want %d", code, exitFailure)
 	}
-	var got runJSON
+	var got report.RunJSON
 	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
 		t.Fatalf("%v\n%s", err, stdout)
 	}
@@ -452,7 +453,7 @@ func TestRunJSONUsageErrorsStillPrintJSON(t *testing.T) {
 		{"run", "--json", "--repo", t.TempDir(), "--good", "a", "--bad", "b", "--exec", "true"},
 	} {
 		code, stdout, _ := runCLI(t, context.Background(), args...)
-		var got runJSON
+		var got report.RunJSON
 		if err := json.Unmarshal([]byte(stdout), &got); err != nil || got.Result != "aborted" || got.Error == "" || code != exitUsage {
 			t.Errorf("%v: exit %d, stdout %q (%v)", args, code, stdout, err)
 		}

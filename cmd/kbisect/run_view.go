@@ -36,25 +36,28 @@ type jobView struct {
 	stepStart      time.Time
 	spent          []time.Duration // per tested step
 	shown          bool
-	// onTesting hears each step before it is tested (build-ahead).
-	onTesting func(bisect.Step)
 	// labels name commits in place of the step (A/B: "A", "B").
 	labels map[string]string
 }
 
 func newJobView(w io.Writer, g *bisect.Graph) *jobView {
-	v := &jobView{w: w, g: g, now: time.Now}
-	if f, ok := w.(*os.File); ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 && os.Getenv("TERM") != "dumb" {
-			v.tty = true
-		}
-	}
+	v := &jobView{w: w, g: g, now: time.Now, tty: isTerminal(w)}
 	v.start = v.now()
 	return v
 }
 
-// line prints a line that stays: on a terminal, above the status line.
-func (v *jobView) line(format string, args ...any) {
+// isTerminal says whether w is a terminal a status line can be redrawn on.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0 && os.Getenv("TERM") != "dumb"
+}
+
+// Line prints a line that stays: on a terminal, above the status line.
+func (v *jobView) Line(format string, args ...any) {
 	if v.tty {
 		if v.shown {
 			fmt.Fprint(v.w, "\r\033[K")
@@ -73,9 +76,9 @@ func (v *jobView) draw() {
 	}
 	var b strings.Builder
 	if l := v.labels[v.commit]; l != "" {
-		fmt.Fprintf(&b, "\r\033[K[%s] %-7s %s", l, v.phase, short12(v.commit))
+		fmt.Fprintf(&b, "\r\033[K[%s] %-7s %s", l, v.phase, short(v.commit))
 	} else {
-		fmt.Fprintf(&b, "\r\033[K[step %d/~%d] %-7s %s", v.step, v.step+v.estimate, v.phase, short12(v.commit))
+		fmt.Fprintf(&b, "\r\033[K[step %d/~%d] %-7s %s", v.step, v.step+v.estimate, v.phase, short(v.commit))
 	}
 	if v.subject != "" {
 		s := v.subject
@@ -127,7 +130,7 @@ func (v *jobView) Event(e lab.Event) {
 		v.commit, v.subject, v.samples = e.Commit, v.subjectOf(e.Commit), 0
 	}
 	v.phase = e.Phase
-	who := short12(e.Commit)
+	who := short(e.Commit)
 	if l := v.labels[e.Commit]; l != "" {
 		who = l + " " + who
 	}
@@ -136,20 +139,20 @@ func (v *jobView) Event(e lab.Event) {
 	}
 	switch {
 	case e.Note != "":
-		v.line("%s %s: %s", who, e.Phase, e.Note)
+		v.Line("%s %s: %s", who, e.Phase, e.Note)
 	case e.Phase == lab.PhaseMeasure:
 		v.samples, v.value = e.Sample, noise.FormatValue(e.Kind, e.Value)
 		if !v.tty {
-			v.line("%s sample %d: %s", who, e.Sample, v.value)
+			v.Line("%s sample %d: %s", who, e.Sample, v.value)
 		}
 	case !v.tty:
-		v.line("%s %s", who, e.Phase)
+		v.Line("%s %s", who, e.Phase)
 	}
 	v.draw()
 }
 
 func (v *jobView) subjectOf(commit string) string {
-	if h, err := hashOf(commit); err == nil {
+	if h, ok := bisect.ParseHash(commit); ok {
 		if info, err := v.g.Info(h); err == nil {
 			return info.Subject
 		}
@@ -161,24 +164,21 @@ func (v *jobView) subjectOf(commit string) string {
 func (v *jobView) command(text string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.line("%s", text)
+	v.Line("%s", text)
 }
 
-// note prints what happens beside the step (a build ahead), as a plain
+// Note prints what happens beside the step (a build ahead), as a plain
 // line off a terminal and not at all on one (the status line is enough).
-func (v *jobView) note(commit, what string) {
+func (v *jobView) Note(commit, what string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if !v.tty {
-		v.line("%s %s", short12(commit), what)
+		v.Line("%s %s", short(commit), what)
 	}
 }
 
 // Testing implements bisect.Progress.
 func (v *jobView) Testing(step bisect.Step) {
-	if v.onTesting != nil {
-		v.onTesting(step)
-	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.step++
@@ -189,7 +189,7 @@ func (v *jobView) Testing(step bisect.Step) {
 	if step.MergeBase {
 		left = "a merge base must be tested"
 	}
-	v.line("Bisecting: %s\n[%s] %s", left, step.Commit, v.subject)
+	v.Line("Bisecting: %s\n[%s] %s", left, step.Commit, v.subject)
 }
 
 // Tested implements bisect.Progress.
@@ -197,14 +197,14 @@ func (v *jobView) Tested(commit plumbing.Hash, out bisect.Outcome, elapsed time.
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.spent = append(v.spent, elapsed)
-	v.line("%s is %s (%s, %s)", commit.String()[:12], out.Verdict, out.Note, clock(elapsed))
+	v.Line("%s is %s (%s, %s)", commit.String()[:12], out.Verdict, out.Note, clock(elapsed))
 }
 
 // Warn implements bisect.Progress.
 func (v *jobView) Warn(msg string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.line("warning: %s", msg)
+	v.Line("warning: %s", msg)
 }
 
 // Done clears the status line.
@@ -215,4 +215,12 @@ func (v *jobView) Done() {
 		fmt.Fprint(v.w, "\r\033[K")
 		v.shown = false
 	}
+}
+
+// short is a commit's 12-digit abbreviation.
+func short(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
 }

@@ -14,6 +14,7 @@ import (
 
 	"kbisect/bisect"
 	"kbisect/internal/simlab"
+	"kbisect/report"
 )
 
 func simLab(t *testing.T, opt simlab.Options) *simlab.Lab {
@@ -57,7 +58,7 @@ func TestRunJobFindsThePlantedRegressionOnTheSimulatedLab(t *testing.T) {
 
 	// Again: everything comes from the state directory.
 	code, again, stderr := runCLI(t, context.Background(), append(args, "--json")...)
-	var out runJSON
+	var out report.RunJSON
 	if err := json.Unmarshal([]byte(again), &out); err != nil || code != exitOK {
 		t.Fatalf("exit %d: %v\n%s\n%s", code, err, again, stderr)
 	}
@@ -191,7 +192,7 @@ func TestRunJobIsInconclusiveWhenABrokenBuildHidesTheRegression(t *testing.T) {
 	l := simLab(t, simlab.Options{Seed: 12, Commits: 110, BrokenBeforeRegression: true, Regression: simlab.OnTopic})
 	code, stdout, stderr := runCLI(t, context.Background(), "run", "--job", l.JobFile, "--good", l.Tree.Good, "--bad", l.Tree.Bad,
 		"--state", filepath.Join(t.TempDir(), "state"), "--json")
-	var out runJSON
+	var out report.RunJSON
 	if err := json.Unmarshal([]byte(stdout), &out); err != nil || code != exitInconclusive {
 		t.Fatalf("exit %d: %v\n%s\n%s", code, err, stdout, stderr)
 	}
@@ -289,7 +290,7 @@ func TestRunJobFirstParentNamesTheMergeAndSaysSo(t *testing.T) {
 	}
 	code, stdout, stderr := runCLI(t, context.Background(), "run", "--first-parent", "--job", l.JobFile,
 		"--good", l.Tree.Good, "--bad", l.Tree.Bad, "--state", filepath.Join(t.TempDir(), "state"), "--json")
-	var res runJSON
+	var res report.RunJSON
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil || code != exitOK {
 		t.Fatalf("exit %d: %v\n%s\n%s", code, err, stdout, stderr)
 	}

@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"fmt"
@@ -43,7 +43,7 @@ func measuredSides(res *lab.ABResult) []abSide {
 // writeABText writes an A/B comparison as RT people mail it: the verdict
 // first, the summary across CPUs side by side, the comparison, then each
 // kernel's per-CPU table.
-func writeABText(w io.Writer, job *configs.Job, res *lab.ABResult) error {
+func WriteABText(w io.Writer, job *configs.Job, res *lab.ABResult) error {
 	p := res.Plan
 	if res.Report == nil {
 		fmt.Fprintf(w, "A/B in progress: %d of %d rounds measured (A %s, B %s)\n", len(res.Rounds), 2*p.Rounds, p.ALabel, p.BLabel)
@@ -59,7 +59,7 @@ func writeABText(w io.Writer, job *configs.Job, res *lab.ABResult) error {
 	for _, side := range measuredSides(res) {
 		fmt.Fprintf(w, "\n")
 		para(w, "", "", "%s (%s), the sample with the median %s:", side.name, side.ev.Release, side.ev.Metric)
-		if err := noise.WriteTable(w, medianSample(side.ev)); err != nil {
+		if err := noise.WriteTable(w, MedianSample(side.ev)); err != nil {
 			return err
 		}
 	}
@@ -79,7 +79,7 @@ func shortNames(r *noise.ABReport) *noise.ABReport {
 }
 
 // writeABMarkdown is the same for issue trackers.
-func writeABMarkdown(w io.Writer, job *configs.Job, res *lab.ABResult) error {
+func WriteABMarkdown(w io.Writer, job *configs.Job, res *lab.ABResult) error {
 	p := res.Plan
 	if res.Report == nil {
 		fmt.Fprintf(w, "**A/B in progress:** %d of %d rounds measured (A `%s`, B `%s`)\n", len(res.Rounds), 2*p.Rounds, p.ALabel, p.BLabel)
@@ -92,7 +92,7 @@ func writeABMarkdown(w io.Writer, job *configs.Job, res *lab.ABResult) error {
 	}
 	for _, side := range measuredSides(res) {
 		fmt.Fprintf(w, "\n**%s** (`%s`), the sample with the median %s:\n\n", side.name, side.ev.Release, side.ev.Metric)
-		if err := noise.WriteMarkdown(w, medianSample(side.ev)); err != nil {
+		if err := noise.WriteMarkdown(w, MedianSample(side.ev)); err != nil {
 			return err
 		}
 	}

@@ -1,4 +1,4 @@
-package main
+package run
 
 import (
 	"context"
@@ -15,15 +15,16 @@ import (
 
 	"kbisect/bisect"
 	"kbisect/configs"
+	"kbisect/internal/usage"
 	"kbisect/lab"
+	"kbisect/report"
 	"kbisect/worktree"
 )
 
 // jobRun is one kbisect run --job: the job's tree read, never checked
 // out (kernels build in kbuild's slots), the lab pipeline as the tester.
 type jobRun struct {
-	o              runOptions
-	stdout, stderr io.Writer
+	o JobOptions
 
 	job      *configs.Job   // the first job: build, workload, verdict
 	jobs     []*configs.Job // one per machine
@@ -38,7 +39,7 @@ type jobRun struct {
 	pool     *lab.Pool
 	logs     []*os.File
 	buildLog *os.File
-	view     *jobView
+	view     View
 	ahead    *lab.Ahead
 	qemu     *lab.QEMULab
 	aheadLog *os.File
@@ -74,22 +75,27 @@ func (r *jobRun) close() {
 	}
 }
 
-func runJob(ctx context.Context, o runOptions, stdout, stderr io.Writer) error {
-	r := &jobRun{o: o, stdout: stdout, stderr: stderr}
-	defer r.close()
-	ctx = traceCommands(ctx, o.Verbose, func(s string) {
-		if r.view != nil {
-			r.view.command(s)
-		} else {
-			fmt.Fprintln(stderr, s)
-		}
-	})
+// Job bisects kernels on the job files' machines to the first bad commit,
+// or resumes the run its state directory holds. An error says why the run
+// stopped without an answer; the result's JSON says so too.
+func Job(ctx context.Context, o JobOptions) (*Result, error) {
+	if o.Messages == nil {
+		o.Messages = io.Discard
+	}
+	r := &jobRun{o: o}
+	res, err := r.run(ctx)
+	if res == nil || res.Graph == nil {
+		r.close()
+	} else {
+		r.g = nil // the result's now
+		r.close()
+	}
+	return res, err
+}
+
+func (r *jobRun) run(ctx context.Context) (*Result, error) {
 	if err := r.prepare(ctx); err != nil {
-		if o.JSON {
-			writeRunJSON(stdout, toJSON(bisect.Result{Kind: bisect.Aborted}, r.stateDir, err))
-			return &reportedError{err}
-		}
-		return err
+		return aborted(r.stateDir, err), err
 	}
 	return r.bisect(ctx)
 }
@@ -98,24 +104,23 @@ func (r *jobRun) prepare(ctx context.Context) error {
 	o := r.o
 	switch {
 	case o.Replay == "" && (o.Bad == "" || len(o.Goods) == 0):
-		return usagef("run --job: --bad REV and at least one --good REV are required (or --replay FILE)")
+		return usage.Errorf("run --job: --bad REV and at least one --good REV are required (or --replay FILE)")
 	case o.Replay != "" && (o.Bad != "" || len(o.Goods) > 0):
-		return usagef("run: --replay takes the range from the log: drop --good and --bad")
+		return usage.Errorf("run: --replay takes the range from the log: drop --good and --bad")
+	case len(o.Jobs) == 0:
+		return usage.Errorf("run: no job file")
 	}
 	files := o.Jobs
-	if len(files) == 0 {
-		files = []string{o.Job}
-	}
 	var sums []string
 	for _, file := range files {
-		job, err := loadJob(file, r.stderr)
+		job, err := configs.Open(file, o.Messages)
 		if err != nil {
 			return err
 		}
 		if err := job.CheckEnv(nil); err != nil {
-			return usagef("run --job %v (set it, or run validate to see where it is used)", err)
+			return usage.Errorf("run --job %v (set it, or run validate to see where it is used)", err)
 		}
-		sum, err := fileSHA256(file)
+		sum, err := FileSHA256(file)
 		if err != nil {
 			return err
 		}
@@ -134,13 +139,13 @@ func (r *jobRun) prepare(ctx context.Context) error {
 	tree := string(job.Build.Tree)
 	var err error
 	if r.g, err = bisect.OpenGraph(tree); err != nil {
-		return usagef("build.tree %s: %v", tree, err)
+		return usage.Errorf("build.tree %s: %v", tree, err)
 	}
-	start, marks, err := resolveRange(r.g, o)
+	start, marks, err := resolveRange(r.g, o.Range, "")
 	if err != nil {
 		return err
 	}
-	start.Meta["job"], start.Meta["job_sha256"] = o.Job, r.jobSum
+	start.Meta["job"], start.Meta["job_sha256"] = o.Jobs[0], r.jobSum
 	r.stateDir = o.State
 	if r.stateDir == "" {
 		wt, err := worktree.Open(ctx, tree)
@@ -162,10 +167,10 @@ func (r *jobRun) prepare(ctx context.Context) error {
 			return err
 		}
 		if records[0].Meta["job_sha256"] != r.jobSum {
-			return usagef("state directory %s holds verdicts made with another version of %s (its copy is %s); give another --state, or remove it to start over",
-				r.stateDir, o.Job, filepath.Join(r.stateDir, "job.yaml"))
+			return usage.Errorf("state directory %s holds verdicts made with another version of %s (its copy is %s); give another --state, or remove it to start over",
+				r.stateDir, o.Jobs[0], filepath.Join(r.stateDir, "job.yaml"))
 		}
-		fmt.Fprintf(r.stderr, "kbisect: resuming from %s (%d verdicts)\n", r.stateDir, countVerdicts(records))
+		fmt.Fprintf(r.o.Messages, "kbisect: resuming from %s (%d verdicts)\n", r.stateDir, countVerdicts(records))
 	} else {
 		// The job files as used: what the verdicts were made with.
 		for i, file := range files {
@@ -189,17 +194,20 @@ func (r *jobRun) prepare(ctx context.Context) error {
 		return err
 	}
 	bo := lab.BuildOptions(job, r.buildLog)
-	if bo.Base, err = lab.BaseConfig(ctx, job, r.stderr); err != nil {
+	if bo.Base, err = lab.BaseConfig(ctx, job, o.Messages); err != nil {
 		return err
 	}
-	r.view = newJobView(r.stderr, r.g)
+	r.view = quietView{}
+	if o.NewView != nil {
+		r.view = o.NewView(r.g)
+	}
 	r.pipe = &lab.Pipeline{Job: job, Build: bo, StateDir: r.stateDir, Progress: r.view.Event}
 	r.tester = r.pipe
 	if job.Boot.Method == configs.BootQEMU {
 		if len(r.jobs) > 1 {
-			return usagef("run: boot.method qemu runs one local guest: give one --job")
+			return usage.Errorf("run: boot.method qemu runs one local guest: give one --job")
 		}
-		if r.qemu, err = lab.NewQEMULab(job, r.stateDir, func(s string) { r.view.line("%s", s) }); err != nil {
+		if r.qemu, err = lab.NewQEMULab(job, r.stateDir, func(s string) { r.view.Line("%s", s) }); err != nil {
 			return err
 		}
 		r.pipe.Boot = r.qemu.Boot
@@ -210,7 +218,7 @@ func (r *jobRun) prepare(ctx context.Context) error {
 		r.pipe.Name = job.Machine.Name
 		r.pool = &lab.Pool{Pipes: []*lab.Pipeline{r.pipe}, Session: r.sess}
 		for i, j := range r.jobs[1:] {
-			f, err := os.OpenFile(filepath.Join(r.stateDir, "build-"+fileSafe(j.Machine.Name)+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+			f, err := os.OpenFile(filepath.Join(r.stateDir, "build-"+FileSafe(j.Machine.Name)+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 			if err != nil {
 				return err
 			}
@@ -231,7 +239,7 @@ func (r *jobRun) prepare(ctx context.Context) error {
 		// The guest runs on this machine's CPUs: a build beside its
 		// measurement would be its noise (measured: good kernels at
 		// 7-11 ms of single noise instead of 0.5 ms).
-		r.view.line("the QEMU guest shares this machine's CPUs: no builds ahead while it measures")
+		r.view.Line("the QEMU guest shares this machine's CPUs: no builds ahead while it measures")
 		return nil
 	}
 	if !o.NoBuildAhead {
@@ -246,9 +254,8 @@ func (r *jobRun) prepare(ctx context.Context) error {
 		ab := bo
 		ab.Log = r.aheadLog
 		r.ahead = &lab.Ahead{Session: r.sess, Graph: r.g2, Build: ab, Slot: 0,
-			Note: func(commit, what string) { r.view.note(commit, what) }, Base: ctx}
+			Note: func(commit, what string) { r.view.Note(commit, what) }, Base: ctx}
 		r.pipe.Ahead = r.ahead
-		r.view.onTesting = r.ahead.Plan
 	}
 	return nil
 }
@@ -269,7 +276,8 @@ func stateJobName(i int) string {
 	return fmt.Sprintf("job-%d.yaml", i+1)
 }
 
-func fileSafe(s string) string {
+// FileSafe makes a name fit for one file name: no slashes or NULs.
+func FileSafe(s string) string {
 	return strings.Map(func(r rune) rune {
 		if r == '/' || r == 0 || r == '\\' {
 			return '_'
@@ -296,17 +304,17 @@ func sameMachines(files []string, jobs []*configs.Job) error {
 			{"verdict", first.Verdict, j.Verdict},
 		} {
 			if !reflect.DeepEqual(d.a, d.b) {
-				return usagef("run --job %s and --job %s: %s differs; several job files must describe identical machines measured the same way (only machine.name, host and boot methods may differ)", files[0], files[i+1], d.key)
+				return usage.Errorf("run --job %s and --job %s: %s differs; several job files must describe identical machines measured the same way (only machine.name, host and boot methods may differ)", files[0], files[i+1], d.key)
 			}
 		}
 		if j.Machine.Name == first.Machine.Name {
-			return usagef("run --job %s and --job %s: both name the machine %q", files[0], files[i+1], j.Machine.Name)
+			return usage.Errorf("run --job %s and --job %s: both name the machine %q", files[0], files[i+1], j.Machine.Name)
 		}
 	}
 	return nil
 }
 
-func short12(s string) string {
+func short(s string) string {
 	if len(s) > 12 {
 		return s[:12]
 	}
@@ -314,9 +322,9 @@ func short12(s string) string {
 }
 
 // bisect calibrates on the endpoints, drives the bisection and reports.
-func (r *jobRun) bisect(ctx context.Context) error {
+func (r *jobRun) bisect(ctx context.Context) (*Result, error) {
 	good := r.start.Good[0]
-	r.view.line("calibrating on the endpoints: bad %s, good %s", short12(r.start.Bad), short12(good))
+	r.view.Line("calibrating on the endpoints: bad %s, good %s", short(r.start.Bad), short(good))
 	if r.ahead != nil {
 		// The good endpoint builds while the bad one is measured, the
 		// first commit to test while the good one is.
@@ -340,65 +348,71 @@ func (r *jobRun) bisect(ctx context.Context) error {
 	case !cal.Reproduced:
 		res.Kind, res.Reason = bisect.NotReproduced, cal.Reason
 	default:
-		r.view.line("calibrated: %s", cal.Reason)
-		res, err = bisect.Drive(ctx, r.sess, r.log, r.tester.Test, r.view)
+		r.view.Line("calibrated: %s", cal.Reason)
+		res, err = bisect.Drive(ctx, r.sess, r.log, r.tester.Test, r.progress())
 	}
 	var conf *lab.Confirmation
 	if err == nil && res.Kind == bisect.Found {
 		conf, err = r.confirm(ctx, res.FirstBad)
 	}
 	r.view.Done()
-	rep := &jobReport{g: r.g, job: r.job, stateDir: r.stateDir, start: r.start, res: res, cal: cal, conf: conf}
-	out := toJSON(res, r.stateDir, err)
-	rep.addToJSON(&out)
-	if serr := saveReports(r.g, r.log, res, out); serr != nil {
-		fmt.Fprintf(r.stderr, "kbisect: %v\n", serr)
+	rep := &report.Run{Graph: r.g, Job: r.job, StateDir: r.stateDir, Start: r.start, Result: res, Calibration: cal, Confirmation: conf}
+	out := report.RunJSONOf(res, r.stateDir, err)
+	rep.AddTo(&out)
+	if serr := saveResult(r.g, r.log, res, out); serr != nil {
+		fmt.Fprintf(r.o.Messages, "kbisect: %v\n", serr)
 	}
-	if err == nil {
-		job := r.job
-		if r.o.ReportDir != "" {
-			j := *job
-			j.Report.Dir = configs.Path(r.o.ReportDir)
-			job = &j
-		}
-		if files, rerr := writeJobReports(ctx, job, r.stateDir); rerr != nil {
-			fmt.Fprintf(r.stderr, "kbisect: the reports: %v\n", rerr)
-		} else if len(files) > 0 {
-			r.view.line("reports: %s", strings.Join(files, " "))
-		}
+	result := &Result{Kind: res.Kind, JSON: out, Bisection: res, Graph: r.g, Report: rep, Ended: err == nil}
+	if err != nil {
+		result.Kind = bisect.Aborted
+		return result, err
 	}
-	if r.o.JSON {
-		writeRunJSON(r.stdout, out)
-	} else if err == nil {
-		rep.writeText(r.stdout)
+	job := r.job
+	if r.o.ReportDir != "" {
+		j := *job
+		j.Report.Dir = configs.Path(r.o.ReportDir)
+		job = &j
 	}
-	switch {
-	case err != nil:
-		if r.o.JSON {
-			return &reportedError{err}
-		}
-		return err
-	case res.Kind == bisect.Found:
-		return nil
-	case res.Kind == bisect.Inconclusive:
-		return &resultError{exitInconclusive}
-	case res.Kind == bisect.NotReproduced:
-		return &resultError{exitNotReproduced}
+	if files, rerr := report.WriteFiles(ctx, job, r.stateDir); rerr != nil {
+		fmt.Fprintf(r.o.Messages, "kbisect: the reports: %v\n", rerr)
+	} else if len(files) > 0 {
+		result.Reports = files
+		r.view.Line("reports: %s", strings.Join(files, " "))
 	}
-	return &resultError{exitFailure}
+	return result, nil
+}
+
+// progress is the view, and the builds ahead planned as each step starts.
+func (r *jobRun) progress() bisect.Progress {
+	if r.ahead == nil {
+		return r.view
+	}
+	return aheadProgress{r.view, r.ahead}
+}
+
+// aheadProgress tells the builds ahead which step is tested before the
+// view hears of it.
+type aheadProgress struct {
+	View
+	ahead *lab.Ahead
+}
+
+func (p aheadProgress) Testing(step bisect.Step) {
+	p.ahead.Plan(step)
+	p.View.Testing(step)
 }
 
 // findGoodOn says whether a good endpoint that measured bad is walked
 // back from: --find-good when given, else the job's find_good.enabled,
 // else on when a person watches (a terminal, not CI).
 func (r *jobRun) findGoodOn() bool {
-	if r.o.FindGoodSet {
-		return r.o.FindGood
+	if r.o.FindGood != nil {
+		return *r.o.FindGood
 	}
 	if _, ok := r.job.Pos("find_good.enabled"); ok {
 		return r.job.FindGood.Enabled
 	}
-	return r.view.tty && os.Getenv("CI") == ""
+	return r.o.Interactive
 }
 
 // findGood walks back from the good endpoint, which measured bad, to a
@@ -432,10 +446,10 @@ func (r *jobRun) findGood(ctx context.Context, cal *lab.Calibration) (*lab.Calib
 		c.Reason += "; cannot walk back: " + err.Error()
 		return &c, nil
 	}
-	r.view.line("the good endpoint %s measured bad: walking back along the releases below %s (%d to try, at most %d kernels)",
+	r.view.Line("the good endpoint %s measured bad: walking back along the releases below %s (%d to try, at most %d kernels)",
 		rev, plan.From.Tag, len(plan.Candidates), r.job.FindGood.MaxKernels)
 	walk := lab.Walk{Plan: plan, IsAncestor: g.IsAncestor, MaxKernels: r.job.FindGood.MaxKernels,
-		Tried: func(t lab.Try) { r.view.line("  %s %s: %s", t.Tag, t.Verdict, t.Reason) }}
+		Tried: func(t lab.Try) { r.view.Line("  %s %s: %s", t.Tag, t.Verdict, t.Reason) }}
 	if r.ahead != nil {
 		walk.Testing = func(now, next string) { r.ahead.Expect(now, next) }
 	}
@@ -451,7 +465,7 @@ func (r *jobRun) restartRange(s *lab.Search) error {
 			return nil
 		}
 	}
-	note := fmt.Sprintf("the good endpoint %s measured bad; %s measured good after %d kernels", short12(s.Given), s.Found, s.Kernels)
+	note := fmt.Sprintf("the good endpoint %s measured bad; %s measured good after %d kernels", short(s.Given), s.Found, s.Kernels)
 	if err := r.log.Append(bisect.Record{Event: bisect.EventRange, Bad: s.Bad, Good: []string{s.Good}, Note: note}); err != nil {
 		return err
 	}
@@ -479,6 +493,6 @@ func (r *jobRun) confirm(ctx context.Context, culprit plumbing.Hash) (*lab.Confi
 	for _, p := range parents {
 		ps = append(ps, p.String())
 	}
-	r.view.line("confirming %s against its parent, on fresh boots with more samples", short12(culprit.String()))
+	r.view.Line("confirming %s against its parent, on fresh boots with more samples", short(culprit.String()))
 	return r.tester.Confirm(ctx, culprit.String(), ps, r.start.Bad)
 }

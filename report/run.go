@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"errors"
@@ -17,74 +17,74 @@ import (
 	"kbisect/noise"
 )
 
-// jobReport is what a run --job found and why, read from its state
+// Run is what a run --job found and why, read from its state
 // directory: what run prints at its end, and kbisect report at any time.
-type jobReport struct {
-	g        *bisect.Graph
-	job      *configs.Job
-	stateDir string
-	start    bisect.Record
-	res      bisect.Result
-	cal      *lab.Calibration
-	conf     *lab.Confirmation
+type Run struct {
+	Graph        *bisect.Graph
+	Job          *configs.Job // nil for run --exec
+	StateDir     string
+	Start        bisect.Record
+	Result       bisect.Result // Kind "" while in progress
+	Calibration  *lab.Calibration
+	Confirmation *lab.Confirmation
 }
 
 // evidence returns what the state directory holds for a commit (nil when
 // nothing).
-func (r *jobReport) evidence(commit string) *lab.Evidence {
-	ev, err := lab.ReadEvidence(r.stateDir, commit)
+func (r *Run) evidence(commit string) *lab.Evidence {
+	ev, err := lab.ReadEvidence(r.StateDir, commit)
 	if err != nil {
 		return nil
 	}
 	return ev
 }
 
-// addToJSON puts each tested commit's numbers and the confirmation into
+// AddTo puts each tested commit's numbers and the confirmation into
 // the JSON answer.
-func (r *jobReport) addToJSON(out *runJSON) {
+func (r *Run) AddTo(out *RunJSON) {
 	for i := range out.Tested {
 		if ev := r.evidence(out.Tested[i].Commit); ev != nil {
 			out.Tested[i].Metric = metricJSONOf(ev)
 		}
 	}
 	out.Command = r.commandLine()
-	if r.cal != nil && r.cal.Search != nil {
-		s := r.cal.Search
-		fg := &findGoodJSON{Given: s.Given, From: s.From, Found: s.Found, Good: s.Good, Bad: s.Bad, Kernels: s.Kernels, Reason: s.Reason, Tried: []findTryJSON{}}
+	if r.Calibration != nil && r.Calibration.Search != nil {
+		s := r.Calibration.Search
+		fg := &FindGoodJSON{Given: s.Given, From: s.From, Found: s.Found, Good: s.Good, Bad: s.Bad, Kernels: s.Kernels, Reason: s.Reason, Tried: []FindTryJSON{}}
 		for _, t := range s.Tried {
-			fg.Tried = append(fg.Tried, findTryJSON{Tag: t.Tag, Commit: t.Commit, Verdict: t.Verdict, Reason: t.Reason, Median: t.Median, Seconds: t.Seconds})
+			fg.Tried = append(fg.Tried, FindTryJSON{Tag: t.Tag, Commit: t.Commit, Verdict: t.Verdict, Reason: t.Reason, Median: t.Median, Seconds: t.Seconds})
 		}
 		out.FindGood = fg
 	}
-	if c := r.conf; c != nil {
+	if c := r.Confirmation; c != nil {
 		out.Confirmed = &c.Confirmed
 		out.Warnings = append(out.Warnings, c.Flags...)
-		out.Confirmation = &confirmationJSON{Confirmed: c.Confirmed, WithParent: abCompareOf(c.WithParent), Reverted: abCompareOf(c.Reverted), Flags: c.Flags}
+		out.Confirmation = &ConfirmationJSON{Confirmed: c.Confirmed, WithParent: abCompareOf(c.WithParent), Reverted: abCompareOf(c.Reverted), Flags: c.Flags}
 	}
 }
 
-func abCompareOf(res *lab.ABResult) *abCompareJSON {
+func abCompareOf(res *lab.ABResult) *ABCompareJSON {
 	if res == nil || res.Report == nil {
 		return nil
 	}
 	p, c := res.Plan, res.Report.Comparison
-	return &abCompareJSON{SideA: abSideJSON{p.A, p.ALabel}, SideB: abSideJSON{p.B, p.BLabel}, Rounds: p.Rounds, Samples: p.Samples,
+	return &ABCompareJSON{SideA: ABSideJSON{p.A, p.ALabel}, SideB: ABSideJSON{p.B, p.BLabel}, Rounds: p.Rounds, Samples: p.Samples,
 		Conclusion: res.Report.Conclusion, Direction: res.Report.Direction, P: c.P, Shift: c.Shift, ShiftLow: c.ShiftLow, ShiftHigh: c.ShiftHigh}
 }
 
-func metricJSONOf(ev *lab.Evidence) *metricJSON {
+func metricJSONOf(ev *lab.Evidence) *MetricJSON {
 	if len(ev.Values) == 0 {
-		return &metricJSON{Reason: ev.Reason, SameAs: ev.SameAs}
+		return &MetricJSON{Reason: ev.Reason, SameAs: ev.SameAs}
 	}
-	m := &metricJSON{Name: ev.Metric, Kind: ev.Kind, Values: ev.Values, Reason: ev.Reason, SameAs: ev.SameAs}
+	m := &MetricJSON{Name: ev.Metric, Kind: ev.Kind, Values: ev.Values, Reason: ev.Reason, SameAs: ev.SameAs}
 	if ev.Decision != nil {
 		m.Median, m.Threshold = ev.Decision.Median, ev.Decision.Threshold
 	}
 	return m
 }
 
-// row is one tested kernel in the report.
-type row struct {
+// runRow is one tested kernel in the report.
+type runRow struct {
 	commit  plumbing.Hash
 	verdict string
 	ev      *lab.Evidence
@@ -94,16 +94,16 @@ type row struct {
 
 // rows are the tested commits, endpoints included, in history order
 // (oldest first: by commit time, ancestors before descendants).
-func (r *jobReport) rows() []row {
-	var rows []row
+func (r *Run) rows() []runRow {
+	var rows []runRow
 	add := func(commit, verdict string, ev *lab.Evidence) {
-		h, err := hashOf(commit)
-		if err != nil {
+		h, ok := bisect.ParseHash(commit)
+		if !ok {
 			return
 		}
-		rows = append(rows, row{commit: h, verdict: verdict, ev: ev})
+		rows = append(rows, runRow{commit: h, verdict: verdict, ev: ev})
 	}
-	if r.cal != nil {
+	if r.Calibration != nil {
 		// An endpoint as it measured: a good one may be bad.
 		verdict := func(ev *lab.Evidence, def string) string {
 			if ev != nil && ev.Verdict != "" {
@@ -111,8 +111,8 @@ func (r *jobReport) rows() []row {
 			}
 			return def + " (endpoint)"
 		}
-		add(r.start.Bad, verdict(r.cal.Bad, "bad"), r.cal.Bad)
-		if s := r.cal.Search; s != nil {
+		add(r.Start.Bad, verdict(r.Calibration.Bad, "bad"), r.Calibration.Bad)
+		if s := r.Calibration.Search; s != nil {
 			add(s.Given, "bad (endpoint)", r.evidence(s.Given)) // as the walk found it
 			for _, t := range s.Tried {
 				if t.Median != 0 || t.Verdict != "skip" || r.evidence(t.Commit) != nil {
@@ -120,22 +120,22 @@ func (r *jobReport) rows() []row {
 				}
 			}
 		} else {
-			add(r.start.Good[0], verdict(r.cal.Good, "good"), r.cal.Good)
+			add(r.Start.Good[0], verdict(r.Calibration.Good, "good"), r.Calibration.Good)
 		}
 	}
-	for _, t := range r.res.Tested {
+	for _, t := range r.Result.Tested {
 		add(t.Commit.String(), t.Verdict.String(), r.evidence(t.Commit.String()))
 	}
 	hs := make([]plumbing.Hash, len(rows))
 	for i := range rows {
 		hs[i] = rows[i].commit
 	}
-	infos, _ := r.g.Infos(hs)
+	infos, _ := r.Graph.Infos(hs)
 	for i := range rows {
 		rows[i].subject = infos[rows[i].commit].Subject
-		rows[i].when, _ = r.g.CommitTime(rows[i].commit)
+		rows[i].when, _ = r.Graph.CommitTime(rows[i].commit)
 	}
-	slices.SortStableFunc(rows, func(a, b row) int { return int(a.when - b.when) })
+	slices.SortStableFunc(rows, func(a, b runRow) int { return int(a.when - b.when) })
 	// Commits of one second (a series applied with git am) go ancestors
 	// first.
 	for i := 0; i < len(rows); {
@@ -149,15 +149,15 @@ func (r *jobReport) rows() []row {
 	return rows
 }
 
-// ancestorsFirst orders rows of one commit time so that no row comes
+// ancestorsFirst orders rows of one commit time so that no runRow comes
 // before one of its ancestors.
-func (r *jobReport) ancestorsFirst(rows []row) {
+func (r *Run) ancestorsFirst(rows []runRow) {
 	for i := range rows {
 		// The first of the rest with no ancestor among the rest.
 		for k := i; k < len(rows); k++ {
 			free := true
 			for m := i; m < len(rows) && free; m++ {
-				free = m == k || !r.isAncestor(rows[m].commit, rows[k].commit, rows[k].when)
+				free = m == k || !r.isAncestor(rows[m].commit, rows[k].commit)
 			}
 			if free {
 				rows[i], rows[k] = rows[k], rows[i]
@@ -167,29 +167,10 @@ func (r *jobReport) ancestorsFirst(rows []row) {
 	}
 }
 
-// isAncestor says whether a is an ancestor of b, walking b's parents no
-// older than since.
-func (r *jobReport) isAncestor(a, b plumbing.Hash, since int64) bool {
-	seen := map[plumbing.Hash]bool{}
-	queue := []plumbing.Hash{b}
-	for len(queue) > 0 {
-		h := queue[0]
-		queue = queue[1:]
-		parents, err := r.g.Parents(h)
-		if err != nil {
-			return false
-		}
-		for _, p := range parents {
-			if p == a {
-				return true
-			}
-			if t, err := r.g.CommitTime(p); err == nil && t >= since && !seen[p] {
-				seen[p] = true
-				queue = append(queue, p)
-			}
-		}
-	}
-	return false
+// isAncestor says whether a is a proper ancestor of b.
+func (r *Run) isAncestor(a, b plumbing.Hash) bool {
+	ok, err := r.Graph.IsAncestor(a, b)
+	return err == nil && ok && a != b
 }
 
 // numbers is a kernel's median and range, as its metric prints them.
@@ -238,20 +219,20 @@ func fit(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// writeText writes the report in text: the answer as git prints it, the
+// WriteText writes the report in text: the answer as git prints it, the
 // confirmation, the tested kernels with their numbers, and the two
 // kernels on either side of the answer compared, with their per-CPU
 // tables.
-func (r *jobReport) writeText(w io.Writer) {
-	printResult(w, r.g, r.res)
-	if r.res.Kind == "" {
+func (r *Run) WriteText(w io.Writer) {
+	WriteGitResult(w, r.Graph, r.Result)
+	if r.Result.Kind == "" {
 		fmt.Fprintln(w, "in progress: no answer yet")
 	}
 	if s := r.search(); s != "" {
 		fmt.Fprintln(w)
 		para(w, "", "", "%s", s)
 	}
-	if c := r.conf; c != nil {
+	if c := r.Confirmation; c != nil {
 		fmt.Fprintln(w)
 		if c.Confirmed {
 			para(w, "", "", "Confirmed on fresh boots: first bad %s, its parent %s.", numbers(c.Culprit), numbers(c.Parent))
@@ -262,7 +243,7 @@ func (r *jobReport) writeText(w io.Writer) {
 			para(w, "- ", "  ", "Against its parent, %d boots a side, alternating: %s", c.WithParent.Plan.Rounds, c.WithParent.Report.Conclusion)
 		}
 		if c.Reverted != nil && c.Reverted.Report != nil {
-			para(w, "- ", "  ", "The bad endpoint against itself with it reverted (%s): %s", short12(c.Reverted.Plan.B), c.Reverted.Report.Conclusion)
+			para(w, "- ", "  ", "The bad endpoint against itself with it reverted (%s): %s", short(c.Reverted.Plan.B), c.Reverted.Report.Conclusion)
 		}
 		for _, f := range c.Flags {
 			para(w, "flag: ", "      ", "%s", f)
@@ -285,7 +266,7 @@ func (r *jobReport) writeText(w io.Writer) {
 			}
 		}
 		fmt.Fprintln(w, "  (* an endpoint, measured before bisecting)")
-		if r.cal != nil && r.cal.Search != nil {
+		if r.Calibration != nil && r.Calibration.Search != nil {
 			fmt.Fprintln(w, "  (+ a release measured walking back from the good endpoint)")
 		}
 	}
@@ -302,38 +283,38 @@ func (r *jobReport) writeText(w io.Writer) {
 	for _, ev := range []*lab.Evidence{good, bad} {
 		fmt.Fprintln(w)
 		para(w, "", "", "%s (%s), the sample with the median %s:", ev.Commit[:12], ev.Release, ev.Metric)
-		_ = noise.WriteTable(w, medianSample(ev))
+		_ = noise.WriteTable(w, MedianSample(ev))
 	}
-	if r.res.Kind == bisect.NotReproduced {
-		fmt.Fprintf(w, "\nThe endpoints' samples and raw outputs are in %s; to measure them again, remove the state directory or give another --state.\n", filepath.Join(r.stateDir, "commits"))
+	if r.Result.Kind == bisect.NotReproduced {
+		fmt.Fprintf(w, "\nThe endpoints' samples and raw outputs are in %s; to measure them again, remove the state directory or give another --state.\n", filepath.Join(r.StateDir, "commits"))
 	}
-	writeSetup(w, r.job)
+	writeSetup(w, r.Job)
 	para(w, "Reproduce: ", "  ", "%s", r.commandLine())
 }
 
-// writeMarkdown writes the same report in markdown, for mail and issues.
-func (r *jobReport) writeMarkdown(w io.Writer) {
-	switch r.res.Kind {
+// WriteMarkdown writes the same report in markdown, for mail and issues.
+func (r *Run) WriteMarkdown(w io.Writer) {
+	switch r.Result.Kind {
 	case bisect.Found:
-		fmt.Fprintf(w, "**First bad commit:** `%s`", r.res.FirstBad)
-		if info, err := r.g.Info(r.res.FirstBad); err == nil {
+		fmt.Fprintf(w, "**First bad commit:** `%s`", r.Result.FirstBad)
+		if info, err := r.Graph.Info(r.Result.FirstBad); err == nil {
 			fmt.Fprintf(w, " %s (%s, %s)", info.Subject, info.Author, info.Date)
 		}
 		fmt.Fprintln(w)
 	case bisect.Inconclusive:
 		fmt.Fprintln(w, "**Inconclusive:** the first bad commit is one of the skipped commits:")
-		for _, c := range r.res.Candidates {
+		for _, c := range r.Result.Candidates {
 			fmt.Fprintf(w, "- `%s`\n", c)
 		}
 	case bisect.NotReproduced:
-		fmt.Fprintf(w, "**Not reproduced:** %s\n", r.res.Reason)
+		fmt.Fprintf(w, "**Not reproduced:** %s\n", r.Result.Reason)
 	default:
 		fmt.Fprintln(w, "**In progress:** no answer yet.")
 	}
 	if s := r.search(); s != "" {
 		fmt.Fprintf(w, "\n%s\n", s)
 	}
-	if c := r.conf; c != nil {
+	if c := r.Confirmation; c != nil {
 		state := "confirmed"
 		if !c.Confirmed {
 			state = "**not confirmed**"
@@ -359,26 +340,26 @@ func (r *jobReport) writeMarkdown(w io.Writer) {
 	}
 	for _, ev := range []*lab.Evidence{good, bad} {
 		fmt.Fprintf(w, "\n`%s` (%s), the sample with the median %s:\n\n", ev.Commit[:12], ev.Release, ev.Metric)
-		_ = noise.WriteMarkdown(w, medianSample(ev))
+		_ = noise.WriteMarkdown(w, MedianSample(ev))
 	}
-	writeSetupMarkdown(w, r.job, r.commandLine())
+	writeSetupMarkdown(w, r.Job, r.commandLine())
 }
 
 // search says in a paragraph that the good endpoint measured bad, what
 // the walk back measured, what it cost and the range it left ("" when
 // there was no walk).
-func (r *jobReport) search() string {
-	if r.cal == nil || r.cal.Search == nil {
+func (r *Run) search() string {
+	if r.Calibration == nil || r.Calibration.Search == nil {
 		return ""
 	}
-	s := r.cal.Search
+	s := r.Calibration.Search
 	var tried []string
 	for _, t := range s.Tried {
 		tried = append(tried, t.Tag+" "+t.Verdict)
 	}
-	given := short12(s.Given)
-	for _, gr := range r.start.GoodRevs {
-		if h, err := r.g.Resolve(gr); err == nil && h.String() == s.Given {
+	given := short(s.Given)
+	for _, gr := range r.Start.GoodRevs {
+		if h, err := r.Graph.Resolve(gr); err == nil && h.String() == s.Given {
 			given = gr
 		}
 	}
@@ -387,7 +368,7 @@ func (r *jobReport) search() string {
 	if s.Found == "" {
 		return text + ": " + s.Reason + "."
 	}
-	bad := short12(s.Bad)
+	bad := short(s.Bad)
 	for _, t := range s.Tried {
 		if t.Commit == s.Bad {
 			bad = t.Tag
@@ -399,26 +380,26 @@ func (r *jobReport) search() string {
 	return fmt.Sprintf("%s; the bisection ran from %s (good) to %s (bad).", text, s.Found, bad)
 }
 
-func (r *jobReport) metricName() string {
-	if r.job != nil {
-		return r.job.Verdict.Metric
+func (r *Run) metricName() string {
+	if r.Job != nil {
+		return r.Job.Verdict.Metric
 	}
 	return "metric"
 }
 
 // pair is the good and bad kernels the report compares: the last good
 // and the first bad commit, or the endpoints when not reproduced.
-func (r *jobReport) pair() (good, bad *lab.Evidence) {
+func (r *Run) pair() (good, bad *lab.Evidence) {
 	switch {
-	case r.res.Kind == bisect.Found && r.conf != nil && r.conf.Culprit.Commit == r.res.FirstBad.String():
+	case r.Result.Kind == bisect.Found && r.Confirmation != nil && r.Confirmation.Culprit.Commit == r.Result.FirstBad.String():
 		// Measured again with more samples on fresh boots: the better
 		// evidence.
-		bad, good = r.conf.Culprit, r.conf.Parent
-	case r.res.Kind == bisect.Found:
-		bad = r.evidence(r.res.FirstBad.String())
+		bad, good = r.Confirmation.Culprit, r.Confirmation.Parent
+	case r.Result.Kind == bisect.Found:
+		bad = r.evidence(r.Result.FirstBad.String())
 		good = r.lastGood()
-	case r.res.Kind == bisect.NotReproduced && r.cal != nil:
-		good, bad = r.cal.Good, r.cal.Bad
+	case r.Result.Kind == bisect.NotReproduced && r.Calibration != nil:
+		good, bad = r.Calibration.Good, r.Calibration.Bad
 	}
 	if good == nil || bad == nil || len(good.Samples) == 0 || len(bad.Samples) == 0 {
 		return nil, nil
@@ -426,46 +407,46 @@ func (r *jobReport) pair() (good, bad *lab.Evidence) {
 	return good, bad
 }
 
-func (r *jobReport) compare(good, bad *lab.Evidence) (*noise.ABReport, error) {
-	if r.job == nil {
+func (r *Run) compare(good, bad *lab.Evidence) (*noise.ABReport, error) {
+	if r.Job == nil {
 		return nil, errors.New("no job file in the state directory")
 	}
-	if c := r.conf; c != nil && c.WithParent != nil && c.WithParent.Report != nil && c.Culprit == bad {
+	if c := r.Confirmation; c != nil && c.WithParent != nil && c.WithParent.Report != nil && c.Culprit == bad {
 		return c.WithParent.Report, nil // the boots of the confirmation, as kbisect ab compares
 	}
 	goodName, badName := "last good ", "first bad "
-	if r.res.Kind == bisect.NotReproduced {
+	if r.Result.Kind == bisect.NotReproduced {
 		goodName, badName = "good endpoint ", "bad endpoint "
 	}
 	return noise.CompareAB(noise.Side{Name: goodName + good.Commit[:12], Samples: good.Samples},
 		noise.Side{Name: badName + bad.Commit[:12], Samples: bad.Samples},
-		r.job.Verdict.Metric, r.job.Verdict.Aggregate, r.job.Verdict.Confidence)
+		r.Job.Verdict.Metric, r.Job.Verdict.Aggregate, r.Job.Verdict.Confidence)
 }
 
 // lastGood is the good kernel next to the first bad commit: its parent
 // when that was tested good, else the good commit tested last, else the
 // good endpoint.
-func (r *jobReport) lastGood() *lab.Evidence {
-	if parents, err := r.g.Parents(r.res.FirstBad); err == nil && len(parents) > 0 {
+func (r *Run) lastGood() *lab.Evidence {
+	if parents, err := r.Graph.Parents(r.Result.FirstBad); err == nil && len(parents) > 0 {
 		if ev := r.evidence(parents[0].String()); ev != nil && ev.Verdict == string(noise.Good) && len(ev.Samples) > 0 {
 			return ev
 		}
 	}
-	for i := len(r.res.Tested) - 1; i >= 0; i-- {
-		if r.res.Tested[i].Verdict == bisect.Good {
-			if ev := r.evidence(r.res.Tested[i].Commit.String()); ev != nil && len(ev.Samples) > 0 {
+	for i := len(r.Result.Tested) - 1; i >= 0; i-- {
+		if r.Result.Tested[i].Verdict == bisect.Good {
+			if ev := r.evidence(r.Result.Tested[i].Commit.String()); ev != nil && len(ev.Samples) > 0 {
 				return ev
 			}
 		}
 	}
-	if r.cal != nil {
-		return r.cal.Good
+	if r.Calibration != nil {
+		return r.Calibration.Good
 	}
 	return nil
 }
 
-// medianSample is the sample whose value is the median of the commit's.
-func medianSample(ev *lab.Evidence) *noise.Measurement {
+// MedianSample is the sample whose value is the median of the commit's.
+func MedianSample(ev *lab.Evidence) *noise.Measurement {
 	idx := make([]int, len(ev.Values))
 	for i := range idx {
 		idx[i] = i
@@ -486,18 +467,11 @@ func medianSample(ev *lab.Evidence) *noise.Measurement {
 	return ev.Samples[len(ev.Samples)-1]
 }
 
-func hashOf(s string) (plumbing.Hash, error) {
-	if len(s) != 40 || strings.Trim(s, "0123456789abcdef") != "" {
-		return plumbing.ZeroHash, errors.New("not a commit hash")
-	}
-	return plumbing.NewHash(s), nil
-}
-
 // commandLine is the kbisect command that makes (or resumes) the run:
 // with --find-good when the run walked back.
-func (r *jobReport) commandLine() string {
-	c := runCommandLine(r.start)
-	if r.cal != nil && r.cal.Search != nil {
+func (r *Run) commandLine() string {
+	c := runCommandLine(r.Start)
+	if r.Calibration != nil && r.Calibration.Search != nil {
 		c += " --find-good"
 	}
 	return c

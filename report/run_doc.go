@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"bytes"
@@ -12,30 +12,29 @@ import (
 	"kbisect/internal/shell"
 	"kbisect/lab"
 	"kbisect/noise"
-	"kbisect/report"
 )
 
 // The report package draws and writes; these fill its document from a
 // run's or an A/B comparison's state.
 
 // runDocument is a bisection's report document.
-func (r *jobReport) document(now time.Time) *report.Document {
-	d := &report.Document{Kind: "run", Result: string(r.res.Kind), Generated: now.UTC().Format(time.RFC3339)}
+func (r *Run) Document(now time.Time) *Document {
+	d := &Document{Kind: "run", Result: string(r.Result.Kind), Generated: now.UTC().Format(time.RFC3339)}
 	if d.Result == "" {
 		d.Result = "in-progress"
 	}
 	var text bytes.Buffer
-	r.writeText(&text)
+	r.WriteText(&text)
 	d.Text = text.String()
 	d.Summary = summaryLines(d.Text)
 	machine := ""
-	if r.job != nil {
-		machine = r.job.Machine.Name
-		setupOf(d, r.job)
+	if r.Job != nil {
+		machine = r.Job.Machine.Name
+		setupOf(d, r.Job)
 	}
-	switch r.res.Kind {
+	switch r.Result.Kind {
 	case bisect.Found:
-		d.Title = fmt.Sprintf("kbisect: %s is the first bad commit", r.res.FirstBad.String()[:12])
+		d.Title = fmt.Sprintf("kbisect: %s is the first bad commit", r.Result.FirstBad.String()[:12])
 	default:
 		d.Title = "kbisect run: " + d.Result
 	}
@@ -44,13 +43,13 @@ func (r *jobReport) document(now time.Time) *report.Document {
 	}
 	d.Command = r.commandLine()
 	for _, rw := range r.rows() {
-		t := report.Tested{Commit: rw.commit.String(), Subject: rw.subject, Verdict: strings.Fields(rw.verdict)[0],
-			Endpoint: strings.Contains(rw.verdict, "endpoint"), Culprit: r.res.Kind == bisect.Found && rw.commit == r.res.FirstBad}
+		t := Tested{Commit: rw.commit.String(), Subject: rw.subject, Verdict: strings.Fields(rw.verdict)[0],
+			Endpoint: strings.Contains(rw.verdict, "endpoint"), Culprit: r.Result.Kind == bisect.Found && rw.commit == r.Result.FirstBad}
 		if ev := rw.ev; ev != nil {
 			t.Note = ev.Reason
 			if len(ev.Values) > 0 {
 				t.Values = ev.Values
-				t.Median, t.Low, t.High = medianRange(ev.Values)
+				t.Median, t.Low, t.High = MedianRange(ev.Values)
 			}
 			if ev.Decision != nil && ev.Decision.Threshold != 0 && !d.Metric.HasThreshold {
 				d.Metric.Threshold, d.Metric.HasThreshold = ev.Decision.Threshold, true
@@ -58,11 +57,11 @@ func (r *jobReport) document(now time.Time) *report.Document {
 		}
 		d.Tested = append(d.Tested, t)
 	}
-	if r.cal != nil && !d.Metric.HasThreshold && r.cal.Rule.Kind == noise.Absolute {
-		d.Metric.Threshold, d.Metric.HasThreshold = r.cal.Rule.Threshold, true
+	if r.Calibration != nil && !d.Metric.HasThreshold && r.Calibration.Rule.Kind == noise.Absolute {
+		d.Metric.Threshold, d.Metric.HasThreshold = r.Calibration.Rule.Threshold, true
 	}
-	if c := r.conf; c != nil {
-		check := report.Check{Name: "confirmation", Detail: strings.Join(c.Flags, "\n")}
+	if c := r.Confirmation; c != nil {
+		check := Check{Name: "confirmation", Detail: strings.Join(c.Flags, "\n")}
 		if !c.Confirmed {
 			check.Failure = "the first bad commit is NOT confirmed on fresh boots: read the flags"
 			if len(c.Flags) > 0 {
@@ -80,10 +79,10 @@ func (r *jobReport) document(now time.Time) *report.Document {
 }
 
 // abDocument is an A/B comparison's report document.
-func abDocument(job *configs.Job, res *lab.ABResult, now time.Time) *report.Document {
-	d := &report.Document{Kind: "ab", Generated: now.UTC().Format(time.RFC3339), Command: res.Plan.Command}
+func ABDocument(job *configs.Job, res *lab.ABResult, now time.Time) *Document {
+	d := &Document{Kind: "ab", Generated: now.UTC().Format(time.RFC3339), Command: res.Plan.Command}
 	var text bytes.Buffer
-	_ = writeABText(&text, job, res)
+	_ = WriteABText(&text, job, res)
 	d.Text = text.String()
 	if job != nil {
 		setupOf(d, job)
@@ -95,7 +94,7 @@ func abDocument(job *configs.Job, res *lab.ABResult, now time.Time) *report.Docu
 		d.Result, d.Title = "in-progress", fmt.Sprintf("kbisect ab: %d of %d rounds measured", len(res.Rounds), 2*p.Rounds)
 		return d
 	}
-	d.Result = abVerdict(res)
+	d.Result = ABVerdict(res)
 	d.Title = "kbisect ab: " + res.Report.Conclusion
 	d.Summary = append([]string{res.Report.Conclusion}, d.Summary...)
 	a, b := abSides(res)
@@ -105,7 +104,7 @@ func abDocument(job *configs.Job, res *lab.ABResult, now time.Time) *report.Docu
 }
 
 // setupOf fills what the job says about the machine and its kernels.
-func setupOf(d *report.Document, job *configs.Job) {
+func setupOf(d *Document, job *configs.Job) {
 	d.Machine = job.Machine.Name
 	d.BootParams = strings.TrimSpace(job.Boot.Params + " " + job.Boot.ExtraCmdline)
 	d.Config = []string{"base: " + job.Build.Config}
@@ -121,19 +120,19 @@ func setupOf(d *report.Document, job *configs.Job) {
 	}
 }
 
-// abOf is the comparison of two kernels' evidence for the report.
-func abOf(rep *noise.ABReport, a, b *lab.Evidence, metric report.Metric) *report.AB {
+// abOf is the comparison of two kernels' evidence for the
+func abOf(rep *noise.ABReport, a, b *lab.Evidence, metric Metric) *AB {
 	c := rep.Comparison
-	return &report.AB{
-		A:          report.Side{Name: rep.A.Name, Commit: a.Commit, Values: rep.A.Values, PerCPU: perCPU(a, metric)},
-		B:          report.Side{Name: rep.B.Name, Commit: b.Commit, Values: rep.B.Values, PerCPU: perCPU(b, metric)},
+	return &AB{
+		A:          Side{Name: rep.A.Name, Commit: a.Commit, Values: rep.A.Values, PerCPU: perCPU(a, metric)},
+		B:          Side{Name: rep.B.Name, Commit: b.Commit, Values: rep.B.Values, PerCPU: perCPU(b, metric)},
 		Conclusion: rep.Conclusion, P: c.P, Shift: c.Shift, ShiftLow: c.ShiftLow, ShiftHigh: c.ShiftHigh,
 		Confidence: c.Confidence, Significant: c.Significant(),
 	}
 }
 
 // perCPU is each CPU's worst value of the metric over the samples.
-func perCPU(ev *lab.Evidence, metric report.Metric) []report.CPUValue {
+func perCPU(ev *lab.Evidence, metric Metric) []CPUValue {
 	worst := map[int]float64{}
 	for _, m := range ev.Samples {
 		vals, err := m.MetricValues(metric.Name)
@@ -147,26 +146,20 @@ func perCPU(ev *lab.Evidence, metric report.Metric) []report.CPUValue {
 			}
 		}
 	}
-	var out []report.CPUValue
+	var out []CPUValue
 	for cpu, v := range worst {
-		out = append(out, report.CPUValue{CPU: cpu, Value: v})
+		out = append(out, CPUValue{CPU: cpu, Value: v})
 	}
-	slices.SortFunc(out, func(a, b report.CPUValue) int { return a.CPU - b.CPU })
+	slices.SortFunc(out, func(a, b CPUValue) int { return a.CPU - b.CPU })
 	return out
 }
 
-func medianRange(values []float64) (med, lo, hi float64) {
-	s := slices.Clone(values)
-	slices.Sort(s)
-	n := len(s)
-	med = s[n/2]
-	if n%2 == 0 {
-		med = (s[n/2-1] + s[n/2]) / 2
-	}
-	return med, s[0], s[n-1]
+// MedianRange is the median, least and greatest of values (not empty).
+func MedianRange(values []float64) (med, lo, hi float64) {
+	return median(values), slices.Min(values), slices.Max(values)
 }
 
-// summaryLines are the first paragraph of a text report.
+// summaryLines are the first paragraph of a text
 func summaryLines(text string) []string {
 	var out []string
 	for _, l := range strings.Split(text, "\n") {

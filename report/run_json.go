@@ -1,24 +1,20 @@
-package main
+package report
 
 import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"path/filepath"
-	"time"
-
-	"github.com/go-git/go-git/v5/plumbing"
 
 	"kbisect/bisect"
 )
 
-// runJSON is the --json answer, as in the design's contract.
-type runJSON struct {
+// RunJSON is the --json answer, as in the design's contract.
+type RunJSON struct {
 	Result     string       `json:"result"`
 	FirstBad   string       `json:"first_bad,omitempty"`
 	Candidates []string     `json:"candidates"`
 	Steps      int          `json:"steps"`
-	Tested     []testedJSON `json:"tested"`
+	Tested     []TestedJSON `json:"tested"`
 	StateDir   string       `json:"state_dir"`
 	Reason     string       `json:"reason,omitempty"`
 	Warnings   []string     `json:"warnings,omitempty"`
@@ -28,17 +24,17 @@ type runJSON struct {
 	// Confirmation is how, for run --job: the first bad commit against
 	// its parent, and the bad endpoint against itself with the culprit
 	// reverted, as kbisect ab compares.
-	Confirmation *confirmationJSON `json:"confirmation,omitempty"`
+	Confirmation *ConfirmationJSON `json:"confirmation,omitempty"`
 	// FindGood is the walk back from a good endpoint that measured bad,
 	// for run --job.
-	FindGood *findGoodJSON `json:"find_good,omitempty"`
+	FindGood *FindGoodJSON `json:"find_good,omitempty"`
 	// Command reproduces (or resumes) the run.
 	Command string `json:"command,omitempty"`
 	Error   string `json:"error,omitempty"`
 }
 
-// findGoodJSON is the walk back to a good release.
-type findGoodJSON struct {
+// FindGoodJSON is the walk back to a good release.
+type FindGoodJSON struct {
 	Given   string        `json:"given"`
 	From    string        `json:"from"`
 	Found   string        `json:"found,omitempty"`
@@ -46,10 +42,10 @@ type findGoodJSON struct {
 	Bad     string        `json:"bad"`
 	Kernels int           `json:"kernels"`
 	Reason  string        `json:"reason"`
-	Tried   []findTryJSON `json:"tried"`
+	Tried   []FindTryJSON `json:"tried"`
 }
 
-type findTryJSON struct {
+type FindTryJSON struct {
 	Tag     string  `json:"tag"`
 	Commit  string  `json:"commit"`
 	Verdict string  `json:"verdict"`
@@ -58,17 +54,17 @@ type findTryJSON struct {
 	Seconds float64 `json:"seconds"`
 }
 
-type confirmationJSON struct {
+type ConfirmationJSON struct {
 	Confirmed  bool           `json:"confirmed"`
-	WithParent *abCompareJSON `json:"with_parent,omitempty"`
-	Reverted   *abCompareJSON `json:"reverted,omitempty"`
+	WithParent *ABCompareJSON `json:"with_parent,omitempty"`
+	Reverted   *ABCompareJSON `json:"reverted,omitempty"`
 	Flags      []string       `json:"flags,omitempty"`
 }
 
-// abCompareJSON is one A/B comparison of a confirmation.
-type abCompareJSON struct {
-	SideA      abSideJSON `json:"a"`
-	SideB      abSideJSON `json:"b"`
+// ABCompareJSON is one A/B comparison of a confirmation.
+type ABCompareJSON struct {
+	SideA      ABSideJSON `json:"a"`
+	SideB      ABSideJSON `json:"b"`
 	Rounds     int        `json:"rounds"`
 	Samples    int        `json:"samples"`
 	Conclusion string     `json:"conclusion"`
@@ -79,18 +75,18 @@ type abCompareJSON struct {
 	ShiftHigh  float64    `json:"shift_high"`
 }
 
-type testedJSON struct {
+type TestedJSON struct {
 	Commit  string      `json:"commit"`
 	Verdict string      `json:"verdict"`
 	Seconds float64     `json:"seconds"`
 	Source  string      `json:"source,omitempty"`
-	Metric  *metricJSON `json:"metric,omitempty"`
+	Metric  *MetricJSON `json:"metric,omitempty"`
 }
 
-// metricJSON is what a kernel measured, for run --job: the samples'
+// MetricJSON is what a kernel measured, for run --job: the samples'
 // values of the job's metric, their median, the rule's threshold, and why
 // the verdict is what it is.
-type metricJSON struct {
+type MetricJSON struct {
 	Name      string    `json:"name,omitempty"`
 	Kind      string    `json:"kind,omitempty"`
 	Values    []float64 `json:"values,omitempty"`
@@ -100,25 +96,8 @@ type metricJSON struct {
 	SameAs    string    `json:"same_as,omitempty"`
 }
 
-// saveReports writes git-bisect.log and result.json into the state dir.
-func saveReports(g *bisect.Graph, log *bisect.StateLog, res bisect.Result, out runJSON) error {
-	dir := log.Dir()
-	text, err := bisect.GitLog(g, log.Records(), res.Final)
-	if err != nil {
-		return err
-	}
-	if err := bisect.WriteFileAtomic(filepath.Join(dir, "git-bisect.log"), []byte(text)); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(out, "", "  ")
-	if err != nil {
-		return err
-	}
-	return bisect.WriteFileAtomic(filepath.Join(dir, "result.json"), append(b, '\n'))
-}
-
-func toJSON(res bisect.Result, dir string, runErr error) runJSON {
-	out := runJSON{Result: string(res.Kind), Candidates: []string{}, Tested: []testedJSON{}, StateDir: dir, Reason: res.Reason, Warnings: res.Warnings}
+func RunJSONOf(res bisect.Result, dir string, runErr error) RunJSON {
+	out := RunJSON{Result: string(res.Kind), Candidates: []string{}, Tested: []TestedJSON{}, StateDir: dir, Reason: res.Reason, Warnings: res.Warnings}
 	if res.Kind == bisect.Found {
 		out.FirstBad = res.FirstBad.String()
 	}
@@ -126,7 +105,7 @@ func toJSON(res bisect.Result, dir string, runErr error) runJSON {
 		out.Candidates = append(out.Candidates, c.String())
 	}
 	for _, t := range res.Tested {
-		out.Tested = append(out.Tested, testedJSON{Commit: t.Commit.String(), Verdict: t.Verdict.String(), Seconds: t.Seconds, Source: t.Source})
+		out.Tested = append(out.Tested, TestedJSON{Commit: t.Commit.String(), Verdict: t.Verdict.String(), Seconds: t.Seconds, Source: t.Source})
 		if t.Source != "replay" {
 			out.Steps++
 		}
@@ -138,12 +117,12 @@ func toJSON(res bisect.Result, dir string, runErr error) runJSON {
 	return out
 }
 
-func writeRunJSON(w io.Writer, out runJSON) {
+func WriteJSON(w io.Writer, out any) {
 	b, _ := json.MarshalIndent(out, "", "  ")
 	fmt.Fprintf(w, "%s\n", b)
 }
 
-func printResult(w io.Writer, g *bisect.Graph, res bisect.Result) {
+func WriteGitResult(w io.Writer, g *bisect.Graph, res bisect.Result) {
 	for _, msg := range res.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", msg)
 	}
@@ -167,37 +146,4 @@ func printResult(w io.Writer, g *bisect.Graph, res bisect.Result) {
 	case bisect.NotReproduced:
 		fmt.Fprintf(w, "not reproduced: %s\n", res.Reason)
 	}
-}
-
-// textProgress prints plain progress lines, as git bisect does.
-type textProgress struct {
-	w io.Writer
-	g *bisect.Graph
-}
-
-func (p *textProgress) Testing(step bisect.Step) {
-	if step.MergeBase {
-		fmt.Fprintln(p.w, "Bisecting: a merge base must be tested")
-	} else {
-		fmt.Fprintf(p.w, "Bisecting: %d revision%s left to test after this (roughly %d step%s)\n",
-			step.Left, plural(step.Left), step.Estimate, plural(step.Estimate))
-	}
-	subject := ""
-	if info, err := p.g.Info(step.Commit); err == nil {
-		subject = info.Subject
-	}
-	fmt.Fprintf(p.w, "[%s] %s\n", step.Commit, subject)
-}
-
-func (p *textProgress) Tested(commit plumbing.Hash, out bisect.Outcome, elapsed time.Duration) {
-	fmt.Fprintf(p.w, "%s is %s (%s, %.1fs)\n", commit.String()[:12], out.Verdict, out.Note, elapsed.Seconds())
-}
-
-func (p *textProgress) Warn(msg string) { fmt.Fprintf(p.w, "warning: %s\n", msg) }
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
 }

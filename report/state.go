@@ -1,0 +1,184 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"kbisect/bisect"
+	"kbisect/configs"
+	"kbisect/internal/usage"
+	"kbisect/lab"
+)
+
+// Ext is the file name extension of each report format.
+var Ext = map[string]string{"text": "txt", "markdown": "md", "json": "json", "html": "html", "junit": "junit.xml"}
+
+// WriteFiles writes the reports the job's report.formats ask for, as
+// report.<ext> in report.dir (default: the state directory), and returns
+// their paths.
+func WriteFiles(ctx context.Context, job *configs.Job, stateDir string) ([]string, error) {
+	dir := string(job.Report.Dir)
+	if dir == "" {
+		dir = stateDir
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, format := range job.Report.Formats {
+		file := filepath.Join(dir, "report."+Ext[format])
+		if err := WriteOutput(file, nil, func(w io.Writer) error { return FromState(ctx, stateDir, format, w) }); err != nil {
+			return files, fmt.Errorf("%s: %w", file, err)
+		}
+		files = append(files, file)
+	}
+	return files, nil
+}
+
+// WriteOutput writes what write makes to stdout, or to the file output
+// (replaced whole, once all of it is made).
+func WriteOutput(output string, stdout io.Writer, write func(io.Writer) error) error {
+	if output == "" {
+		return write(stdout)
+	}
+	var b bytes.Buffer
+	if err := write(&b); err != nil {
+		return err
+	}
+	if err := bisect.WriteFileAtomic(output, b.Bytes()); err != nil {
+		return fmt.Errorf("-o: %v", err)
+	}
+	return os.Chmod(output, 0o644) // a report is made to be shared
+}
+
+// writeAB renders an A/B comparison.
+func writeAB(dir, format string, res *lab.ABResult, w io.Writer) error {
+	var job *configs.Job
+	if _, err := os.Stat(filepath.Join(dir, "job.yaml")); err == nil {
+		j, err := configs.Load(filepath.Join(dir, "job.yaml"), configs.LoadOptions{})
+		if err != nil {
+			return err
+		}
+		job = j
+	}
+	switch format {
+	case "html":
+		return WriteHTML(w, ABDocument(job, res, time.Now()))
+	case "junit":
+		return WriteJUnit(w, ABDocument(job, res, time.Now()))
+	case "markdown":
+		return WriteABMarkdown(w, job, res)
+	case "json":
+		out := ABResultJSONOf(res.Plan, dir)
+		out.Result, out.Measured = "in-progress", len(res.Rounds)
+		if res.Report != nil {
+			out.Result, out.Report = ABVerdict(res), res.Report
+		}
+		WriteJSON(w, out)
+		return nil
+	}
+	return WriteABText(w, job, res)
+}
+
+// FromState renders the state directory's run or comparison.
+func FromState(ctx context.Context, dir, format string, stdout io.Writer) error {
+	if ab, err := lab.ReadAB(dir); err != nil {
+		return err
+	} else if ab != nil {
+		return writeAB(dir, format, ab, stdout)
+	}
+	records, err := bisect.ReadState(dir)
+	if err != nil {
+		return usage.Errorf("report --state: %v", err)
+	}
+	if len(records) == 0 || records[0].Event != bisect.EventStart {
+		return usage.Errorf("report --state %s: the session log does not begin with a start record", dir)
+	}
+	start := records[0]
+	var job *configs.Job
+	tree := start.Meta["repo"]
+	if _, err := os.Stat(filepath.Join(dir, "job.yaml")); err == nil {
+		// The job file as the run used it.
+		if job, err = configs.Load(filepath.Join(dir, "job.yaml"), configs.LoadOptions{}); err != nil {
+			return err
+		}
+		tree = string(job.Build.Tree)
+	}
+	g, err := bisect.OpenGraph(tree)
+	if err != nil {
+		return fmt.Errorf("the run's tree %s: %w", tree, err)
+	}
+	defer g.Close()
+	sess, _, err := bisect.Restore(g, records)
+	if err != nil {
+		return err
+	}
+	res := bisect.Result{}
+	for _, r := range records {
+		if r.Event == bisect.EventRange {
+			res.Tested = nil // verdicts of the range before
+		}
+		if r.Event == bisect.EventVerdict {
+			h, _ := bisect.ParseHash(r.Commit)
+			v, _ := bisect.ParseVerdict(r.Verdict)
+			res.Tested = append(res.Tested, bisect.Tested{Commit: h, Verdict: v, Seconds: r.Seconds, Source: r.Source})
+		}
+	}
+	rep := &Run{Graph: g, Job: job, StateDir: dir, Start: start}
+	if rep.Calibration, err = lab.ReadCalibration(dir); err != nil {
+		return err
+	}
+	if rep.Confirmation, err = lab.ReadConfirmation(dir); err != nil {
+		return err
+	}
+	_, ended := os.Stat(filepath.Join(dir, "result.json"))
+	switch {
+	case rep.Calibration != nil && !rep.Calibration.Reproduced && rep.Calibration.GoodIsBad && rep.Calibration.Search == nil && ended != nil:
+		// The good endpoint measured bad and the run has not ended: it
+		// walks back along the releases (find-good), or stopped there.
+	case rep.Calibration != nil && !rep.Calibration.Reproduced:
+		res.Kind, res.Reason = bisect.NotReproduced, rep.Calibration.Reason
+	case job != nil && rep.Calibration == nil:
+		// Calibrating: nothing decided yet.
+	default:
+		step, err := sess.Next()
+		if err != nil {
+			return err
+		}
+		switch step.Kind {
+		case bisect.StepFound:
+			res.Kind, res.FirstBad, res.Candidates = bisect.Found, step.Commit, []plumbing.Hash{step.Commit}
+		case bisect.StepInconclusive:
+			res.Kind, res.Candidates = bisect.Inconclusive, step.Candidates
+		case bisect.StepNotReproduced:
+			res.Kind, res.Reason = bisect.NotReproduced, step.Reason
+		}
+		res.Warnings = step.Warnings
+	}
+	rep.Result = res
+	switch format {
+	case "html":
+		return WriteHTML(stdout, rep.Document(time.Now()))
+	case "junit":
+		return WriteJUnit(stdout, rep.Document(time.Now()))
+	case "json":
+		out := RunJSONOf(res, dir, nil)
+		if res.Kind == "" {
+			out.Result = "in-progress"
+		}
+		rep.AddTo(&out)
+		WriteJSON(stdout, out)
+	case "markdown":
+		rep.WriteMarkdown(stdout)
+	default:
+		rep.WriteText(stdout)
+	}
+	return nil
+}

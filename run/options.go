@@ -1,0 +1,132 @@
+// Package run is the use case "bisect this range": for kernels on lab
+// machines (Job: calibrate the endpoints, walk back to a good release when
+// asked, bisect, confirm the culprit on fresh boots, write the reports) and
+// for any test command as git bisect run does (Exec). Every verdict goes
+// to a state directory before the next step, and the same options resume
+// a run from it. The CLI, the nightly and the demo call it; it returns a
+// typed result and tells how it goes through a View, and knows nothing of
+// flags or terminals.
+//
+// It may import bisect, configs, lab, kbuild, noise, report, testcmd,
+// worktree and the internal helper packages; never cmd, nightly or the
+// simulated lab.
+package run
+
+import (
+	"io"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"kbisect/bisect"
+	"kbisect/lab"
+	"kbisect/report"
+)
+
+// Range is what to bisect: revisions as the user typed them, or a log
+// written by git bisect log (or by kbisect) to go on from.
+type Range struct {
+	Goods       []string
+	Bad         string
+	Replay      string
+	FirstParent bool
+}
+
+// JobOptions bisect kernels on the machines of one or more job files.
+type JobOptions struct {
+	Range
+	// Jobs are the job files, one per identical machine; the first one's
+	// build, workload and verdict rule are the run's.
+	Jobs []string
+	// State is the state directory (default: <git-dir of build.tree>/
+	// kbisect/run-<id>).
+	State string
+	// NoBuildAhead turns off building the next commits while one is
+	// measured.
+	NoBuildAhead bool
+	// ReportDir is where the reports go instead of the job's report.dir
+	// (the nightly: each incident's own directory).
+	ReportDir string
+	// FindGood walks back to a good release when the good endpoint
+	// measures bad; nil leaves it to the job's find_good.enabled, else to
+	// Interactive.
+	FindGood *bool
+	// Interactive says a person watches (a terminal, not CI).
+	Interactive bool
+	// Messages gets kbisect's own lines (resuming, the job's warnings).
+	Messages io.Writer
+	// NewView makes the view of the run once its tree is open (nil: a
+	// view that shows nothing).
+	NewView func(*bisect.Graph) View
+}
+
+// ExecOptions bisect with a test command, as git bisect run does.
+type ExecOptions struct {
+	Range
+	Repo  string
+	Exec  string
+	State string
+	// Stdout and Stderr get the test command's output.
+	Stdout, Stderr io.Writer
+	// Messages gets kbisect's own lines.
+	Messages io.Writer
+	// NewProgress makes the progress of the bisection once the tree is
+	// open (nil: none).
+	NewProgress func(*bisect.Graph) bisect.Progress
+}
+
+// A View hears how a run --job goes: the bisection's steps, what the lab
+// does with each kernel, lines that stay, and notes on what happens beside
+// the step (a build ahead).
+type View interface {
+	bisect.Progress
+	Event(lab.Event)
+	Line(format string, args ...any)
+	Note(commit, what string)
+	// Done is called once, when the run has its answer.
+	Done()
+}
+
+// Result is how a run ended. Its graph stays open for the caller to
+// render the answer: Close it when done.
+type Result struct {
+	// Kind is found, inconclusive, not-reproduced or aborted.
+	Kind bisect.ResultKind
+	// JSON is the answer as --json prints it and result.json keeps it.
+	JSON report.RunJSON
+	// Bisection is the session's result, with the graph it names commits
+	// in (nil when the run stopped before opening its tree).
+	Bisection bisect.Result
+	Graph     *bisect.Graph
+	// Report is the report of a run --job (nil for run --exec).
+	Report *report.Run
+	// Reports are the report files written (report.formats).
+	Reports []string
+	// Ended says the bisection ran to its end, so its answer can be
+	// printed (Kind may still be aborted for a run --job whose lab failed).
+	Ended bool
+}
+
+// Close releases the graph.
+func (r *Result) Close() {
+	if r != nil && r.Graph != nil {
+		r.Graph.Close()
+		r.Graph = nil
+	}
+}
+
+// aborted is the result of a run that stopped before its answer.
+func aborted(stateDir string, err error) *Result {
+	return &Result{Kind: bisect.Aborted, JSON: report.RunJSONOf(bisect.Result{Kind: bisect.Aborted}, stateDir, err)}
+}
+
+// quietView shows nothing.
+type quietView struct{}
+
+func (quietView) Testing(bisect.Step)                                 {}
+func (quietView) Tested(plumbing.Hash, bisect.Outcome, time.Duration) {}
+func (quietView) Warn(string)                                         {}
+func (quietView) Event(lab.Event)                                     {}
+func (quietView) Line(string, ...any)                                 {}
+func (quietView) Note(string, string)                                 {}
+func (quietView) Done()                                               {}

@@ -1,0 +1,128 @@
+package run
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"kbisect/bisect"
+	"kbisect/internal/usage"
+	"kbisect/report"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// resolveRange turns the flags (or the replayed log) into the start record
+// and the replayed verdicts.
+func resolveRange(g *bisect.Graph, o Range, exec string) (bisect.Record, []bisect.Record, error) {
+	start := bisect.Record{Event: bisect.EventStart, FirstParent: o.FirstParent, Meta: map[string]string{"exec": exec}}
+	badRev, goodRevs := o.Bad, o.Goods
+	var marks []bisect.Record
+	if o.Replay != "" {
+		data, err := os.ReadFile(o.Replay)
+		if err != nil {
+			return start, nil, usage.Errorf("--replay: %v", err)
+		}
+		rep, err := bisect.ParseGitLog(o.Replay, bytes.NewReader(data))
+		if err != nil {
+			return start, nil, usage.Errorf("--replay: %v", err)
+		}
+		sum := sha256.Sum256(data)
+		start.Meta["replay"], start.Meta["replay_sha256"] = o.Replay, hex.EncodeToString(sum[:])
+		start.Meta["replay_range_on_start"] = strconv.FormatBool(rep.RangeOnStart)
+		badRev, goodRevs = rep.Bad, rep.Goods
+		start.FirstParent = start.FirstParent || rep.FirstParent
+		for _, m := range rep.Marks {
+			h, err := g.Resolve(m.Rev)
+			if err != nil {
+				return start, nil, usage.Errorf("%s:%d: %v", o.Replay, m.Line, err)
+			}
+			marks = append(marks, bisect.Record{Event: bisect.EventVerdict, Commit: h.String(), Verdict: m.Verdict.String(), Source: "replay"})
+		}
+	}
+	bad, err := g.Resolve(badRev)
+	if err != nil {
+		return start, nil, usage.Errorf("--bad %s: %v", badRev, err)
+	}
+	start.Bad, start.BadRev = bad.String(), badRev
+	var goods []string
+	for _, rev := range goodRevs {
+		h, err := g.Resolve(rev)
+		if err != nil {
+			return start, nil, usage.Errorf("--good %s: %v", rev, err)
+		}
+		if !slices.Contains(goods, h.String()) {
+			goods = append(goods, h.String())
+		}
+	}
+	slices.Sort(goods)
+	start.Good, start.GoodRevs = goods, goodRevs
+	return start, marks, nil
+}
+
+// runID names the default state directory: the same range, command and
+// replayed log give the same directory, so the same command resumes.
+func runID(start bisect.Record, exec string) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%v\x00%s\x00%s", start.Bad, strings.Join(start.Good, " "), start.FirstParent, exec, start.Meta["replay_sha256"])
+	return hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+// sameRun checks that a state directory holds this bisection: the same
+// range, the same command, and no new log to replay into it.
+func sameRun(have, want bisect.Record, dir string) error {
+	if have.Bad != want.Bad || !slices.Equal(have.Good, want.Good) || have.FirstParent != want.FirstParent {
+		return usage.Errorf("state directory %s holds another bisection (bad %s, good %s, first-parent %v); give another --state, or remove it to start over",
+			dir, have.Bad, strings.Join(have.Good, " "), have.FirstParent)
+	}
+	if have.Meta["exec"] != want.Meta["exec"] {
+		return usage.Errorf("state directory %s holds verdicts of another test command (--exec %s); give another --state, or remove it to start over",
+			dir, sqQuoteShell(have.Meta["exec"]))
+	}
+	if have.Meta["replay_sha256"] != want.Meta["replay_sha256"] {
+		return usage.Errorf("state directory %s holds this range with other replayed verdicts; give another --state, or remove it to start over", dir)
+	}
+	return nil
+}
+
+func countVerdicts(records []bisect.Record) int {
+	n := 0
+	for _, r := range records {
+		if r.Event == bisect.EventVerdict {
+			n++
+		}
+	}
+	return n
+}
+
+// FileSHA256 is the hex SHA-256 of a file: what guards a state
+// directory against another job file.
+func FileSHA256(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// saveResult writes git-bisect.log and result.json into the state dir.
+func saveResult(g *bisect.Graph, log *bisect.StateLog, res bisect.Result, out report.RunJSON) error {
+	dir := log.Dir()
+	text, err := bisect.GitLog(g, log.Records(), res.Final)
+	if err != nil {
+		return err
+	}
+	if err := bisect.WriteFileAtomic(filepath.Join(dir, "git-bisect.log"), []byte(text)); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return err
+	}
+	return bisect.WriteFileAtomic(filepath.Join(dir, "result.json"), append(b, '\n'))
+}
