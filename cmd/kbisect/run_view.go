@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"kbisect/bisect"
+	"kbisect/internal/tty"
 	"kbisect/lab"
 	"kbisect/noise"
 )
@@ -43,12 +43,7 @@ type jobView struct {
 }
 
 func newJobView(w io.Writer, g *bisect.Graph) *jobView {
-	v := &jobView{w: w, g: g, now: time.Now}
-	if f, ok := w.(*os.File); ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 && os.Getenv("TERM") != "dumb" {
-			v.tty = true
-		}
-	}
+	v := &jobView{w: w, g: g, now: time.Now, tty: tty.Interactive(w)}
 	v.start = v.now()
 	return v
 }
