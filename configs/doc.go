@@ -6,7 +6,9 @@
 // docs/job-file.md documents every key.
 //
 // Load is the one entry point: it reads a file and its includes, decodes
-// them strictly over the node tree of gopkg.in/yaml.v3 (so that every
+// them strictly over the node tree of go.yaml.in/yaml/v3 (so that every
 // value keeps its position, and one pass finds every error), fills
 // defaults, then validates values against each other.
+//
+// It imports no other kbisect package: everything else reads jobs from it.
 package configs

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"syscall"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // LoadOptions are what Load needs from its surroundings; the zero value

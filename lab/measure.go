@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"kbisect/configs"
+	"kbisect/internal/shell"
 	"kbisect/noise"
 )
 
@@ -124,7 +125,7 @@ func SampleValue(job *configs.Job, m *noise.Measurement) (float64, error) {
 // measureOnce takes one sample, and takes it again once when it ran but is
 // no evidence (a tainted tracer, a stop, a load that died): a second
 // failure is the machine's problem to report.
-func measureOnce(ctx context.Context, w noise.Workload, r noise.Runner) (*noise.Measurement, error) {
+func measureOnce(ctx context.Context, w noise.Workload, r shell.Runner) (*noise.Measurement, error) {
 	var err error
 	for try := 0; try < 2; try++ {
 		var m *noise.Measurement
@@ -158,7 +159,7 @@ type MeasureResult struct {
 // Measure runs the job's workload through r: at least min samples, and
 // while the rule is unsure up to max (exactly n samples when n > 0).
 // progress, when set, hears about each sample as it ends.
-func Measure(ctx context.Context, job *configs.Job, r noise.Runner, n int, progress func(i int, m *noise.Measurement, value float64)) (*MeasureResult, error) {
+func Measure(ctx context.Context, job *configs.Job, r shell.Runner, n int, progress func(i int, m *noise.Measurement, value float64)) (*MeasureResult, error) {
 	w, err := Workload(job, nil)
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"kbisect/configs"
+	"kbisect/internal/shell"
 	"kbisect/noise"
 )
 
@@ -98,7 +99,7 @@ workload: {tool: oslat, duration: 1s}
 verdict: {threshold: 2ms, samples: {min: 3, max: 8}}
 `)
 	var seen []float64
-	res, err := Measure(context.Background(), job, noise.LocalRunner{}, 0, func(i int, m *noise.Measurement, v float64) { seen = append(seen, v) })
+	res, err := Measure(context.Background(), job, shell.LocalRunner{}, 0, func(i int, m *noise.Measurement, v float64) { seen = append(seen, v) })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"kbisect/bisect"
 	"kbisect/configs"
+	"kbisect/internal/shell"
 	"kbisect/kbuild"
 	"kbisect/noise"
 	"kbisect/remote"
@@ -48,7 +49,7 @@ type Event struct {
 
 // Machine is a booted test kernel the workload runs on.
 type Machine interface {
-	noise.Runner
+	shell.Runner
 	Close() error
 }
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"kbisect/configs"
-	"kbisect/noise"
+	"kbisect/internal/shell"
 	"kbisect/remote"
 )
 
@@ -40,7 +40,7 @@ func TestQEMULabBootsAKernelAndCallsAPanicTheKernels(t *testing.T) {
 	if err != nil {
 		t.Fatalf("boot: %v", err)
 	}
-	out, _, err := m.Run(ctx, noise.Cmd{Script: "cat /sys/devices/system/cpu/isolated; uname -v"})
+	out, _, err := m.Run(ctx, shell.Cmd{Script: "cat /sys/devices/system/cpu/isolated; uname -v"})
 	m.Close()
 	if err != nil || !strings.HasPrefix(string(out), "1\n") || !strings.Contains(string(out), "PREEMPT_RT") || facts.Release != art.Release {
 		t.Errorf("the guest runs %s: %q, %v", facts.Release, out, err)
@@ -85,7 +85,7 @@ func TestQEMULabKexecsTheNextKernel(t *testing.T) {
 			t.Fatalf("boot %d (%s): %v", i+1, art.Release, err)
 		}
 		took := time.Since(start)
-		out, _, err := m.Run(ctx, noise.Cmd{Script: "cat /sys/devices/system/cpu/isolated"})
+		out, _, err := m.Run(ctx, shell.Cmd{Script: "cat /sys/devices/system/cpu/isolated"})
 		m.Close()
 		if err != nil || string(out) != "1\n" || facts.Release != art.Release || facts.BootID == bootID {
 			t.Errorf("boot %d: %s (boot id %s): isolated %q, %v", i+1, facts.Release, facts.BootID, out, err)

@@ -6,11 +6,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"kbisect/internal/shell"
 )
 
 // load is a background load running on the machine under test.
 type load struct {
-	r   Runner
+	r   shell.Runner
 	pid int
 	log string // its stderr, on the machine
 	cmd string
@@ -24,15 +26,15 @@ const loadGrace = time.Second
 // startLoad starts the background load in its own session on LoadCPUs,
 // its stderr kept in a file on the machine, and checks that it is still
 // running a moment later.
-func (w Workload) startLoad(ctx context.Context, r Runner) (*load, error) {
-	line := "setsid sh -c " + ShellQuote(w.Load)
+func (w Workload) startLoad(ctx context.Context, r shell.Runner) (*load, error) {
+	line := "setsid sh -c " + shell.Quote(w.Load)
 	if len(w.LoadCPUs) > 0 {
-		line = "taskset -c " + ShellQuote(cpuList(w.LoadCPUs)) + " " + line
+		line = "taskset -c " + shell.Quote(cpuList(w.LoadCPUs)) + " " + line
 	}
 	script := `log=$(mktemp /tmp/kbisect-load.XXXXXX) || exit 1
 ` + line + ` </dev/null >/dev/null 2>"$log" &
 echo "$! $log"`
-	out, _, err := r.Run(ctx, Cmd{Script: script, Env: w.Env})
+	out, _, err := r.Run(ctx, shell.Cmd{Script: script, Env: w.Env})
 	if err != nil {
 		return nil, fmt.Errorf("starting the background load: %w", err)
 	}
@@ -62,8 +64,8 @@ echo "$! $log"`
 func (l *load) alive(ctx context.Context) error {
 	// A process of the group that is not a zombie: an exited load whose
 	// parent is gone can linger as one where nothing reaps orphans.
-	script := fmt.Sprintf(`if cat /proc/[0-9]*/stat 2>/dev/null | awk -v g=%d '{ s = $0; sub(/.*\) /, "", s); split(s, f, " "); if (f[3] == g && f[1] != "Z") found = 1 } END { exit !found }'; then echo alive; else tail -c 2000 %s; fi`, l.pid, ShellQuote(l.log))
-	out, _, err := l.r.Run(ctx, Cmd{Script: script})
+	script := fmt.Sprintf(`if cat /proc/[0-9]*/stat 2>/dev/null | awk -v g=%d '{ s = $0; sub(/.*\) /, "", s); split(s, f, " "); if (f[3] == g && f[1] != "Z") found = 1 } END { exit !found }'; then echo alive; else tail -c 2000 %s; fi`, l.pid, shell.Quote(l.log))
+	out, _, err := l.r.Run(ctx, shell.Cmd{Script: script})
 	if err != nil {
 		return fmt.Errorf("checking the background load: %w", err)
 	}
@@ -83,7 +85,7 @@ func (l *load) alive(ctx context.Context) error {
 func (l *load) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, _, _ = l.r.Run(ctx, Cmd{Script: fmt.Sprintf("kill -TERM -%d 2>/dev/null; sleep 1; kill -KILL -%d 2>/dev/null; rm -f %s; true", l.pid, l.pid, ShellQuote(l.log))})
+	_, _, _ = l.r.Run(ctx, shell.Cmd{Script: fmt.Sprintf("kill -TERM -%d 2>/dev/null; sleep 1; kill -KILL -%d 2>/dev/null; rm -f %s; true", l.pid, l.pid, shell.Quote(l.log))})
 }
 
 // LoadError is a background load that did not run through the

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"kbisect/internal/shell"
 )
 
 // osnoiseScript drives the osnoise tracer through tracefs, without rtla:
@@ -80,7 +82,7 @@ for s in "$T"/per_cpu/cpu*/stats; do
 	fi
 done
 `, exitNoTracefs, exitNoTracer, exitTracerBusy,
-		thresh/time.Microsecond, ShellQuote(cpuList(w.CPUs)),
+		thresh/time.Microsecond, shell.Quote(cpuList(w.CPUs)),
 		period/time.Microsecond, period/time.Microsecond, runtime/time.Microsecond,
 		runtime/time.Microsecond, period/time.Microsecond, exitTracerBusy, secs)
 	return b.String()

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"kbisect/internal/shell"
 )
 
 // Workload is one measurement to run on the machine under test: which
@@ -66,7 +68,7 @@ const (
 
 // Measure runs the workload once through r and parses what it printed.
 // The background load, if any, is started first and always stopped.
-func (w Workload) Measure(ctx context.Context, r Runner) (*Measurement, Raw, error) {
+func (w Workload) Measure(ctx context.Context, r shell.Runner) (*Measurement, Raw, error) {
 	if err := w.check(); err != nil {
 		return nil, Raw{}, err
 	}
@@ -89,7 +91,7 @@ func (w Workload) Measure(ctx context.Context, r Runner) (*Measurement, Raw, err
 	runCtx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	var err error
-	raw.Stdout, raw.Stderr, err = r.Run(runCtx, Cmd{Script: script, Env: w.Env})
+	raw.Stdout, raw.Stderr, err = r.Run(runCtx, shell.Cmd{Script: script, Env: w.Env})
 	if err != nil && ctx.Err() == nil && runCtx.Err() != nil {
 		return nil, raw, fmt.Errorf("%s did not finish within %s", w.Tool, limit)
 	}
@@ -149,9 +151,9 @@ func (w Workload) Script() string {
 	case ToolOsnoise:
 		return w.osnoiseScript()
 	case ToolCommand:
-		return w.pinned(w.CPUs, "sh -c "+ShellQuote(w.Command))
+		return w.pinned(w.CPUs, "sh -c "+shell.Quote(w.Command))
 	}
-	return w.pinned(w.Housekeeping, shellJoin(w.argv()))
+	return w.pinned(w.Housekeeping, shell.Join(w.argv()...))
 }
 
 // pinned runs a command line with taskset on cpus, when there are any.
@@ -159,7 +161,7 @@ func (w Workload) pinned(cpus []int, line string) string {
 	if len(cpus) == 0 {
 		return "exec " + line
 	}
-	return "exec taskset -c " + ShellQuote(cpuList(cpus)) + " " + line
+	return "exec taskset -c " + shell.Quote(cpuList(cpus)) + " " + line
 }
 
 // wholeSeconds rounds a duration up to whole seconds, as the tools (and
@@ -287,7 +289,7 @@ func (w Workload) checkCPUs(m *Measurement) error {
 // runError turns a failed run into what it means: a missing tool or
 // tracer, or the tool's own failure with its last words.
 func (w Workload) runError(err error, stderr []byte) error {
-	var ee *ExitError
+	var ee *shell.ExitError
 	if !errors.As(err, &ee) {
 		return err
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"kbisect/internal/shell"
 )
 
 // fakeTracefs is a directory laid out like tracefs, and a "kernel" that
@@ -81,7 +83,7 @@ func TestOsnoiseWorkloadDrivesTracefsAndPutsItBack(t *testing.T) {
 	go fs.kernel(ctx)
 	t.Setenv("KBISECT_TRACEFS", fs.dir)
 	w := Workload{Tool: ToolOsnoise, CPUs: []int{0, 1, 2, 3, 4}, Duration: time.Second, Period: time.Second, Runtime: 950 * time.Millisecond, NoiseThreshold: time.Microsecond}
-	m, raw, err := w.Measure(ctx, LocalRunner{})
+	m, raw, err := w.Measure(ctx, shell.LocalRunner{})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, raw.Stderr)
 	}
@@ -106,7 +108,7 @@ func TestOsnoiseWorkloadSaysWhatTheKernelLacks(t *testing.T) {
 	fs := newFakeTracefs(t, nil, "function nop")
 	t.Setenv("KBISECT_TRACEFS", fs.dir)
 	w := Workload{Tool: ToolOsnoise, CPUs: []int{1}, Duration: time.Second}
-	_, _, err := w.Measure(context.Background(), LocalRunner{})
+	_, _, err := w.Measure(context.Background(), shell.LocalRunner{})
 	var se *SetupError
 	if !errors.As(err, &se) || !se.Kernel || !strings.Contains(se.Msg, "CONFIG_OSNOISE_TRACER=y") {
 		t.Errorf("got %v", err)
@@ -117,7 +119,7 @@ func TestOsnoiseWorkloadSaysWhatTheKernelLacks(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(fs.dir, "current_tracer"), []byte("timerlat\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = w.Measure(context.Background(), LocalRunner{})
+	_, _, err = w.Measure(context.Background(), shell.LocalRunner{})
 	if !errors.As(err, &se) || se.Kernel || se.Msg != "the timerlat tracer is in use on this machine: stop it first" {
 		t.Errorf("got %v", err)
 	}
@@ -134,7 +136,7 @@ func TestOsnoiseWorkloadIsPutBackWhenCancelled(t *testing.T) {
 		}
 		cancel()
 	}()
-	_, _, err := w.Measure(ctx, LocalRunner{})
+	_, _, err := w.Measure(ctx, shell.LocalRunner{})
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("got %v", err)
 	}
@@ -153,7 +155,7 @@ func fakeTool(t *testing.T, name, fixture string) (argsFile string) {
 	if err := os.WriteFile(out, readFixture(t, fixture), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	script := "#!/bin/sh\necho \"$@\" > " + ShellQuote(argsFile) + "\ncat " + ShellQuote(out) + "\n"
+	script := "#!/bin/sh\necho \"$@\" > " + shell.Quote(argsFile) + "\ncat " + shell.Quote(out) + "\n"
 	if err := os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +180,7 @@ func TestToolWorkloadsRunWithTheirCPUsPinned(t *testing.T) {
 		}
 		args := fakeTool(t, c.bin, c.fixture)
 		w := Workload{Tool: c.tool, CPUs: c.cpus, Duration: 5 * time.Second, Housekeeping: []int{0}, Priority: 95, NoiseThreshold: time.Microsecond}
-		m, _, err := w.Measure(context.Background(), LocalRunner{})
+		m, _, err := w.Measure(context.Background(), shell.LocalRunner{})
 		if err != nil {
 			t.Fatalf("%s: %v", c.tool, err)
 		}
@@ -194,7 +196,7 @@ func TestToolWorkloadsRunWithTheirCPUsPinned(t *testing.T) {
 func TestCyclictestThreadsAreNamedByTheirCPUs(t *testing.T) {
 	fakeTool(t, "cyclictest", "cyclictest24_H30_t2.txt")
 	w := Workload{Tool: ToolCyclictest, CPUs: []int{5, 3}, Duration: 2 * time.Second}
-	m, _, err := w.Measure(context.Background(), LocalRunner{})
+	m, _, err := w.Measure(context.Background(), shell.LocalRunner{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +213,7 @@ func TestCyclictestThreadsAreNamedByTheirCPUs(t *testing.T) {
 func TestAMissingToolOrCPUIsAClearError(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	w := Workload{Tool: ToolOslat, CPUs: []int{1}, Duration: time.Second}
-	_, _, err := w.Measure(context.Background(), LocalRunner{})
+	_, _, err := w.Measure(context.Background(), shell.LocalRunner{})
 	var se *SetupError
 	if !errors.As(err, &se) || se.Kernel || se.Msg != "oslat is not installed on the machine (Debian: apt-get install rt-tests)" {
 		t.Errorf("got %v", err)
@@ -219,7 +221,7 @@ func TestAMissingToolOrCPUIsAClearError(t *testing.T) {
 	t.Setenv("PATH", "/usr/bin:/bin")
 	fakeTool(t, "oslat", "lab612rt-smp2-oslat.txt")
 	w.CPUs = []int{1, 2}
-	if _, _, err := w.Measure(context.Background(), LocalRunner{}); err == nil || err.Error() != "oslat reported nothing for CPU 2 (offline, or not in the tool's CPU mask?)" {
+	if _, _, err := w.Measure(context.Background(), shell.LocalRunner{}); err == nil || err.Error() != "oslat reported nothing for CPU 2 (offline, or not in the tool's CPU mask?)" {
 		t.Errorf("got %v", err)
 	}
 }
@@ -231,12 +233,12 @@ func TestCommandWorkloadWithLoadAndSecrets(t *testing.T) {
 		Tool:     ToolCommand,
 		Duration: 30 * time.Second,
 		// The command waits for the load, which must be running first.
-		Command:       `for i in $(seq 100); do [ -e ` + ShellQuote(marker) + ` ] && break; sleep 0.05; done; printf 'Run time: %sms\n' "$BENCH_MS"`,
+		Command:       `for i in $(seq 100); do [ -e ` + shell.Quote(marker) + ` ] && break; sleep 0.05; done; printf 'Run time: %sms\n' "$BENCH_MS"`,
 		CommandMetric: CommandMetric{Pattern: mustRegexp(`Run time: (\d+)ms`), Unit: time.Millisecond},
 		Env:           []string{"BENCH_MS=8581"},
-		Load:          "touch " + ShellQuote(marker) + "; exec sleep 600.123",
+		Load:          "touch " + shell.Quote(marker) + "; exec sleep 600.123",
 	}
-	m, raw, err := w.Measure(context.Background(), LocalRunner{})
+	m, raw, err := w.Measure(context.Background(), shell.LocalRunner{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,17 +249,9 @@ func TestCommandWorkloadWithLoadAndSecrets(t *testing.T) {
 		t.Errorf("the load did not run: %v", err)
 	}
 	// The load was stopped: no sleep 600 is left in its group.
-	out, _, _ := LocalRunner{}.Run(context.Background(), Cmd{Script: "pgrep -f 'sleep 600[.]123' || true"})
+	out, _, _ := shell.LocalRunner{}.Run(context.Background(), shell.Cmd{Script: "pgrep -f 'sleep 600[.]123' || true"})
 	if strings.TrimSpace(string(out)) != "" {
 		t.Errorf("the load is still running: %s", out)
-	}
-}
-
-func TestShellQuoting(t *testing.T) {
-	for in, want := range map[string]string{"1-3": "1-3", "a b": "'a b'", "it's": `'it'\''s'`, "": "''", "$(reboot)": "'$(reboot)'"} {
-		if got := ShellQuote(in); got != want {
-			t.Errorf("%q: %s, want %s", in, got, want)
-		}
 	}
 }
 
@@ -268,7 +262,7 @@ func TestFailuresAreClassifiedByWhatFailed(t *testing.T) {
 	// benchmark, not a missing tool.
 	w := Workload{Tool: ToolCommand, Duration: 10 * time.Second, Command: "echo 'eth0: device not found' >&2; exit 1",
 		CommandMetric: CommandMetric{Pattern: mustRegexp(`(\d+)`)}}
-	_, _, err := w.Measure(context.Background(), LocalRunner{})
+	_, _, err := w.Measure(context.Background(), shell.LocalRunner{})
 	var se *SetupError
 	if errors.As(err, &se) || err == nil || !strings.Contains(err.Error(), "command: exit status 1: eth0: device not found") {
 		t.Errorf("got %v", err)
@@ -276,14 +270,14 @@ func TestFailuresAreClassifiedByWhatFailed(t *testing.T) {
 	// The program the shell could not find is named, whatever the tool.
 	w = Workload{Tool: ToolOslat, CPUs: []int{1}, Duration: time.Second, Housekeeping: []int{0}}
 	t.Setenv("PATH", t.TempDir())
-	_, _, err = w.Measure(context.Background(), LocalRunner{})
+	_, _, err = w.Measure(context.Background(), shell.LocalRunner{})
 	if !errors.As(err, &se) || se.Msg != "taskset is not installed on the machine (Debian: apt-get install util-linux)" {
 		t.Errorf("got %v", err)
 	}
 	// Exit 91 of a command is the command's, not "no osnoise tracer".
 	t.Setenv("PATH", "/usr/bin:/bin")
 	w = Workload{Tool: ToolCommand, Duration: 10 * time.Second, Command: "exit 91", CommandMetric: CommandMetric{Pattern: mustRegexp(`(\d+)`)}}
-	if _, _, err = w.Measure(context.Background(), LocalRunner{}); errors.As(err, &se) {
+	if _, _, err = w.Measure(context.Background(), shell.LocalRunner{}); errors.As(err, &se) {
 		t.Errorf("got %v", err)
 	}
 }
@@ -291,7 +285,7 @@ func TestFailuresAreClassifiedByWhatFailed(t *testing.T) {
 func TestALoadThatDoesNotRunIsAnError(t *testing.T) {
 	w := Workload{Tool: ToolCommand, Duration: 10 * time.Second, Command: "echo 1", CommandMetric: CommandMetric{Pattern: mustRegexp(`(\d+)`)},
 		Load: "no_such_load_binary --storm"}
-	_, _, err := w.Measure(context.Background(), LocalRunner{})
+	_, _, err := w.Measure(context.Background(), shell.LocalRunner{})
 	var le *LoadError
 	if !errors.As(err, &le) || !strings.Contains(le.Msg, "the background load is not running: ") || !strings.Contains(le.Msg, "no_such_load_binary: not found") {
 		t.Errorf("got %v", err)
@@ -299,7 +293,7 @@ func TestALoadThatDoesNotRunIsAnError(t *testing.T) {
 	// A load that dies during the measurement spoils the sample.
 	w.Load = "sleep 1.5"
 	w.Command = "sleep 2; echo 1"
-	if _, _, err := w.Measure(context.Background(), LocalRunner{}); !errors.As(err, &le) {
+	if _, _, err := w.Measure(context.Background(), shell.LocalRunner{}); !errors.As(err, &le) {
 		t.Errorf("got %v", err)
 	}
 }
@@ -307,7 +301,7 @@ func TestALoadThatDoesNotRunIsAnError(t *testing.T) {
 func TestAHungToolIsStoppedAtItsDeadline(t *testing.T) {
 	w := Workload{Tool: ToolCommand, Duration: time.Second, Command: "sleep 30; echo 1", CommandMetric: CommandMetric{Pattern: mustRegexp(`(\d+)`)}}
 	start := time.Now()
-	_, _, err := w.Measure(context.Background(), LocalRunner{})
+	_, _, err := w.Measure(context.Background(), shell.LocalRunner{})
 	if err == nil || err.Error() != "command did not finish within 1s" {
 		t.Errorf("got %v", err)
 	}
@@ -327,7 +321,7 @@ func TestWorkloadsThatCannotRunAreRefused(t *testing.T) {
 		{Workload{Tool: ToolOsnoise, Duration: -time.Second, CPUs: []int{1}}, "durations must be positive"},
 		{Workload{Tool: ToolOsnoise, Duration: time.Second, CPUs: []int{1}, NoiseThreshold: 500 * time.Nanosecond}, "500ns is not a whole number of microseconds"},
 	} {
-		if _, _, err := c.w.Measure(context.Background(), LocalRunner{}); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, _, err := c.w.Measure(context.Background(), shell.LocalRunner{}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("got %v, want %q", err, c.want)
 		}
 	}

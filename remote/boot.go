@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"kbisect/configs"
-	"kbisect/noise"
+	"kbisect/internal/shell"
 )
 
 // Boot methods.
@@ -121,7 +121,7 @@ func Boot(ctx context.Context, h *Host, dial Dialer, opt BootOptions) (*Host, Fa
 func trigger(ctx context.Context, h *Host, before Facts, opt BootOptions) error {
 	var script string
 	cmdline := BootCmdline(before.Cmdline, opt.Params, opt.ExtraCmdline)
-	rel := noise.ShellQuote(opt.Release)
+	rel := shell.Quote(opt.Release)
 	switch opt.Method {
 	case MethodKexec:
 		script = fmt.Sprintf(`# kbisect:kexec %s
@@ -131,7 +131,7 @@ initrd=
 for f in /boot/initrd.img-%s /boot/initramfs-%s.img; do [ -e "$f" ] && initrd="--initrd=$f" && break; done
 kexec -l /boot/vmlinuz-%s $initrd --command-line="$KBISECT_CMDLINE"
 (sleep 1; systemctl kexec 2>/dev/null || kexec -e) </dev/null >/dev/null 2>&1 &
-`, rel, noise.ShellQuote(cmdline), rel, rel, rel)
+`, rel, shell.Quote(cmdline), rel, rel, rel)
 	case MethodGrub:
 		// A one-shot entry in custom.cfg (read by grub at boot, no
 		// update-grub needed): a hang and a power cycle land on the
@@ -159,15 +159,15 @@ for f in /boot/initrd.img-%s /boot/initramfs-%s.img; do [ -e "$f" ] && initrd="i
 } > "$d/custom.cfg"
 grub-reboot kbisect 2>/dev/null || grub2-reboot kbisect
 (sleep 1; systemctl reboot 2>/dev/null || reboot) </dev/null >/dev/null 2>&1 &
-`, rel, noise.ShellQuote(cmdline), noise.ShellQuote(grubWords(cmdline)), rel, rel, rel, opt.Release)
+`, rel, shell.Quote(cmdline), shell.Quote(grubWords(cmdline)), rel, rel, rel, opt.Release)
 	case MethodScript:
 		script = "# kbisect:script\n(\n" + opt.Script + "\n) </dev/null >/dev/null 2>&1 &\n"
 	default:
 		return fmt.Errorf("boot method %q is not supported here yet", opt.Method)
 	}
 	env := append([]string{"KBISECT_RELEASE=" + opt.Release}, opt.Env...)
-	if _, _, err := h.Run(ctx, noise.Cmd{Script: script, Env: env}); err != nil {
-		var ee *noise.ExitError
+	if _, _, err := h.Run(ctx, shell.Cmd{Script: script, Env: env}); err != nil {
+		var ee *shell.ExitError
 		if errors.As(err, &ee) && opt.Method == MethodKexec && ee.Code != 126 && ee.Code != 127 && !strings.Contains(ee.Stderr, "Operation not permitted") {
 			// kexec -l refused the image: the kernel cannot even start.
 			// (A missing kexec or a kernel lockdown is the lab's.)
@@ -327,7 +327,7 @@ func recoverHost(ctx context.Context, name string, dial Dialer, before string, o
 func runLocal(ctx context.Context, command string, env []string) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	_, _, err := noise.LocalRunner{}.Run(ctx, noise.Cmd{Script: command, Env: env})
+	_, _, err := shell.LocalRunner{}.Run(ctx, shell.Cmd{Script: command, Env: env})
 	if err != nil {
 		return fmt.Errorf("%s: %w", command, err)
 	}

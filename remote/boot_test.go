@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"kbisect/internal/shell"
 	"kbisect/internal/simhost"
 	"kbisect/internal/sshtest"
-	"kbisect/noise"
 )
 
 const (
@@ -251,7 +251,7 @@ func TestSudoThatWantsAPasswordSaysSo(t *testing.T) {
 	sim.SudoNeedsPassword()
 	opt.Sudo = true
 	h := dial(t, opt)
-	_, _, err := h.Run(context.Background(), noise.Cmd{Script: "id -u"})
+	_, _, err := h.Run(context.Background(), shell.Cmd{Script: "id -u"})
 	var ie *InfraError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "host.sudo needs passwordless sudo for root (NOPASSWD in sudoers)") {
 		t.Errorf("got %T %v", err, err)

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"kbisect/noise"
+	"kbisect/internal/shell"
 )
 
 // configScript prints the running kernel's release, then its config:
@@ -28,8 +28,8 @@ fi
 // RunningConfig reads the config of the kernel the host runs, and that
 // kernel's release.
 func (h *Host) RunningConfig(ctx context.Context) (config []byte, release string, err error) {
-	out, _, err := h.Run(ctx, noise.Cmd{Script: configScript})
-	var ee *noise.ExitError
+	out, _, err := h.Run(ctx, shell.Cmd{Script: configScript})
+	var ee *shell.ExitError
 	if errors.As(err, &ee) && ee.Code == 3 {
 		return nil, "", fmt.Errorf("%s: %s; give build.config a file instead", h.Name(), strings.TrimSpace(ee.Stderr))
 	}

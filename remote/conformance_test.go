@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"kbisect/internal/shell"
 	"kbisect/internal/sshtest"
-	"kbisect/noise"
 )
 
 // backends are the machines the conformance suite runs against: a real
@@ -39,12 +39,12 @@ func TestEveryBackendBehavesAlike(t *testing.T) {
 			h := b.dial(t)
 			ctx := context.Background()
 
-			out, errOut, err := h.Run(ctx, noise.Cmd{Script: "echo out; echo err >&2; cat; echo \"$SECRET\"", Env: []string{"SECRET=it's $ecret"}})
+			out, errOut, err := h.Run(ctx, shell.Cmd{Script: "echo out; echo err >&2; cat; echo \"$SECRET\"", Env: []string{"SECRET=it's $ecret"}})
 			if err != nil || string(out) != "out\nit's $ecret\n" || string(errOut) != "err\n" {
 				t.Errorf("run: %q %q %v", out, errOut, err)
 			}
-			_, _, err = h.Run(ctx, noise.Cmd{Script: "echo why >&2; exit 7"})
-			var ee *noise.ExitError
+			_, _, err = h.Run(ctx, shell.Cmd{Script: "echo why >&2; exit 7"})
+			var ee *shell.ExitError
 			if !errors.As(err, &ee) || ee.Code != 7 || err.Error() != "exit status 7: why" {
 				t.Errorf("exit: %v", err)
 			}
@@ -76,7 +76,7 @@ func TestEveryBackendBehavesAlike(t *testing.T) {
 			short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 			defer cancel()
 			start := time.Now()
-			if _, _, err := h.Run(short, noise.Cmd{Script: "sleep 30"}); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 10*time.Second {
+			if _, _, err := h.Run(short, shell.Cmd{Script: "sleep 30"}); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 10*time.Second {
 				t.Errorf("deadline: %v after %v", err, time.Since(start))
 			}
 		})
@@ -193,7 +193,7 @@ func TestKeepalivesNoticeADeadPeer(t *testing.T) {
 	h := dial(t, opt)
 	done := make(chan error, 1)
 	go func() {
-		_, _, err := h.Run(context.Background(), noise.Cmd{Script: "sleep 30"})
+		_, _, err := h.Run(context.Background(), shell.Cmd{Script: "sleep 30"})
 		done <- err
 	}()
 	time.Sleep(300 * time.Millisecond)

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"kbisect/internal/shell"
-	"kbisect/noise"
 )
 
 // CopyStats says what a copy moved and how long it took.
@@ -71,9 +70,9 @@ func (h *Host) copyStream(ctx context.Context, src, dir string, produce func(io.
 		pw.CloseWithError(err)
 	}()
 
-	q := noise.ShellQuote(dir)
+	q := shell.Quote(dir)
 	script := "set -e; mkdir -p " + q + "; tar -xf - -C " + q + " --no-same-owner; cd " + q + " && find . -type f -exec sha256sum {} +"
-	command := "sh -c " + noise.ShellQuote(script)
+	command := "sh -c " + shell.Quote(script)
 	if h.opt.Sudo {
 		command = "sudo -n " + command
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"kbisect/configs"
-	"kbisect/noise"
+	"kbisect/internal/shell"
 )
 
 // Facts is what a host says about the kernel it runs, read fresh after
@@ -35,7 +35,7 @@ cat /sys/devices/system/cpu/nohz_full 2>/dev/null || echo
 
 // Facts reads the running kernel's facts.
 func (h *Host) Facts(ctx context.Context) (Facts, error) {
-	out, _, err := h.Run(ctx, noise.Cmd{Script: factsScript})
+	out, _, err := h.Run(ctx, shell.Cmd{Script: factsScript})
 	if err != nil {
 		return Facts{}, err
 	}

@@ -1,17 +1,14 @@
 package remote
 
 import (
-	"crypto/ed25519"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 
+	skeema "github.com/skeema/knownhosts"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 )
@@ -37,46 +34,10 @@ func (e *HostKeyError) Error() string {
 		e.Host, e.Fingerprint, e.KnownHosts, e.Line)
 }
 
-// knownAlgorithms returns the host key algorithms known_hosts holds for
-// hostport, so the handshake asks for a key it can check: a host with an
-// ed25519 and an ECDSA key, known by its ed25519 key (OpenSSH's default),
-// would otherwise offer the ECDSA one and look changed.
-func knownAlgorithms(check ssh.HostKeyCallback, hostport string) []string {
-	pub, _, _ := ed25519.GenerateKey(rand.Reader)
-	probe, err := ssh.NewPublicKey(pub)
-	if err != nil {
-		return nil
-	}
-	host, port, _ := net.SplitHostPort(hostport)
-	addr := &net.TCPAddr{IP: net.ParseIP(host)}
-	if addr.IP == nil {
-		addr.IP = net.IPv4zero
-	}
-	addr.Port, _ = strconv.Atoi(port)
-	var ke *knownhosts.KeyError
-	if !errors.As(check(hostport, addr, probe), &ke) || len(ke.Want) == 0 {
-		// Nothing known: ask for ed25519 first, as OpenSSH does, so the
-		// line an unknown host's error offers is the one ssh would add.
-		return []string{ssh.KeyAlgoED25519, ssh.KeyAlgoECDSA256, ssh.KeyAlgoECDSA384, ssh.KeyAlgoECDSA521, ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256}
-	}
-	var algos []string
-	add := func(a ...string) {
-		for _, x := range a {
-			if !slices.Contains(algos, x) {
-				algos = append(algos, x)
-			}
-		}
-	}
-	for _, w := range ke.Want {
-		switch t := w.Key.Type(); t {
-		case ssh.KeyAlgoRSA:
-			add(ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256, ssh.KeyAlgoRSA)
-		default:
-			add(t)
-		}
-	}
-	return algos
-}
+// unknownHostAlgorithms are asked of a host known_hosts does not list:
+// ed25519 first, as OpenSSH does, so that the line an unknown host's error
+// offers is the one ssh would add.
+var unknownHostAlgorithms = []string{ssh.KeyAlgoED25519, ssh.KeyAlgoECDSA256, ssh.KeyAlgoECDSA384, ssh.KeyAlgoECDSA521, ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256}
 
 // hostKeyCallback verifies host keys against the known_hosts file; with
 // AcceptNewHostKey it records a host not in it yet, never a changed key.
@@ -89,24 +50,23 @@ func hostKeyCallback(opt Options) (ssh.HostKeyCallback, []string, error) {
 		}
 		file = filepath.Join(home, ".ssh", "known_hosts")
 	}
-	read := file
-	if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
-		// No file yet: every host is unknown. knownhosts reads files
-		// only, so an empty one stands in; the real one is written only
-		// when a key is accepted.
-		empty, err := os.CreateTemp("", "kbisect-known_hosts")
-		if err != nil {
-			return nil, nil, err
-		}
-		empty.Close()
-		defer os.Remove(empty.Name())
-		read = empty.Name()
+	var files []string
+	if _, err := os.Stat(file); !errors.Is(err, os.ErrNotExist) {
+		files = append(files, file)
 	}
-	check, err := knownhosts.New(read)
+	// Without a file every host is unknown; the file is created only
+	// when a key is accepted.
+	check, err := knownhosts.New(files...)
 	if err != nil {
 		return nil, nil, err
 	}
-	algos := knownAlgorithms(check, opt.target())
+	// The handshake must ask for a key known_hosts can check: a host with
+	// an ed25519 and an ECDSA key, known by its ed25519 key (OpenSSH's
+	// default), would otherwise offer the ECDSA one and look changed.
+	algos := skeema.HostKeyAlgorithms(check, opt.target())
+	if len(algos) == 0 {
+		algos = unknownHostAlgorithms
+	}
 	return func(hostname string, remote net.Addr, key ssh.PublicKey) error {
 		err := check(hostname, remote, key)
 		var ke *knownhosts.KeyError

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"kbisect/noise"
+	"kbisect/internal/shell"
 )
 
 // Artifact is a built kernel to install: its release, its image and, when
@@ -85,8 +85,8 @@ func (h *Host) Install(ctx context.Context, art Artifact, opt InstallOptions) er
 			return err
 		}
 	}
-	rel := noise.ShellQuote(art.Release)
-	image := noise.ShellQuote(stage + "/" + filepath.Base(art.Image))
+	rel := shell.Quote(art.Release)
+	image := shell.Quote(stage + "/" + filepath.Base(art.Image))
 	keep := opt.Keep
 	if keep < 1 {
 		keep = 3
@@ -106,9 +106,9 @@ ls -t "$R"/boot/.kbisect-* 2>/dev/null | tail -n +%d | while read -r m; do
 	[ "$r" = "$running" ] && continue
 	rm -rf "$R/boot/vmlinuz-$r" "$R/boot/initrd.img-$r" "$R/boot/initramfs-$r.img" "$R/lib/modules/$r" "$m"
 done
-`, rel, noise.ShellQuote(root), image, rel, noise.ShellQuote(stage), rel, initramfsStep(opt.Initramfs, art.Release), keep+1)
+`, rel, shell.Quote(root), image, rel, shell.Quote(stage), rel, initramfsStep(opt.Initramfs, art.Release), keep+1)
 	env := append([]string{"KBISECT_RELEASE=" + art.Release}, opt.Env...)
-	if _, _, err := h.Run(ctx, noise.Cmd{Script: script, Env: env}); err != nil {
+	if _, _, err := h.Run(ctx, shell.Cmd{Script: script, Env: env}); err != nil {
 		return fmt.Errorf("install %s: %w", art.Release, err)
 	}
 	return nil
@@ -116,7 +116,7 @@ done
 
 // initramfsStep is the shell line that makes the initramfs.
 func initramfsStep(tool, release string) string {
-	rel := noise.ShellQuote(release)
+	rel := shell.Quote(release)
 	switch tool {
 	case "", "none":
 		return ": no initramfs"

@@ -17,7 +17,6 @@ import (
 	"golang.org/x/crypto/ssh/agent"
 
 	"kbisect/internal/shell"
-	"kbisect/noise"
 )
 
 // Options say how to reach a host over SSH: the job file's host section.
@@ -65,7 +64,7 @@ type InfraError struct {
 func (e *InfraError) Error() string { return fmt.Sprintf("%s: %s: %v", e.Host, e.Op, e.Err) }
 func (e *InfraError) Unwrap() error { return e.Err }
 
-// Host is a connected lab machine. It satisfies noise.Runner.
+// Host is a connected lab machine. It satisfies shell.Runner.
 type Host struct {
 	opt    Options
 	client *ssh.Client
@@ -77,7 +76,7 @@ type Host struct {
 	agent  io.Closer // the ssh-agent connection, when keys come from it
 }
 
-var _ noise.Runner = (*Host)(nil)
+var _ shell.Runner = (*Host)(nil)
 
 // Dial connects to the host: through the jump host if any, verifying every
 // host key against known_hosts, within opt.ConnectTimeout (and ctx).
@@ -313,13 +312,13 @@ func (h *Host) Name() string { return h.opt.User + "@" + h.opt.target() }
 // Run runs a shell script on the host with sh (through sudo -n when the
 // host says so), the script and its environment sent on standard input so
 // that no value appears on a command line. A non-zero exit is a
-// *noise.ExitError, a dropped connection an *InfraError; when the context
+// *shell.ExitError, a dropped connection an *InfraError; when the context
 // ends, the remote script gets SIGTERM and Run returns the context's error.
-func (h *Host) Run(ctx context.Context, cmd noise.Cmd) ([]byte, []byte, error) {
+func (h *Host) Run(ctx context.Context, cmd shell.Cmd) ([]byte, []byte, error) {
 	var in bytes.Buffer
 	for _, kv := range cmd.Env {
 		name, value, _ := strings.Cut(kv, "=")
-		fmt.Fprintf(&in, "export %s=%s\n", name, noise.ShellQuote(value))
+		fmt.Fprintf(&in, "export %s=%s\n", name, shell.Quote(value))
 	}
 	// The script is read whole as a function before it runs, with its
 	// standard input from /dev/null: a command in it that reads its
@@ -379,7 +378,7 @@ func (h *Host) session(ctx context.Context, op, command string, stdin io.Reader,
 		if h.opt.Sudo && ee.ExitStatus() == 1 && strings.Contains(stderrText, "sudo: a password is required") {
 			return h.infra(op, fmt.Errorf("host.sudo needs passwordless sudo for %s (NOPASSWD in sudoers)", h.opt.User))
 		}
-		return &noise.ExitError{Code: ee.ExitStatus(), Stderr: stderrText}
+		return &shell.ExitError{Code: ee.ExitStatus(), Stderr: stderrText}
 	case errors.As(err, &ee):
 		return h.infra(op, fmt.Errorf("the remote command was killed by SIG%s", ee.Signal()))
 	}

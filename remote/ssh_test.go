@@ -15,21 +15,21 @@ import (
 	"testing"
 	"time"
 
-	"kbisect/noise"
+	"kbisect/internal/shell"
 )
 
 func TestCommandsRunOverRealSSH(t *testing.T) {
 	s := sshtest.Start(t)
 	h := dial(t, options(s))
-	out, _, err := h.Run(context.Background(), noise.Cmd{Script: `echo "$KBISECT_SECRET"; echo "args: $*"`, Env: []string{"KBISECT_SECRET=it's a $ecret"}})
+	out, _, err := h.Run(context.Background(), shell.Cmd{Script: `echo "$KBISECT_SECRET"; echo "args: $*"`, Env: []string{"KBISECT_SECRET=it's a $ecret"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if string(out) != "it's a $ecret\nargs: \n" {
 		t.Errorf("stdout %q", out)
 	}
-	_, _, err = h.Run(context.Background(), noise.Cmd{Script: "echo out; echo 'the reason' >&2; exit 3"})
-	var ee *noise.ExitError
+	_, _, err = h.Run(context.Background(), shell.Cmd{Script: "echo out; echo 'the reason' >&2; exit 3"})
+	var ee *shell.ExitError
 	if !errors.As(err, &ee) || ee.Code != 3 || err.Error() != "exit status 3: the reason" {
 		t.Errorf("got %v", err)
 	}
@@ -91,7 +91,7 @@ func TestAConnectionKilledMidCommandIsAnInfrastructureError(t *testing.T) {
 	h := dial(t, options(s))
 	done := make(chan error, 1)
 	go func() {
-		_, _, err := h.Run(context.Background(), noise.Cmd{Script: "echo started; sleep 60"})
+		_, _, err := h.Run(context.Background(), shell.Cmd{Script: "echo started; sleep 60"})
 		done <- err
 	}()
 	time.Sleep(500 * time.Millisecond)
@@ -113,7 +113,7 @@ func TestARemoteCommandEndsWithItsDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, _, err := h.Run(ctx, noise.Cmd{Script: "sleep 60"})
+	_, _, err := h.Run(ctx, shell.Cmd{Script: "sleep 60"})
 	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 10*time.Second {
 		t.Errorf("got %v after %v", err, time.Since(start))
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"kbisect/configs"
+	"kbisect/internal/shell"
 	"kbisect/lab"
 	"kbisect/noise"
 )
@@ -157,7 +158,7 @@ func runMeasure(ctx context.Context, o measureOptions, stdout, stderr io.Writer)
 			fmt.Fprintln(stdout)
 		}
 	}
-	var runner noise.Runner = noise.LocalRunner{}
+	var runner shell.Runner = shell.LocalRunner{}
 	if !o.Local {
 		h, err := lab.DialHost(ctx, job)
 		if err != nil {

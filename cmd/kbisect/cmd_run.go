@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"kbisect/bisect"
+	"kbisect/internal/tty"
 	"kbisect/report"
 	"kbisect/run"
 )
@@ -236,7 +237,7 @@ func runJob(ctx context.Context, o runOptions, stderr io.Writer) (*run.Result, e
 		}
 	})
 	jo := run.JobOptions{Range: o.bisectRange(), Jobs: o.Jobs, State: o.State, NoBuildAhead: o.NoBuildAhead,
-		ReportDir: o.ReportDir, Messages: stderr, Interactive: isTerminal(stderr) && os.Getenv("CI") == "",
+		ReportDir: o.ReportDir, Messages: stderr, Interactive: tty.Interactive(stderr) && os.Getenv("CI") == "",
 		NewView: func(g *bisect.Graph) run.View {
 			view = newJobView(stderr, g)
 			return view

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"kbisect/bisect"
+	"kbisect/internal/tty"
 	"kbisect/lab"
 	"kbisect/noise"
 )
@@ -41,19 +41,9 @@ type jobView struct {
 }
 
 func newJobView(w io.Writer, g *bisect.Graph) *jobView {
-	v := &jobView{w: w, g: g, now: time.Now, tty: isTerminal(w)}
+	v := &jobView{w: w, g: g, now: time.Now, tty: tty.Interactive(w)}
 	v.start = v.now()
 	return v
-}
-
-// isTerminal says whether w is a terminal a status line can be redrawn on.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0 && os.Getenv("TERM") != "dumb"
 }
 
 // Line prints a line that stays: on a terminal, above the status line.

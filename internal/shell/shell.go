@@ -1,6 +1,13 @@
-// Package shell quotes arguments for a POSIX shell and lets a caller hear
-// every command kbisect starts (kbisect -v), on this machine or on a lab
-// host, through the context the command runs under.
+// Package shell owns what kbisect needs to run a shell script somewhere:
+// quoting arguments for a POSIX shell, the small Runner interface (a
+// script and its environment in, its output or an *ExitError back) that a
+// lab host over SSH and this machine's LocalRunner both satisfy, and the
+// tracing that lets a caller hear every command kbisect starts (kbisect
+// -v), on this machine or on a lab host, through the context the command
+// runs under.
+//
+// It is a leaf: it imports no kbisect package, so that noise, remote and
+// everything that runs commands can share it without importing each other.
 package shell
 
 import (

@@ -33,3 +33,11 @@ func TestTraceReachesTheContextsTracer(t *testing.T) {
 		t.Errorf("traced %q", got)
 	}
 }
+
+func TestQuoteLeavesPlainWordsAndQuotesTheRest(t *testing.T) {
+	for in, want := range map[string]string{"1-3": "1-3", "a b": "'a b'", "it's": `'it'\''s'`, "": "''", "$(reboot)": "'$(reboot)'"} {
+		if got := Quote(in); got != want {
+			t.Errorf("%q: %s, want %s", in, got, want)
+		}
+	}
+}
