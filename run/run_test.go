@@ -1,0 +1,212 @@
+package run
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"kbisect/bisect"
+	"kbisect/internal/simlab"
+	"kbisect/internal/testrepo"
+	"kbisect/internal/usage"
+	"kbisect/lab"
+)
+
+// recorder is a View that keeps what it heard.
+type recorder struct {
+	mu      sync.Mutex
+	testing []string
+	tested  map[string]string
+	phases  int
+	lines   []string
+	done    int
+}
+
+var _ View = (*recorder)(nil)
+
+func (r *recorder) Testing(s bisect.Step) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.testing = append(r.testing, s.Commit.String())
+}
+
+func (r *recorder) Tested(c plumbing.Hash, out bisect.Outcome, _ time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.tested == nil {
+		r.tested = map[string]string{}
+	}
+	r.tested[c.String()] = out.Verdict.String()
+}
+
+func (r *recorder) Warn(string) {}
+
+func (r *recorder) Event(lab.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.phases++
+}
+
+func (r *recorder) Line(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lines = append(r.lines, fmt.Sprintf(format, args...))
+}
+
+func (r *recorder) Note(string, string) {}
+
+func (r *recorder) Done() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.done++
+}
+
+// TestJobFindsThePlantedRegressionAndResumesFromItsState calls the use
+// case as the CLI, the nightly and the demo do: options in, a typed result
+// and the view's events out; the same options again answer from the state
+// directory.
+func TestJobFindsThePlantedRegressionAndResumesFromItsState(t *testing.T) {
+	if err := simlab.Requirements(); err != nil {
+		t.Skip(err)
+	}
+	l, err := simlab.New(t.TempDir(), simlab.Options{Seed: 5, Commits: 80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	want := l.Tree.Expected.FirstBad
+	if want == "" {
+		t.Fatal("seed 5 planted its regression among commits that do not build: pick another seed")
+	}
+	view := &recorder{}
+	var msgs bytes.Buffer
+	o := JobOptions{Range: Range{Goods: []string{l.Tree.Good}, Bad: l.Tree.Bad}, Jobs: []string{l.JobFile},
+		State: filepath.Join(t.TempDir(), "state"), Messages: &msgs, NewView: func(*bisect.Graph) View { return view }}
+	res, err := Job(context.Background(), o)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, msgs.String())
+	}
+	defer res.Close()
+	if res.Kind != bisect.Found || res.JSON.FirstBad != want || !res.Ended {
+		t.Fatalf("result %s %s (ended %v), want found %s", res.Kind, res.JSON.FirstBad, res.Ended, want)
+	}
+	if c := res.Report.Confirmation; c == nil || !c.Confirmed || c.Culprit.Commit != want {
+		t.Errorf("the culprit is not confirmed: %+v", c)
+	}
+	if res.JSON.Steps != len(view.testing) || len(view.testing) == 0 || view.done != 1 || view.phases == 0 {
+		t.Errorf("%d steps in the answer, the view heard %d steps, %d phases, done %d times", res.JSON.Steps, len(view.testing), view.phases, view.done)
+	}
+	if view.tested[want] != "bad" {
+		t.Errorf("the view heard %s judged %q", want, view.tested[want])
+	}
+	if _, err := os.Stat(filepath.Join(o.State, "result.json")); err != nil {
+		t.Errorf("no result.json in the state directory: %v", err)
+	}
+	var text bytes.Buffer
+	res.Report.WriteText(&text)
+	if !strings.HasPrefix(text.String(), want+" is the first bad commit\n") {
+		t.Errorf("the report:\n%s", text.String())
+	}
+
+	// Again: nothing is measured, the answer is the same.
+	again := &recorder{}
+	msgs.Reset()
+	o.NewView = func(*bisect.Graph) View { return again }
+	res2, err := Job(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res2.Close()
+	if res2.JSON.FirstBad != want || !strings.Contains(msgs.String(), "kbisect: resuming from "+o.State) || len(again.testing) != 0 {
+		t.Errorf("resumed: first bad %s, %d steps tested again, messages:\n%s", res2.JSON.FirstBad, len(again.testing), msgs.String())
+	}
+}
+
+func TestJobOptionsThatCannotRunAreUsageErrors(t *testing.T) {
+	for name, o := range map[string]JobOptions{
+		"no bad":           {Range: Range{Goods: []string{"v1"}}, Jobs: []string{"job.yaml"}},
+		"replay and range": {Range: Range{Goods: []string{"v1"}, Bad: "v2", Replay: "log"}, Jobs: []string{"job.yaml"}},
+		"no job":           {Range: Range{Goods: []string{"v1"}, Bad: "v2"}},
+		"no such job file": {Range: Range{Goods: []string{"v1"}, Bad: "v2"}, Jobs: []string{filepath.Join(t.TempDir(), "none.yaml")}},
+	} {
+		res, err := Job(context.Background(), o)
+		if err == nil || res == nil || res.Kind != bisect.Aborted || res.JSON.Result != "aborted" || res.JSON.Error == "" {
+			t.Errorf("%s: %v, %+v", name, err, res)
+			continue
+		}
+		if name != "no such job file" && !usage.Is(err) {
+			t.Errorf("%s: %v is not a usage error", name, err)
+		}
+	}
+}
+
+// TestExecNamesTheCommitGitBisectRunNamesAndPutsHeadBack checks run.Exec
+// against git bisect run itself on a merge-heavy history.
+func TestExecNamesTheCommitGitBisectRunNamesAndPutsHeadBack(t *testing.T) {
+	h := testrepo.Generate(7, testrepo.Shape{Commits: 120, Subsystems: 2, CrissCross: true})
+	anc := h.Ancestors()
+	culprit := len(h.Commits) / 2
+	for !anc[h.Mainline].Has(culprit) {
+		culprit++
+	}
+	dir := t.TempDir()
+	hashes, err := h.Write(dir, func(i int) map[string]string {
+		state := "good"
+		if anc[i].Has(culprit) {
+			state = "bad"
+		}
+		return map[string]string{"state": state}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	git := func(args ...string) string {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	good, bad := hashes[0], hashes[h.Mainline]
+	git("bisect", "start", bad, good)
+	oracle := git("bisect", "run", "sh", "-c", "grep -q good state")
+	git("bisect", "reset")
+	head := git("rev-parse", "HEAD")
+
+	var tested []string
+	res, err := Exec(context.Background(), ExecOptions{Range: Range{Goods: []string{good}, Bad: bad}, Repo: dir, Exec: "grep -q good state",
+		NewProgress: func(*bisect.Graph) bisect.Progress {
+			return progressFunc(func(c string) { tested = append(tested, c) })
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Close()
+	if res.Kind != bisect.Found || res.JSON.FirstBad != hashes[culprit] || !strings.Contains(oracle, hashes[culprit]+" is the first bad commit") {
+		t.Errorf("kbisect: %s %s; git bisect run:\n%s", res.Kind, res.JSON.FirstBad, oracle)
+	}
+	if len(tested) != res.JSON.Steps {
+		t.Errorf("the progress heard %d steps, the answer says %d", len(tested), res.JSON.Steps)
+	}
+	if now := git("rev-parse", "HEAD"); now != head {
+		t.Errorf("HEAD is %s, was %s", now, head)
+	}
+}
+
+// progressFunc hears the commits tested.
+type progressFunc func(commit string)
+
+func (f progressFunc) Testing(s bisect.Step)                             { f(s.Commit.String()) }
+func (progressFunc) Tested(plumbing.Hash, bisect.Outcome, time.Duration) {}
+func (progressFunc) Warn(string)                                         {}
