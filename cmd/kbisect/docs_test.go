@@ -10,7 +10,9 @@ import (
 	"testing"
 
 	"kbisect/internal/simlab"
+	"kbisect/nightly"
 	"kbisect/noise"
+	"kbisect/report"
 )
 
 // exampleFormats are the files of docs/examples: a run's and an A/B
@@ -74,7 +76,7 @@ func writeExamples(t *testing.T, dir string) {
 // and of nightly --json and history --format json in docs/ci.md.
 func TestEveryJSONFieldIsDocumented(t *testing.T) {
 	checkJSONDocumented(t, "report.md", runJSON{}, abResultJSON{}, noise.ABReport{})
-	checkJSONDocumented(t, "ci.md", nightlyJSON{}, historyJSON{})
+	checkJSONDocumented(t, "ci.md", nightly.Result{}, report.History{})
 }
 
 func checkJSONDocumented(t *testing.T, file string, values ...any) {
