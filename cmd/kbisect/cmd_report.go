@@ -67,7 +67,7 @@ func runReport(ctx context.Context, o reportOptions, stdout io.Writer) error {
 }
 
 // reportExt is the file name extension of each report format.
-var reportExt = map[string]string{"text": "txt", "markdown": "md", "json": "json", "html": "html", "junit": "junit.xml"}
+var reportExt = report.FileExt
 
 // writeJobReports writes the reports the job's report.formats ask for,
 // as report.<ext> in report.dir (default: the state directory), and
