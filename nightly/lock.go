@@ -9,9 +9,10 @@ import (
 	"time"
 )
 
-// lockNightly makes sure one nightly run per machine runs at a time; the lock
-// file in the machine's nightly directory says who holds it.
-func lockNightly(dir string) (unlock func(), err error) {
+// lockNightly makes sure one nightly run per machine runs at a time;
+// the lock file in the machine's nightly directory says who holds it.
+// The function it returns lets go.
+func lockNightly(dir string) (func(), error) {
 	path := filepath.Join(dir, "lock")
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
