@@ -29,6 +29,10 @@ type Document struct {
 	Generated  string   // when the report was made (RFC 3339), shown in the footer
 }
 
+// FileExt is the file name extension of each report format, as a job's
+// report.formats names them.
+var FileExt = map[string]string{"text": "txt", "markdown": "md", "json": "json", "html": "html", "junit": "junit.xml"}
+
 // Check is one thing a report vouches for, or not: a JUnit test case,
 // failed when Failure says why.
 type Check struct {

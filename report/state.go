@@ -17,9 +17,6 @@ import (
 	"kbisect/lab"
 )
 
-// Ext is the file name extension of each report format.
-var Ext = map[string]string{"text": "txt", "markdown": "md", "json": "json", "html": "html", "junit": "junit.xml"}
-
 // WriteFiles writes the reports the job's report.formats ask for, as
 // report.<ext> in report.dir (default: the state directory), and returns
 // their paths.
@@ -33,7 +30,7 @@ func WriteFiles(ctx context.Context, job *configs.Job, stateDir string) ([]strin
 	}
 	var files []string
 	for _, format := range job.Report.Formats {
-		file := filepath.Join(dir, "report."+Ext[format])
+		file := filepath.Join(dir, "report."+FileExt[format])
 		if err := WriteOutput(file, nil, func(w io.Writer) error { return FromState(ctx, stateDir, format, w) }); err != nil {
 			return files, fmt.Errorf("%s: %w", file, err)
 		}

@@ -10,13 +10,14 @@ import (
 	"testing"
 
 	"kbisect/internal/simlab"
+	"kbisect/nightly"
 	"kbisect/noise"
 	"kbisect/report"
 )
 
 // exampleFormats are the files of docs/examples: a run's and an A/B
 // comparison's report in every format.
-var exampleFormats = report.Ext
+var exampleFormats = report.FileExt
 
 // TestDocsExamplesAreCurrent checks docs/examples; with
 // KBISECT_DOCS_UPDATE=1 it makes them again from a run and an A/B
@@ -75,7 +76,7 @@ func writeExamples(t *testing.T, dir string) {
 // and of nightly --json and history --format json in docs/ci.md.
 func TestEveryJSONFieldIsDocumented(t *testing.T) {
 	checkJSONDocumented(t, "report.md", report.RunJSON{}, report.ABResultJSON{}, noise.ABReport{})
-	checkJSONDocumented(t, "ci.md", nightlyJSON{}, historyJSON{})
+	checkJSONDocumented(t, "ci.md", nightly.Result{}, report.History{})
 }
 
 func checkJSONDocumented(t *testing.T, file string, values ...any) {

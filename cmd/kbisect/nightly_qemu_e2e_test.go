@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"kbisect/nightly"
 )
 
 // TestQEMUNightlyOnARealSeries is nightly end to end on real kernels:
@@ -61,7 +63,7 @@ func TestQEMUNightlyOnARealSeries(t *testing.T) {
 	_ = os.Remove(db)
 
 	ctx := context.Background()
-	night := func(n int, publish ...string) (int, nightlyJSON) {
+	night := func(n int, publish ...string) (int, nightly.Result) {
 		t.Helper()
 		for _, name := range publish {
 			for _, tag := range tags {
@@ -74,7 +76,7 @@ func TestQEMUNightlyOnARealSeries(t *testing.T) {
 		code, stdout, stderr := runCLI(t, ctx, "nightly", "--job", job, "--remote", tree, "--branch", "kbisect-e2e-qemu", "--tags", "v6.12.2*",
 			"--db", db, "--json")
 		writeFile(t, filepath.Join(out, fmt.Sprintf("night-%d.stderr", n)), stderr)
-		var res nightlyJSON
+		var res nightly.Result
 		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 			t.Fatalf("night %d: exit %d: %v\n%s\n%s", n, code, err, stdout, lastLines(stderr, 60))
 		}

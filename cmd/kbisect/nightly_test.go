@@ -12,11 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"kbisect/configs"
 	"kbisect/history"
 	"kbisect/internal/simhost"
 	"kbisect/internal/simlab"
-	"kbisect/lab"
+	"kbisect/nightly"
 )
 
 // stableUpstream publishes a simulated lab's releases night by night: a
@@ -98,11 +97,11 @@ func (u *stableUpstream) editJob(pattern, repl string) {
 }
 
 // night runs kbisect nightly --json.
-func (u *stableUpstream) night() (int, nightlyJSON, string) {
+func (u *stableUpstream) night() (int, nightly.Result, string) {
 	u.t.Helper()
 	code, stdout, stderr := runCLI(u.t, context.Background(), "nightly", "--job", u.jobFile, "--remote", u.bare, "--branch", "linux-6.12.y",
 		"--tags", "v6.12.*", "--db", u.db, "--json")
-	var out nightlyJSON
+	var out nightly.Result
 	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
 		u.t.Fatalf("nightly: exit %d: %v\n%s\n%s", code, err, stdout, stderr)
 	}
@@ -120,7 +119,7 @@ func (u *stableUpstream) firstBad() int {
 	return -1
 }
 
-func measuredTags(out nightlyJSON) string {
+func measuredTags(out nightly.Result) string {
 	var s []string
 	for _, m := range out.Measured {
 		s = append(s, m.Tag+" "+m.Verdict)
@@ -256,24 +255,6 @@ func TestNightlyCatchesUpOnMissedNights(t *testing.T) {
 	}
 }
 
-func TestNightlyRunsOncePerMachine(t *testing.T) {
-	dir := t.TempDir()
-	unlock, err := lockNightly(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := lockNightly(dir); err == nil || !strings.Contains(err.Error(), "another kbisect nightly for this machine is running") ||
-		!strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) {
-		t.Errorf("a second nightly: %v", err)
-	}
-	unlock()
-	unlock2, err := lockNightly(dir)
-	if err != nil {
-		t.Fatalf("after the first ended: %v", err)
-	}
-	unlock2()
-}
-
 // TestNightlyFinishesWhatAStoppedNightLeft: a night that measured the
 // first bad release and was stopped before it opened an incident (a
 // controller rebooted) leaves only measurements; the next night, with
@@ -360,9 +341,10 @@ func TestNightlyTellsADriftingMachineFromARegression(t *testing.T) {
 	if incs, err := db.Incidents(context.Background(), where); err != nil || len(incs) != 0 {
 		t.Errorf("incidents %+v, %v", incs, err)
 	}
+	// The baseline after the drift is the release measured good last.
 	ms, err := db.Measurements(context.Background(), where)
-	if b := baselineOf(ms, "noise", time.Hour, time.Now()); err != nil || b == nil || b.tag != u.releases[1] || b.stale {
-		t.Errorf("the baseline after the drift: %+v, %v; want %s, fresh", b, err, u.releases[1])
+	if err != nil || len(ms) == 0 || ms[len(ms)-1].Tag != u.releases[1] || ms[len(ms)-1].Verdict != "good" {
+		t.Errorf("the history after the drift: %+v, %v; want %s measured good last", ms, err, u.releases[1])
 	}
 }
 
@@ -396,108 +378,5 @@ func TestNightlyJudgesARatioAgainstTheBaseline(t *testing.T) {
 		!strings.Contains(stderr, "in 2 alternating rounds") || out.Incident == nil || out.Incident.LastGood != u.releases[k-1] ||
 		out.Incident.Commit != l.Tree.Regression {
 		t.Fatalf("night 3: exit %d, %+v (want %s)\n%s", code, out, want, stderr)
-	}
-}
-
-// TestTheBaselineIsMeasuredAgainWhenItCannotBeTrusted: the newest good
-// release is the baseline; it is stale when older than the job allows,
-// when its newest measurement is not good (a drift), or when it was
-// measured on another metric.
-func TestTheBaselineIsMeasuredAgainWhenItCannotBeTrusted(t *testing.T) {
-	now := time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC)
-	row := func(tag, verdict string, daysAgo int) history.Measurement {
-		return history.Measurement{Tag: tag, Commit: tag + "-commit", Metric: "noise", Verdict: verdict, Values: []float64{float64(daysAgo)},
-			MeasuredAt: now.Add(-time.Duration(daysAgo) * 24 * time.Hour)}
-	}
-	week := 7 * 24 * time.Hour
-	for _, c := range []struct {
-		name   string
-		past   []history.Measurement
-		metric string
-		want   string // tag, and "stale: why" when stale
-	}{
-		{"none", []history.Measurement{row("v6.12.57", "bad", 1)}, "noise", ""},
-		{"fresh", []history.Measurement{row("v6.12.56", "good", 9), row("v6.12.57", "good", 2), row("v6.12.58", "bad", 1)}, "noise", "v6.12.57"},
-		{"old", []history.Measurement{row("v6.12.57", "good", 9)}, "noise", "v6.12.57 stale: measured 9 days ago, longer than nightly.baseline_max_age (7d)"},
-		{"drifted", []history.Measurement{row("v6.12.57", "good", 2), row("v6.12.58", "drift", 1), row("v6.12.57", "drift", 1)}, "noise",
-			"v6.12.57 stale: its last measurement (" + now.Add(-24*time.Hour).Local().Format("2006-01-02 15:04") + ") was drift"},
-		{"metric", []history.Measurement{row("v6.12.57", "good", 1)}, "max_single", "v6.12.57 stale: it was measured on noise, and the job now judges max_single"},
-	} {
-		b := baselineOf(c.past, c.metric, week, now)
-		got := ""
-		if b != nil {
-			got = b.tag
-			if b.stale {
-				got += " stale: " + b.why
-			}
-		}
-		if got != c.want {
-			t.Errorf("%s: %q, want %q", c.name, got, c.want)
-		}
-	}
-	drift := []history.Measurement{row("v6.12.57", "good", 2), row("v6.12.57", "drift", 1), row("v6.12.58", "drift", 1)}
-	drift[2].Baseline = "v6.12.57"
-	if got := unjudgedRelease(drift); got != "v6.12.58" {
-		t.Errorf("drifted release %q", got)
-	}
-	if got := unjudgedRelease(append(drift, row("v6.12.57", "good", 0), row("v6.12.58", "good", 0))); got != "" {
-		t.Errorf("after the drift ended: %q", got)
-	}
-	unsure := append(drift[:1:1], row("v6.12.58", "skip", 1))
-	if got := unjudgedRelease(unsure); got != "" {
-		t.Errorf("a release that does not build is judged again: %q", got)
-	}
-	unsure[1].Baseline = "v6.12.57"
-	if got := unjudgedRelease(unsure); got != "v6.12.58" {
-		t.Errorf("a release unsure beside its baseline: %q", got)
-	}
-}
-
-// TestPairVerdicts: a release judged beside its baseline is bad only
-// beside a good baseline; beside a bad one it is the machine's drift,
-// beside a doubtful one it is not judged. Under a ratio the baseline is
-// the reference: the release is good when no worse, bad when the rule
-// says so, and unsure in between.
-func TestPairVerdicts(t *testing.T) {
-	job := func(threshold string) *configs.Job {
-		t.Helper()
-		th, err := configs.ParseThreshold(threshold)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &configs.Job{Workload: configs.Workload{Tool: "osnoise"}, Verdict: configs.Verdict{Metric: "noise", Aggregate: "max", Threshold: th,
-			Samples: configs.Samples{Min: 3, Max: 10}, Confidence: 0.95}}
-	}
-	ev := func(values ...float64) *lab.Evidence {
-		return &lab.Evidence{Values: values, Metric: "noise", Kind: "time"}
-	}
-	us := func(v float64) float64 { return v * 1000 }
-	quiet := []float64{us(13), us(14), us(12), us(15), us(13), us(14), us(13), us(12), us(14), us(13)}
-	storm := []float64{us(49000), us(51000), us(50500), us(52000), us(49500), us(50000), us(51500), us(50200), us(49800), us(50900)}
-	border := []float64{us(30), us(48), us(34), us(44), us(38), us(33), us(46), us(36), us(41), us(45)}
-	near := []float64{us(900), us(1100), us(950), us(1050), us(1000), us(980), us(1020), us(990), us(1010), us(1005)}
-	for _, c := range []struct {
-		name, threshold      string
-		base, release        []float64
-		wantBase, wantRelase string
-	}{
-		{"regression", "1ms", quiet, storm, "good", "bad"},
-		{"quiet", "1ms", quiet, quiet, "good", "good"},
-		{"drift", "1ms", storm, storm, "drift", "drift"},
-		{"baseline in doubt", "1ms", near, storm, "skip", "skip"},
-		{"ratio regression", "3x", quiet, storm, "good", "bad"},
-		{"ratio alike", "3x", quiet, quiet, "good", "good"},
-		{"ratio better", "3x", storm, quiet, "good", "good"},
-		{"ratio worse, not surely bad", "3x", quiet, border, "good", "skip"},
-	} {
-		j := job(c.threshold)
-		cal, err := lab.JudgeBeside(j, ev(c.base...), ev(c.release...), "v6.12.57", "v6.12.58")
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		baseV, _, relV, why := pairVerdicts(j, cal)
-		if baseV != c.wantBase || relV != c.wantRelase {
-			t.Errorf("%s: baseline %s, release %s (%s); want %s, %s", c.name, baseV, relV, why, c.wantBase, c.wantRelase)
-		}
 	}
 }

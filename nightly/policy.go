@@ -1,0 +1,189 @@
+package nightly
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"kbisect/bisect"
+	"kbisect/configs"
+	"kbisect/history"
+	"kbisect/lab"
+	"kbisect/noise"
+)
+
+// The verdicts a release gets beside noise's good and bad.
+const (
+	// verdictSkip is the verdict of a release that could not be judged.
+	verdictSkip = "skip"
+	// verdictDrift is a release's verdict, and its baseline's, when the
+	// baseline measured again beside it is bad too: the machine changed.
+	verdictDrift = "drift"
+)
+
+// judged says whether a verdict is one a night acts on.
+func judged(verdict string) bool {
+	return verdict == string(noise.Good) || verdict == string(noise.Bad)
+}
+
+// baseline is what a new release is judged against: the newest release
+// measured good on the machine, with its samples.
+type baseline struct {
+	tag, commit string
+	values      []float64
+	at          time.Time
+	// stale says it is measured again before a release is judged against
+	// it (why says why): its measurement is older than
+	// nightly.baseline_max_age, or its newest one is not good (the
+	// machine drifted).
+	stale bool
+	why   string
+	// tonight says this night measured it.
+	tonight bool
+}
+
+// baselineOf finds the baseline in the history: the newest release
+// measured good (nil when none is).
+func baselineOf(past []history.Measurement, metric string, maxAge time.Duration, now time.Time) *baseline {
+	var b *baseline
+	for i := len(past) - 1; i >= 0; i-- {
+		if m := past[i]; m.Verdict == string(noise.Good) {
+			b = &baseline{tag: m.Tag, commit: m.Commit, values: m.Values, at: m.MeasuredAt}
+			if m.Metric != metric {
+				b.stale, b.why = true, fmt.Sprintf("it was measured on %s, and the job now judges %s", m.Metric, metric)
+			}
+			break
+		}
+	}
+	if b == nil || b.stale {
+		return b
+	}
+	for i := len(past) - 1; i >= 0; i-- {
+		if m := past[i]; m.Tag == b.tag {
+			if m.Verdict != string(noise.Good) {
+				b.stale, b.why = true, fmt.Sprintf("its last measurement (%s) was %s", m.MeasuredAt.Local().Format("2006-01-02 15:04"), m.Verdict)
+			}
+			break
+		}
+	}
+	if age := now.Sub(b.at); !b.stale && age > maxAge {
+		b.stale, b.why = true, fmt.Sprintf("measured %s ago, longer than nightly.baseline_max_age (%s)", ageText(age), configs.Duration(maxAge))
+	}
+	return b
+}
+
+// ageText says how long ago, in days from two of them.
+func ageText(d time.Duration) string {
+	if d >= 48*time.Hour {
+		return fmt.Sprintf("%.0f days", d.Hours()/24)
+	}
+	return d.Round(time.Second).String()
+}
+
+// newReleases are those newer than every tag measured before, newest
+// first (a tag older than the newest measured is history, not news).
+func newReleases(tags []bisect.Release, past []history.Measurement) []bisect.Release {
+	measured := map[string]bool{}
+	for _, m := range past {
+		measured[m.Tag] = true
+	}
+	var out []bisect.Release
+	for _, r := range tags {
+		if measured[r.Tag] {
+			break // tags are newest first: the rest is older
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// pendingRegression finds, in the measurements, a bad release newer than
+// the newest good one: the oldest such bad one and that good one ("" when
+// the newest measured release is good, or none is good).
+func pendingRegression(past []history.Measurement) (good, bad string) {
+	type rel struct {
+		r bisect.Release
+		m history.Measurement
+	}
+	var rs []rel
+	for _, m := range past {
+		if r, ok := bisect.ParseRelease(m.Tag); ok && judged(m.Verdict) {
+			rs = append(rs, rel{r, m})
+		}
+	}
+	slices.SortStableFunc(rs, func(a, b rel) int { return bisect.CompareReleases(b.r, a.r) }) // newest first
+	for _, x := range rs {
+		if x.m.Verdict == string(noise.Good) {
+			return x.m.Tag, bad
+		}
+		bad = x.m.Tag
+	}
+	return "", bad
+}
+
+// unjudgedRelease is the newest release measured when its baseline left
+// it without a verdict: a drift, or unsure beside it ("" otherwise).
+// The nights judge it again until it has one, or a newer release comes.
+func unjudgedRelease(past []history.Measurement) string {
+	var newest *history.Measurement
+	var at bisect.Release
+	for i := range past {
+		r, ok := bisect.ParseRelease(past[i].Tag)
+		if !ok {
+			continue
+		}
+		if newest == nil || bisect.CompareReleases(r, at) >= 0 {
+			newest, at = &past[i], r
+		}
+	}
+	if newest != nil && (newest.Verdict == verdictDrift || (newest.Verdict == verdictSkip && newest.Baseline != "")) {
+		return newest.Tag
+	}
+	return ""
+}
+
+// openIncidents are the incidents no release has closed yet, oldest
+// first.
+func openIncidents(incidents []history.Incident) []*history.Incident {
+	var out []*history.Incident
+	for i := range incidents {
+		if incidents[i].Open() {
+			out = append(out, &incidents[i])
+		}
+	}
+	return out
+}
+
+// pairVerdicts are the verdicts of a baseline and a release judged
+// beside it, with their reasons.
+//   - Under a ratio or auto threshold the baseline is good by
+//     definition: it is the reference. The release is bad when the rule
+//     says so, good when it is no worse than the baseline or the rule
+//     calls it good, and unsure (skip) otherwise.
+//   - Under an absolute one each is decided. A bad release beside a bad
+//     baseline is the machine's drift; beside a baseline that is not
+//     surely good it is not judged (skip): nothing is bisected from a
+//     baseline in doubt.
+func pairVerdicts(job *configs.Job, c *lab.Calibration) (baseV, baseWhy, relV, relWhy string) {
+	baseV, baseWhy, relV, relWhy = c.Good.Verdict, c.Good.Reason, c.Bad.Verdict, c.Bad.Reason
+	if lab.Relative(job) {
+		baseV = string(noise.Good)
+		switch {
+		case c.Reproduced:
+			relV = string(noise.Bad)
+		case c.Bad.Decision != nil && c.Bad.Decision.Verdict == noise.Good, !c.Rule.Worse(c.Bad.Values, c.Good.Values):
+			relV = string(noise.Good)
+		default:
+			relV, relWhy = verdictSkip, "unsure: "+strings.TrimPrefix(relWhy, "unsure: ")
+		}
+		return
+	}
+	switch {
+	case relV == string(noise.Bad) && baseV == string(noise.Bad):
+		return verdictDrift, baseWhy, verdictDrift, relWhy
+	case relV == string(noise.Bad) && baseV != string(noise.Good):
+		relV, relWhy = verdictSkip, fmt.Sprintf("%s; but the baseline measured again is not surely good (%s)", relWhy, baseWhy)
+	}
+	return
+}
