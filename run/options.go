@@ -1,7 +1,9 @@
-// Package run is the use case "bisect this range": for kernels on lab
-// machines (Job: calibrate the endpoints, walk back to a good release when
-// asked, bisect, confirm the culprit on fresh boots, write the reports) and
-// for any test command as git bisect run does (Exec). Every verdict goes
+// Package run holds the use cases that measure kernels to an answer.
+// "Bisect this range": for kernels on lab machines (Job: calibrate the
+// endpoints, walk back to a good release when asked, bisect, confirm the
+// culprit on fresh boots, write the reports) and for any test command as
+// git bisect run does (Exec). "Compare these two kernels" (AB): alternating
+// rounds on fresh boots, with or without a commit or a patch. Every verdict goes
 // to a state directory before the next step, and the same options resume
 // a run from it. The CLI, the nightly and the demo call it; it returns a
 // typed result and tells how it goes through a View, and knows nothing of
