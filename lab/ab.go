@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"kbisect/internal/commitid"
 	"kbisect/noise"
 )
 
@@ -118,7 +119,7 @@ func (p *Pipeline) abRound(ctx context.Context, dir string, round int, side, com
 	}
 	ev, err := p.test(ctx, commit, samples, fmt.Sprintf("%s-round-%02d-%s", filepath.Base(dir), round, side))
 	if err != nil {
-		return nil, fmt.Errorf("A/B round %d, %s (%s): %w", round, side, short(commit), err)
+		return nil, fmt.Errorf("A/B round %d, %s (%s): %w", round, side, commitid.Short(commit), err)
 	}
 	if len(ev.Values) != samples {
 		// A kernel that fails now and then is not compared on what it
@@ -140,7 +141,7 @@ type RoundError struct {
 }
 
 func (e *RoundError) Error() string {
-	return fmt.Sprintf("A/B round %d: %s (%s) gave %d of %d samples: %s", e.Round, e.Side, short(e.Evidence.Commit), len(e.Evidence.Values), e.Samples, e.Evidence.Reason)
+	return fmt.Sprintf("A/B round %d: %s (%s) gave %d of %d samples: %s", e.Round, e.Side, commitid.Short(e.Evidence.Commit), len(e.Evidence.Values), e.Samples, e.Evidence.Reason)
 }
 
 // Pooled is one side's rounds ("a" or "b") as one evidence: every

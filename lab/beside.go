@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"kbisect/configs"
+	"kbisect/internal/commitid"
 )
 
 // Sample measures a commit with exactly n samples and no verdict: the
@@ -15,7 +16,7 @@ import (
 // values that says why.
 func (p *Pipeline) Sample(ctx context.Context, commit string, n int, name string) (*Evidence, error) {
 	if n < 1 {
-		return nil, fmt.Errorf("sample %s: %d samples", short(commit), n)
+		return nil, fmt.Errorf("sample %s: %d samples", commitid.Short(commit), n)
 	}
 	path := filepath.Join(p.StateDir, name+".json")
 	var kept Evidence

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 
+	"kbisect/internal/commitid"
 	"kbisect/noise"
 	"kbisect/remote"
 )
@@ -72,17 +73,17 @@ func (c *Calibration) judge(base noise.Rule, goodName, badName string) error {
 	case dBad.Verdict != noise.Bad && base.Kind != noise.Absolute:
 		c.GoodIsBad = true
 		c.Reason = fmt.Sprintf("the endpoints measure alike: bad %s: %s; %s threshold cannot tell whether the good endpoint %s already has the regression or the workload does not see it",
-			short(badName), dBad.Reason, thresholdWord(base.Kind), short(goodName))
+			commitid.Short(badName), dBad.Reason, thresholdWord(base.Kind), commitid.Short(goodName))
 	case dBad.Verdict != noise.Bad:
-		c.Reason = fmt.Sprintf("the bad endpoint %s is not bad: %s; check the threshold against these numbers, that the workload runs on the isolated CPUs (workload.cpus), and that the kernel booted with the machine's isolation parameters (boot.params) — the bad endpoint is never moved", short(badName), dBad.Reason)
+		c.Reason = fmt.Sprintf("the bad endpoint %s is not bad: %s; check the threshold against these numbers, that the workload runs on the isolated CPUs (workload.cpus), and that the kernel booted with the machine's isolation parameters (boot.params) — the bad endpoint is never moved", commitid.Short(badName), dBad.Reason)
 	case dGood.Verdict == noise.Bad:
 		c.GoodIsBad = true
-		c.Reason = fmt.Sprintf("the good endpoint %s is bad too: %s; the regression is older than it", short(goodName), dGood.Reason)
+		c.Reason = fmt.Sprintf("the good endpoint %s is bad too: %s; the regression is older than it", commitid.Short(goodName), dGood.Reason)
 	case dGood.Verdict != noise.Good:
-		c.Reason = fmt.Sprintf("the good endpoint %s is not good: %s", short(goodName), dGood.Reason)
+		c.Reason = fmt.Sprintf("the good endpoint %s is not good: %s", commitid.Short(goodName), dGood.Reason)
 	default:
 		c.Reproduced = true
-		c.Reason = fmt.Sprintf("bad %s: %s; good %s: %s", short(badName), dBad.Reason, short(goodName), dGood.Reason)
+		c.Reason = fmt.Sprintf("bad %s: %s; good %s: %s", commitid.Short(badName), dBad.Reason, commitid.Short(goodName), dGood.Reason)
 	}
 	return nil
 }
@@ -157,7 +158,7 @@ func calibrate(ctx context.Context, pipes []*Pipeline, good, bad string) (*Calib
 			break
 		}
 		if evs[i].Values == nil {
-			err = fmt.Errorf("calibration: the %s endpoint %s cannot be measured: %s", name, short(evs[i].Commit), evs[i].Reason)
+			err = fmt.Errorf("calibration: the %s endpoint %s cannot be measured: %s", name, commitid.Short(evs[i].Commit), evs[i].Reason)
 		}
 	}
 	if err != nil {
@@ -203,7 +204,7 @@ func (p *Pipeline) resample(ctx context.Context, c *Calibration, base noise.Rule
 			}
 			setRule(c.Rule)
 			if err := p.measure(ctx, ev, art, 0); err != nil {
-				return fmt.Errorf("%s: %w", short(ev.Commit), err)
+				return fmt.Errorf("%s: %w", commitid.Short(ev.Commit), err)
 			}
 			more = true
 		}
@@ -226,7 +227,7 @@ func both(ctx context.Context, pipes []*Pipeline, commits [2]string, fixed int, 
 	run := func(i int, p *Pipeline) {
 		evs[i], errs[i] = p.test(ctx, commits[i], fixed, sub)
 		if errs[i] != nil {
-			errs[i] = fmt.Errorf("%s: %w", short(commits[i]), errs[i])
+			errs[i] = fmt.Errorf("%s: %w", commitid.Short(commits[i]), errs[i])
 		}
 	}
 	if len(pipes) > 1 {

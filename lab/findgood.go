@@ -7,6 +7,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"kbisect/bisect"
+	"kbisect/internal/commitid"
 	"kbisect/noise"
 )
 
@@ -95,7 +96,7 @@ func findGood(ctx context.Context, pipes []*Pipeline, cal *Calibration, walk Wal
 		}
 		if !below {
 			s.Tried = append(s.Tried, Try{Tag: r.Tag, Commit: r.Commit.String(), Verdict: verdictSkip,
-				Reason: "not an ancestor of " + short(s.Bad) + ": not on the way back"})
+				Reason: "not an ancestor of " + commitid.Short(s.Bad) + ": not on the way back"})
 			continue
 		}
 		if walk.Testing != nil {
@@ -149,7 +150,7 @@ func findGood(ctx context.Context, pipes []*Pipeline, cal *Calibration, walk Wal
 			}
 			c.GoodIsBad = false
 			c.Reason = fmt.Sprintf("the good endpoint %s is bad: %s; %s is good: %s (%d kernels back)",
-				short(cal.Good.Commit), cal.Good.Reason, r.Tag, ev.Reason, s.Kernels)
+				commitid.Short(cal.Good.Commit), cal.Good.Reason, r.Tag, ev.Reason, s.Kernels)
 		case string(noise.Bad):
 			s.Bad = ev.Commit
 			bads = append(bads, ev)
@@ -181,7 +182,7 @@ func findGood(ctx context.Context, pipes []*Pipeline, cal *Calibration, walk Wal
 			}
 		}
 		if s.Bad != bads[len(bads)-1].Commit {
-			s.Reason += fmt.Sprintf("; the bisection's bad end is %s, the oldest revision bad against it", short(s.Bad))
+			s.Reason += fmt.Sprintf("; the bisection's bad end is %s, the oldest revision bad against it", commitid.Short(s.Bad))
 		}
 	}
 	c.Search = s

@@ -15,6 +15,7 @@ import (
 
 	"kbisect/bisect"
 	"kbisect/configs"
+	"kbisect/internal/commitid"
 	"kbisect/kbuild"
 	"kbisect/noise"
 	"kbisect/remote"
@@ -359,7 +360,7 @@ func (p *Pipeline) test(ctx context.Context, commit string, samples int, sub str
 		ev.Reason = "does not build: " + firstOr(be.Lines, err.Error())
 		return ev, nil
 	case err != nil:
-		return nil, fmt.Errorf("build %s: %w", short(commit), err)
+		return nil, fmt.Errorf("build %s: %w", commitid.Short(commit), err)
 	}
 	ev.Release, ev.Signature = a.Release, a.Signature
 	ev.Build = &BuildInfo{Artifact: a.Dir, Cached: a.Cached, Seconds: a.Took.Seconds()}
@@ -368,7 +369,7 @@ func (p *Pipeline) test(ctx context.Context, commit string, samples int, sub str
 	}
 	if same := p.bySig[a.Signature]; same != nil && samples == 0 {
 		ev.Verdict, ev.SameAs = same.Verdict, same.Commit
-		ev.Reason = fmt.Sprintf("the same kernel as %s (signature %s): %s", short(same.Commit), shortSig(a.Signature), same.Reason)
+		ev.Reason = fmt.Sprintf("the same kernel as %s (signature %s): %s", commitid.Short(same.Commit), commitid.Short(a.Signature), same.Reason)
 		ev.Values, ev.Decision, ev.Metric, ev.Kind = same.Values, same.Decision, same.Metric, same.Kind
 		return ev, nil
 	}
@@ -494,7 +495,7 @@ func (p *Pipeline) measure(ctx context.Context, ev *Evidence, art remote.Artifac
 	case d == nil && !canDecide:
 		ev.Reason = fmt.Sprintf("%d samples for calibration", len(ev.Values))
 	case d == nil:
-		return fmt.Errorf("%s: no decision after %d samples", short(ev.Commit), len(ev.Values))
+		return fmt.Errorf("%s: no decision after %d samples", commitid.Short(ev.Commit), len(ev.Values))
 	default:
 		setVerdict(ev, *d)
 	}
@@ -546,7 +547,7 @@ func (p *Pipeline) sample(ctx context.Context, ev *Evidence, w noise.Workload, m
 			return 0, nil, fmt.Errorf("%s: %w", art.Release, err)
 		}
 		if err != nil {
-			return 0, nil, fmt.Errorf("sample %d of %s: %w", n, short(ev.Commit), err)
+			return 0, nil, fmt.Errorf("sample %d of %s: %w", n, commitid.Short(ev.Commit), err)
 		}
 		if err := meas.Usable(); err != nil {
 			lastErr = err
@@ -554,13 +555,13 @@ func (p *Pipeline) sample(ctx context.Context, ev *Evidence, w noise.Workload, m
 		}
 		v, err := SampleValue(p.Job, meas)
 		if err != nil {
-			return 0, nil, fmt.Errorf("sample %d of %s: %w", n, short(ev.Commit), err)
+			return 0, nil, fmt.Errorf("sample %d of %s: %w", n, commitid.Short(ev.Commit), err)
 		}
 		ev.Samples = append(ev.Samples, meas)
 		ev.Values = append(ev.Values, v)
 		return v, nil, nil
 	}
-	return 0, nil, fmt.Errorf("sample %d of %s: twice no evidence: %w", len(ev.Values)+1, short(ev.Commit), lastErr)
+	return 0, nil, fmt.Errorf("sample %d of %s: twice no evidence: %w", len(ev.Values)+1, commitid.Short(ev.Commit), lastErr)
 }
 
 // saveRaw keeps what a sample printed: <dir>/sample-<n>[.retry-<k>].out
@@ -658,20 +659,6 @@ func (p *Pipeline) consoleLog(commit string) (io.Writer, func()) {
 		return nil, func() {}
 	}
 	return f, func() { f.Close() }
-}
-
-func short(commit string) string {
-	if len(commit) > 12 {
-		return commit[:12]
-	}
-	return commit
-}
-
-func shortSig(sig string) string {
-	if len(sig) > 12 {
-		return sig[:12]
-	}
-	return sig
 }
 
 func firstOr(lines []string, def string) string {
