@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"kbisect/configs"
+	"kbisect/internal/atomicfile"
 	"kbisect/internal/commitid"
 )
 
@@ -20,7 +21,7 @@ func (p *Pipeline) Sample(ctx context.Context, commit string, n int, name string
 	}
 	path := filepath.Join(p.StateDir, name+".json")
 	var kept Evidence
-	if err := readJSON(path, &kept); err == nil && kept.Commit == commit {
+	if err := atomicfile.ReadJSON(path, &kept); err == nil && kept.Commit == commit {
 		return &kept, nil
 	}
 	if err := p.init(); err != nil {
@@ -39,7 +40,7 @@ func (p *Pipeline) Sample(ctx context.Context, commit string, n int, name string
 	if err != nil {
 		return nil, err
 	}
-	return ev, writeJSON(path, ev)
+	return ev, atomicfile.WriteJSON(path, ev)
 }
 
 // SampleCount is how many samples a commit judged against another gets:

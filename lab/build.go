@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"kbisect/bisect"
 	"kbisect/configs"
+	"kbisect/internal/atomicfile"
 	"kbisect/kbuild"
 )
 
@@ -77,7 +77,7 @@ func BaseConfig(ctx context.Context, job *configs.Job, say io.Writer) (string, e
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", err
 	}
-	if err := bisect.WriteFileAtomic(path, append([]byte(header), cfg...)); err != nil {
+	if err := atomicfile.WriteFile(path, append([]byte(header), cfg...)); err != nil {
 		return "", err
 	}
 	fmt.Fprintf(say, "base config: %s (%s's running %s)\n", path, h.Name(), release)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 
+	"kbisect/internal/atomicfile"
 	"kbisect/internal/commitid"
 	"kbisect/noise"
 	"kbisect/remote"
@@ -179,7 +180,7 @@ func calibrate(ctx context.Context, pipes []*Pipeline, good, bad string) (*Calib
 			p.bySig[ev.Signature] = ev
 		}
 	}
-	if err := writeJSON(p.calibrationPath(), c); err != nil {
+	if err := atomicfile.WriteJSON(p.calibrationPath(), c); err != nil {
 		return nil, err
 	}
 	setRule(c.Rule)

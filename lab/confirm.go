@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"kbisect/internal/atomicfile"
 	"kbisect/internal/commitid"
 	"kbisect/noise"
 	"kbisect/worktree"
@@ -139,7 +140,7 @@ func confirm(ctx context.Context, pipes []*Pipeline, culprit string, parents []s
 		}
 	}
 	c.Confirmed = worse && revertHelps && c.Culprit.Verdict == string(noise.Bad) && c.Parent.Verdict == string(noise.Good)
-	if err := writeJSON(p.confirmationPath(), c); err != nil {
+	if err := atomicfile.WriteJSON(p.confirmationPath(), c); err != nil {
 		return nil, err
 	}
 	return c, nil

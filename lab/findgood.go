@@ -7,6 +7,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"kbisect/bisect"
+	"kbisect/internal/atomicfile"
 	"kbisect/internal/commitid"
 	"kbisect/noise"
 )
@@ -186,7 +187,7 @@ func findGood(ctx context.Context, pipes []*Pipeline, cal *Calibration, walk Wal
 		}
 	}
 	c.Search = s
-	if err := writeJSON(p.calibrationPath(), &c); err != nil {
+	if err := atomicfile.WriteJSON(p.calibrationPath(), &c); err != nil {
 		return nil, err
 	}
 	for _, q := range pipes {

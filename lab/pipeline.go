@@ -2,7 +2,6 @@ package lab
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +14,7 @@ import (
 
 	"kbisect/bisect"
 	"kbisect/configs"
+	"kbisect/internal/atomicfile"
 	"kbisect/internal/commitid"
 	"kbisect/kbuild"
 	"kbisect/noise"
@@ -180,7 +180,7 @@ func (p *Pipeline) load(commit string) (*Evidence, error) { return ReadEvidence(
 func ReadEvidence(stateDir, commit string) (*Evidence, error) {
 	path := filepath.Join(stateDir, "commits", commit+".json")
 	var ev Evidence
-	if err := readJSON(path, &ev); err != nil {
+	if err := atomicfile.ReadJSON(path, &ev); err != nil {
 		return nil, err
 	}
 	return &ev, nil
@@ -190,7 +190,7 @@ func ReadEvidence(stateDir, commit string) (*Evidence, error) {
 // there is none yet).
 func ReadCalibration(stateDir string) (*Calibration, error) {
 	var c Calibration
-	if err := readJSON(filepath.Join(stateDir, "calibration.json"), &c); err != nil {
+	if err := atomicfile.ReadJSON(filepath.Join(stateDir, "calibration.json"), &c); err != nil {
 		if os.IsNotExist(err) {
 			return nil, nil
 		}
@@ -203,7 +203,7 @@ func ReadCalibration(stateDir string) (*Calibration, error) {
 // there is none yet).
 func ReadConfirmation(stateDir string) (*Confirmation, error) {
 	var c Confirmation
-	if err := readJSON(filepath.Join(stateDir, "confirmation.json"), &c); err != nil {
+	if err := atomicfile.ReadJSON(filepath.Join(stateDir, "confirmation.json"), &c); err != nil {
 		if os.IsNotExist(err) {
 			return nil, nil
 		}
@@ -212,33 +212,9 @@ func ReadConfirmation(stateDir string) (*Confirmation, error) {
 	return &c, nil
 }
 
-func readJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("%s: %v", path, err)
-	}
-	return nil
-}
-
-// writeJSON writes v as indented JSON to path, atomically, making its
-// directory.
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	return bisect.WriteFileAtomic(path, append(b, '\n'))
-}
-
 // save writes a commit's evidence atomically.
 func (p *Pipeline) save(ev *Evidence) error {
-	return writeJSON(p.evidencePath(ev.Commit), ev)
+	return atomicfile.WriteJSON(p.evidencePath(ev.Commit), ev)
 }
 
 // init loads what earlier runs in the state directory measured: the
@@ -577,11 +553,11 @@ func saveRaw(dir string, n, try int, raw noise.Raw) error {
 	if try > 0 {
 		name += fmt.Sprintf(".retry-%d", try)
 	}
-	if err := bisect.WriteFileAtomic(filepath.Join(dir, name+".out"), raw.Stdout); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, name+".out"), raw.Stdout); err != nil {
 		return err
 	}
 	if len(raw.Stderr) > 0 {
-		return bisect.WriteFileAtomic(filepath.Join(dir, name+".err"), raw.Stderr)
+		return atomicfile.WriteFile(filepath.Join(dir, name+".err"), raw.Stderr)
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"kbisect/bisect"
 	"kbisect/configs"
+	"kbisect/internal/atomicfile"
 	"kbisect/internal/shell"
 	"kbisect/lab"
 	"kbisect/worktree"
@@ -307,7 +308,7 @@ func prepareABState(state, jobFile string, plan lab.ABPlan) error {
 	if err != nil {
 		return err
 	}
-	if err := bisect.WriteFileAtomic(filepath.Join(state, "job.yaml"), data); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(state, "job.yaml"), data); err != nil {
 		return err
 	}
 	return lab.WriteABPlan(state, plan)

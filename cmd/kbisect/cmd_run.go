@@ -19,6 +19,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"kbisect/bisect"
+	"kbisect/internal/atomicfile"
 	"kbisect/lab"
 	"kbisect/worktree"
 )
@@ -458,7 +459,7 @@ func (r *execRun) bisect(ctx context.Context) error {
 	if err := os.MkdirAll(filepath.Dir(r.runningMarker()), 0o755); err != nil {
 		return err
 	}
-	if err := bisect.WriteFileAtomic(r.runningMarker(), append(mark, '\n')); err != nil {
+	if err := atomicfile.WriteFile(r.runningMarker(), append(mark, '\n')); err != nil {
 		return err
 	}
 	cmdOut := r.stdout

@@ -15,6 +15,7 @@ import (
 
 	"kbisect/bisect"
 	"kbisect/configs"
+	"kbisect/internal/atomicfile"
 	"kbisect/lab"
 	"kbisect/worktree"
 )
@@ -173,7 +174,7 @@ func (r *jobRun) prepare(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			if err := bisect.WriteFileAtomic(filepath.Join(r.stateDir, stateJobName(i)), data); err != nil {
+			if err := atomicfile.WriteFile(filepath.Join(r.stateDir, stateJobName(i)), data); err != nil {
 				return err
 			}
 		}

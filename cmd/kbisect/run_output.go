@@ -10,6 +10,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"kbisect/bisect"
+	"kbisect/internal/atomicfile"
 )
 
 // runJSON is the --json answer, as in the design's contract.
@@ -107,14 +108,14 @@ func saveReports(g *bisect.Graph, log *bisect.StateLog, res bisect.Result, out r
 	if err != nil {
 		return err
 	}
-	if err := bisect.WriteFileAtomic(filepath.Join(dir, "git-bisect.log"), []byte(text)); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, "git-bisect.log"), []byte(text)); err != nil {
 		return err
 	}
 	b, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {
 		return err
 	}
-	return bisect.WriteFileAtomic(filepath.Join(dir, "result.json"), append(b, '\n'))
+	return atomicfile.WriteFile(filepath.Join(dir, "result.json"), append(b, '\n'))
 }
 
 func toJSON(res bisect.Result, dir string, runErr error) runJSON {
