@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"sync"
 
 	"kbisect/internal/atomicfile"
@@ -47,9 +46,9 @@ func (c *Calibration) judge(base noise.Rule, goodName, badName string) error {
 	if base.Kind != noise.Absolute && !rule.Worse(c.Bad.Values, c.Good.Values) {
 		// A relative rule has nothing to go by when the bad endpoint is
 		// no worse than the good one.
-		alike := fmt.Sprintf("median %s, no worse than the good endpoint's %s", noise.FormatValue(rule.MetricKind, Median(c.Bad.Values)), noise.FormatValue(rule.MetricKind, Median(c.Good.Values)))
-		dBad = noise.Decision{Verdict: noise.Unsure, N: len(c.Bad.Values), Median: Median(c.Bad.Values), Reason: alike}
-		dGood = noise.Decision{Verdict: noise.Unsure, N: len(c.Good.Values), Median: Median(c.Good.Values), Reason: fmt.Sprintf("median %s", noise.FormatValue(rule.MetricKind, Median(c.Good.Values)))}
+		alike := fmt.Sprintf("median %s, no worse than the good endpoint's %s", noise.FormatValue(rule.MetricKind, noise.Median(c.Bad.Values)), noise.FormatValue(rule.MetricKind, noise.Median(c.Good.Values)))
+		dBad = noise.Decision{Verdict: noise.Unsure, N: len(c.Bad.Values), Median: noise.Median(c.Bad.Values), Reason: alike}
+		dGood = noise.Decision{Verdict: noise.Unsure, N: len(c.Good.Values), Median: noise.Median(c.Good.Values), Reason: fmt.Sprintf("median %s", noise.FormatValue(rule.MetricKind, noise.Median(c.Good.Values)))}
 	} else {
 		if dBad, err = rule.Decide(c.Bad.Values); err != nil {
 			return err
@@ -96,17 +95,15 @@ func thresholdWord(k noise.ThresholdKind) string {
 	return "an auto"
 }
 
-// Median is the median of xs (0 for none).
+// Median is noise.Median, 0 for no values.
+//
+// Deprecated: use noise.Median, kbisect's one median (NaN for no values);
+// Median stays only until cmd/kbisect's callers move to it.
 func Median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	return noise.Median(xs)
 }
 
 func (p *Pipeline) calibrationPath() string {

@@ -114,7 +114,7 @@ func findGood(ctx context.Context, pipes []*Pipeline, cal *Calibration, walk Wal
 		s.Kernels++
 		try := Try{Tag: r.Tag, Commit: ev.Commit, Verdict: ev.Verdict, Reason: ev.Reason, Kind: ev.Kind, Seconds: ev.Seconds}
 		if len(ev.Values) > 0 {
-			try.Median = Median(ev.Values)
+			try.Median = noise.Median(ev.Values)
 		}
 		if base.Kind != noise.Absolute && len(ev.Values) > 0 {
 			// Good only if the bad endpoint is bad against it.
