@@ -20,7 +20,7 @@ import (
 
 	"kbisect/bisect"
 	"kbisect/internal/atomicfile"
-	"kbisect/lab"
+	"kbisect/testcmd"
 	"kbisect/worktree"
 )
 
@@ -350,7 +350,7 @@ func (r *execRun) openInterrupted(ctx context.Context, mark runningMark) error {
 		return fmt.Errorf("the interrupted run left changes in tracked files (the tree was clean when it started, so its test command made them): %s\n"+
 			"discard them with `git reset --hard` and run the same command again to resume", strings.Join(files, " "))
 	}
-	if found, err := lab.StopLeftover(filepath.Join(mark.State, "test.pid"), 5*time.Second); err != nil {
+	if found, err := testcmd.StopLeftover(filepath.Join(mark.State, "test.pid"), 5*time.Second); err != nil {
 		return err
 	} else if found {
 		fmt.Fprintln(r.stderr, "kbisect: stopped the test command the interrupted run left running")
@@ -466,7 +466,7 @@ func (r *execRun) bisect(ctx context.Context) error {
 	if o.JSON {
 		cmdOut = r.stderr
 	}
-	tester := &lab.ExecTester{Tree: tree, Command: r.start.Meta["exec"], Stdout: cmdOut, Stderr: r.stderr,
+	tester := &testcmd.Tester{Tree: tree, Command: r.start.Meta["exec"], Stdout: cmdOut, Stderr: r.stderr,
 		PIDFile: filepath.Join(r.stateDir, "test.pid")}
 	tester.Good = func() plumbing.Hash {
 		// git verifies on its first good ref by name: the same order.
