@@ -43,12 +43,6 @@ func (p *Pipeline) Sample(ctx context.Context, commit string, n int, name string
 	return ev, atomicfile.WriteJSON(path, ev)
 }
 
-// SampleCount is how many samples a commit judged against another gets:
-// what calibration takes of each endpoint, verdict.samples.max.
-func SampleCount(job *configs.Job) int {
-	return max(job.Verdict.Samples.Max, job.Verdict.Samples.Min, 3)
-}
-
 // JudgeBeside decides a candidate against a baseline known to be good,
 // both measured (the baseline perhaps on another night), the way
 // calibration decides its endpoints: a ratio or auto threshold is set
@@ -89,11 +83,4 @@ func (p *Pipeline) JudgeTonight(ctx context.Context, baseline, candidate *Eviden
 		return nil, err
 	}
 	return c, p.resample(ctx, c, base, baseName, candName, p.SetRule)
-}
-
-// Relative reports whether the job's threshold is set from a good
-// kernel's samples (ratio or auto) rather than given.
-func Relative(job *configs.Job) bool {
-	k := job.Verdict.Threshold.Kind
-	return k == configs.ThresholdAuto || k == configs.ThresholdRatio
 }

@@ -7,6 +7,10 @@
 // to a good release, compares two kernels A/B, confirms the first bad
 // commit, and spreads the commits over several identical machines.
 //
+// fromjob.go is the one place where the job file (configs) becomes what
+// the lower packages take: kbuild's options, remote's SSH and boot
+// options, qemu's guest, noise's workload and rule.
+//
 // It may import bisect, configs, kbuild, noise, qemu, remote, worktree,
 // internal/atomicfile and internal/commitid; the test command of git
 // bisect run is testcmd's, not lab's.
