@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"kbisect/internal/commitid"
 	"kbisect/internal/shell"
 )
 
@@ -75,7 +76,7 @@ type BuildError struct {
 }
 
 func (e *BuildError) Error() string {
-	return fmt.Sprintf("%s does not build: %s", short(e.Commit), strings.Join(e.Lines, " | "))
+	return fmt.Sprintf("%s does not build: %s", commitid.Short(e.Commit), strings.Join(e.Lines, " | "))
 }
 
 // SetupError is a build machine that cannot build any kernel: a tool or a
@@ -97,18 +98,11 @@ func (e *ConfigError) Error() string {
 	for i, d := range e.Dropped {
 		lines[i] = d.String()
 	}
-	return fmt.Sprintf("the config of %s lacks what the job asks: %s", short(e.Commit), strings.Join(lines, "; "))
-}
-
-func short(commit string) string {
-	if len(commit) > 12 {
-		return commit[:12]
-	}
-	return commit
+	return fmt.Sprintf("the config of %s lacks what the job asks: %s", commitid.Short(e.Commit), strings.Join(lines, "; "))
 }
 
 // LocalVersion is what names a kernel by its commit: -kbisect-<12 hex>.
-func LocalVersion(commit string) string { return "-kbisect-" + short(commit) }
+func LocalVersion(commit string) string { return "-kbisect-" + commitid.Short(commit) }
 
 // Build builds the kernel of commit in a slot (a worktree and an output
 // directory of its own), reusing the cache when the same tree, config,
@@ -136,7 +130,7 @@ func Build(ctx context.Context, o Options, slot int, commit string) (*Artifact, 
 	if a := o.lookup(inputs); a != nil {
 		a.Cached, a.Took = true, time.Since(start)
 		if o.Log != nil {
-			fmt.Fprintf(o.Log, "kbisect: %s: the cache has this kernel (%s)\n", short(commit), a.Dir)
+			fmt.Fprintf(o.Log, "kbisect: %s: the cache has this kernel (%s)\n", commitid.Short(commit), a.Dir)
 		}
 		return a, nil
 	}
@@ -183,10 +177,10 @@ func Build(ctx context.Context, o Options, slot int, commit string) (*Artifact, 
 		touch(dir)
 		o.remember(inputs, key)
 		a.Cached, a.Took = true, time.Since(start)
-		m.note(fmt.Sprintf("%s: the cache has this kernel (%s)", short(commit), dir))
+		m.note(fmt.Sprintf("%s: the cache has this kernel (%s)", commitid.Short(commit), dir))
 		return a, nil
 	}
-	m.note(fmt.Sprintf("building %s: %s", short(commit), strings.Join(m.argv(m.buildTargets(final)...), " ")))
+	m.note(fmt.Sprintf("building %s: %s", commitid.Short(commit), strings.Join(m.argv(m.buildTargets(final)...), " ")))
 	if m.ccache {
 		m.note("ccache: used (" + m.ccacheVersion(ctx) + ")")
 	} else if o.CCache {
@@ -442,7 +436,7 @@ func (o Options) configInputs(ctx context.Context, req Request) (string, error) 
 func (o Options) inputKey(ctx context.Context, commit, cfgInputs string) (string, error) {
 	tree, err := git(ctx, o.Tree, "rev-parse", "--verify", "--quiet", commit+"^{tree}")
 	if err != nil {
-		return "", fmt.Errorf("build.tree %s has no commit %s", o.Tree, short(commit))
+		return "", fmt.Errorf("build.tree %s has no commit %s", o.Tree, commitid.Short(commit))
 	}
 	h := sha256.Sum256([]byte("tree " + strings.TrimSpace(tree) + "\nrelease " + LocalVersion(commit) + "\nconfig " + cfgInputs + "\n"))
 	return hex.EncodeToString(h[:16]), nil

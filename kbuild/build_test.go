@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"kbisect/internal/commitid"
 	"os"
 	"path/filepath"
 	"strings"
@@ -264,7 +265,7 @@ func TestASlotReconfiguresOnlyWhenKconfigChanged(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		reused := strings.Contains(log.String(), "kbisect: config: the one of "+short(commits[max(i-1, 0)]))
+		reused := strings.Contains(log.String(), "kbisect: config: the one of "+commitid.Short(commits[max(i-1, 0)]))
 		if reused != want {
 			t.Errorf("commit %d: configuration reused %v, want %v:\n%s", i, reused, want, log.String())
 		}

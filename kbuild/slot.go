@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"kbisect/configs"
+	"kbisect/internal/commitid"
 	"kbisect/internal/shell"
 )
 
@@ -99,7 +100,7 @@ func (s *slot) checkout(ctx context.Context, commit string) error {
 		return err
 	}
 	if _, err := git(ctx, s.src, "checkout", "-q", "--detach", commit); err != nil {
-		return fmt.Errorf("checking out %s in the build slot: %v", short(commit), err)
+		return fmt.Errorf("checking out %s in the build slot: %v", commitid.Short(commit), err)
 	}
 	return nil
 }
@@ -118,7 +119,7 @@ func (s *slot) configure(ctx context.Context, m *maker, base string, req Request
 		if prevInputs == inputs && prev != "" {
 			if changed, err := kconfigChanged(ctx, s.src, prev, commit); err == nil && !changed {
 				if err := setLocalVersion(cfg, LocalVersion(commit)); err == nil {
-					m.note(fmt.Sprintf("config: the one of %s with CONFIG_LOCALVERSION=\"%s\" (no Kconfig file or config fragment changed)", short(prev), LocalVersion(commit)))
+					m.note(fmt.Sprintf("config: the one of %s with CONFIG_LOCALVERSION=\"%s\" (no Kconfig file or config fragment changed)", commitid.Short(prev), LocalVersion(commit)))
 					return os.WriteFile(stateFile, []byte(commit+" "+inputs+"\n"), 0o644)
 				}
 			}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sort"
 
+	"kbisect/internal/atomicfile"
+	"kbisect/internal/commitid"
 	"kbisect/noise"
 )
 
@@ -107,18 +109,18 @@ func (p *Pipeline) AB(ctx context.Context, plan ABPlan) (*ABResult, error) {
 		return res, err
 	}
 	res.Report = rep
-	return res, writeJSON(filepath.Join(abDir(p.StateDir, plan.Name), "result.json"), res)
+	return res, atomicfile.WriteJSON(filepath.Join(abDir(p.StateDir, plan.Name), "result.json"), res)
 }
 
 func (p *Pipeline) abRound(ctx context.Context, dir string, round int, side, commit string, samples int) (*ABRound, error) {
 	path := abRoundPath(dir, round, side)
 	var kept ABRound
-	if err := readJSON(path, &kept); err == nil && kept.Evidence != nil && kept.Evidence.Commit == commit {
+	if err := atomicfile.ReadJSON(path, &kept); err == nil && kept.Evidence != nil && kept.Evidence.Commit == commit {
 		return &kept, nil
 	}
 	ev, err := p.test(ctx, commit, samples, fmt.Sprintf("%s-round-%02d-%s", filepath.Base(dir), round, side))
 	if err != nil {
-		return nil, fmt.Errorf("A/B round %d, %s (%s): %w", round, side, short(commit), err)
+		return nil, fmt.Errorf("A/B round %d, %s (%s): %w", round, side, commitid.Short(commit), err)
 	}
 	if len(ev.Values) != samples {
 		// A kernel that fails now and then is not compared on what it
@@ -126,7 +128,7 @@ func (p *Pipeline) abRound(ctx context.Context, dir string, round int, side, com
 		return nil, &RoundError{Round: round, Side: side, Samples: samples, Evidence: ev}
 	}
 	r := &ABRound{Round: round, Side: side, Evidence: ev}
-	return r, writeJSON(path, r)
+	return r, atomicfile.WriteJSON(path, r)
 }
 
 // RoundError is an A/B round whose kernel gave fewer samples than asked:
@@ -140,7 +142,7 @@ type RoundError struct {
 }
 
 func (e *RoundError) Error() string {
-	return fmt.Sprintf("A/B round %d: %s (%s) gave %d of %d samples: %s", e.Round, e.Side, short(e.Evidence.Commit), len(e.Evidence.Values), e.Samples, e.Evidence.Reason)
+	return fmt.Sprintf("A/B round %d: %s (%s) gave %d of %d samples: %s", e.Round, e.Side, commitid.Short(e.Evidence.Commit), len(e.Evidence.Values), e.Samples, e.Evidence.Reason)
 }
 
 // Pooled is one side's rounds ("a" or "b") as one evidence: every
@@ -176,14 +178,14 @@ func ReadAB(stateDir string) (*ABResult, error) {
 
 func readAB(dir string) (*ABResult, error) {
 	var res ABResult
-	err := readJSON(filepath.Join(dir, "result.json"), &res)
+	err := atomicfile.ReadJSON(filepath.Join(dir, "result.json"), &res)
 	if err == nil {
 		return &res, nil
 	}
 	if !os.IsNotExist(err) {
 		return nil, err
 	}
-	if err := readJSON(filepath.Join(dir, "plan.json"), &res.Plan); err != nil {
+	if err := atomicfile.ReadJSON(filepath.Join(dir, "plan.json"), &res.Plan); err != nil {
 		if os.IsNotExist(err) {
 			return nil, nil
 		}
@@ -193,7 +195,7 @@ func readAB(dir string) (*ABResult, error) {
 	sort.Strings(paths) // round-01-a, round-01-b, round-02-a …
 	for _, path := range paths {
 		var r ABRound
-		if err := readJSON(path, &r); err != nil {
+		if err := atomicfile.ReadJSON(path, &r); err != nil {
 			return nil, err
 		}
 		res.Rounds = append(res.Rounds, &r)
@@ -204,7 +206,7 @@ func readAB(dir string) (*ABResult, error) {
 // WriteABPlan keeps the plan in the state directory before the first
 // round, so a report can say what is being compared while it runs.
 func WriteABPlan(stateDir string, plan ABPlan) error {
-	return writeJSON(filepath.Join(abDir(stateDir, plan.Name), "plan.json"), plan)
+	return atomicfile.WriteJSON(filepath.Join(abDir(stateDir, plan.Name), "plan.json"), plan)
 }
 
 // CompareRounds compares B's rounds with A's on the metric: each round a

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 
 	"kbisect/configs"
+	"kbisect/internal/atomicfile"
+	"kbisect/internal/commitid"
 )
 
 // Sample measures a commit with exactly n samples and no verdict: the
@@ -15,11 +17,11 @@ import (
 // values that says why.
 func (p *Pipeline) Sample(ctx context.Context, commit string, n int, name string) (*Evidence, error) {
 	if n < 1 {
-		return nil, fmt.Errorf("sample %s: %d samples", short(commit), n)
+		return nil, fmt.Errorf("sample %s: %d samples", commitid.Short(commit), n)
 	}
 	path := filepath.Join(p.StateDir, name+".json")
 	var kept Evidence
-	if err := readJSON(path, &kept); err == nil && kept.Commit == commit {
+	if err := atomicfile.ReadJSON(path, &kept); err == nil && kept.Commit == commit {
 		return &kept, nil
 	}
 	if err := p.init(); err != nil {
@@ -38,13 +40,7 @@ func (p *Pipeline) Sample(ctx context.Context, commit string, n int, name string
 	if err != nil {
 		return nil, err
 	}
-	return ev, writeJSON(path, ev)
-}
-
-// SampleCount is how many samples a commit judged against another gets:
-// what calibration takes of each endpoint, verdict.samples.max.
-func SampleCount(job *configs.Job) int {
-	return max(job.Verdict.Samples.Max, job.Verdict.Samples.Min, 3)
+	return ev, atomicfile.WriteJSON(path, ev)
 }
 
 // JudgeBeside decides a candidate against a baseline known to be good,
@@ -87,11 +83,4 @@ func (p *Pipeline) JudgeTonight(ctx context.Context, baseline, candidate *Eviden
 		return nil, err
 	}
 	return c, p.resample(ctx, c, base, baseName, candName, p.SetRule)
-}
-
-// Relative reports whether the job's threshold is set from a good
-// kernel's samples (ratio or auto) rather than given.
-func Relative(job *configs.Job) bool {
-	k := job.Verdict.Threshold.Kind
-	return k == configs.ThresholdAuto || k == configs.ThresholdRatio
 }

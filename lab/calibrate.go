@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"sync"
 
+	"kbisect/internal/atomicfile"
+	"kbisect/internal/commitid"
 	"kbisect/noise"
 	"kbisect/remote"
 )
@@ -45,9 +46,9 @@ func (c *Calibration) judge(base noise.Rule, goodName, badName string) error {
 	if base.Kind != noise.Absolute && !rule.Worse(c.Bad.Values, c.Good.Values) {
 		// A relative rule has nothing to go by when the bad endpoint is
 		// no worse than the good one.
-		alike := fmt.Sprintf("median %s, no worse than the good endpoint's %s", noise.FormatValue(rule.MetricKind, Median(c.Bad.Values)), noise.FormatValue(rule.MetricKind, Median(c.Good.Values)))
-		dBad = noise.Decision{Verdict: noise.Unsure, N: len(c.Bad.Values), Median: Median(c.Bad.Values), Reason: alike}
-		dGood = noise.Decision{Verdict: noise.Unsure, N: len(c.Good.Values), Median: Median(c.Good.Values), Reason: fmt.Sprintf("median %s", noise.FormatValue(rule.MetricKind, Median(c.Good.Values)))}
+		alike := fmt.Sprintf("median %s, no worse than the good endpoint's %s", noise.FormatValue(rule.MetricKind, noise.Median(c.Bad.Values)), noise.FormatValue(rule.MetricKind, noise.Median(c.Good.Values)))
+		dBad = noise.Decision{Verdict: noise.Unsure, N: len(c.Bad.Values), Median: noise.Median(c.Bad.Values), Reason: alike}
+		dGood = noise.Decision{Verdict: noise.Unsure, N: len(c.Good.Values), Median: noise.Median(c.Good.Values), Reason: fmt.Sprintf("median %s", noise.FormatValue(rule.MetricKind, noise.Median(c.Good.Values)))}
 	} else {
 		if dBad, err = rule.Decide(c.Bad.Values); err != nil {
 			return err
@@ -72,17 +73,17 @@ func (c *Calibration) judge(base noise.Rule, goodName, badName string) error {
 	case dBad.Verdict != noise.Bad && base.Kind != noise.Absolute:
 		c.GoodIsBad = true
 		c.Reason = fmt.Sprintf("the endpoints measure alike: bad %s: %s; %s threshold cannot tell whether the good endpoint %s already has the regression or the workload does not see it",
-			short(badName), dBad.Reason, thresholdWord(base.Kind), short(goodName))
+			commitid.Short(badName), dBad.Reason, thresholdWord(base.Kind), commitid.Short(goodName))
 	case dBad.Verdict != noise.Bad:
-		c.Reason = fmt.Sprintf("the bad endpoint %s is not bad: %s; check the threshold against these numbers, that the workload runs on the isolated CPUs (workload.cpus), and that the kernel booted with the machine's isolation parameters (boot.params) — the bad endpoint is never moved", short(badName), dBad.Reason)
+		c.Reason = fmt.Sprintf("the bad endpoint %s is not bad: %s; check the threshold against these numbers, that the workload runs on the isolated CPUs (workload.cpus), and that the kernel booted with the machine's isolation parameters (boot.params) — the bad endpoint is never moved", commitid.Short(badName), dBad.Reason)
 	case dGood.Verdict == noise.Bad:
 		c.GoodIsBad = true
-		c.Reason = fmt.Sprintf("the good endpoint %s is bad too: %s; the regression is older than it", short(goodName), dGood.Reason)
+		c.Reason = fmt.Sprintf("the good endpoint %s is bad too: %s; the regression is older than it", commitid.Short(goodName), dGood.Reason)
 	case dGood.Verdict != noise.Good:
-		c.Reason = fmt.Sprintf("the good endpoint %s is not good: %s", short(goodName), dGood.Reason)
+		c.Reason = fmt.Sprintf("the good endpoint %s is not good: %s", commitid.Short(goodName), dGood.Reason)
 	default:
 		c.Reproduced = true
-		c.Reason = fmt.Sprintf("bad %s: %s; good %s: %s", short(badName), dBad.Reason, short(goodName), dGood.Reason)
+		c.Reason = fmt.Sprintf("bad %s: %s; good %s: %s", commitid.Short(badName), dBad.Reason, commitid.Short(goodName), dGood.Reason)
 	}
 	return nil
 }
@@ -92,19 +93,6 @@ func thresholdWord(k noise.ThresholdKind) string {
 		return "a ratio"
 	}
 	return "an auto"
-}
-
-// Median is the median of xs (0 for none).
-func Median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func (p *Pipeline) calibrationPath() string {
@@ -157,7 +145,7 @@ func calibrate(ctx context.Context, pipes []*Pipeline, good, bad string) (*Calib
 			break
 		}
 		if evs[i].Values == nil {
-			err = fmt.Errorf("calibration: the %s endpoint %s cannot be measured: %s", name, short(evs[i].Commit), evs[i].Reason)
+			err = fmt.Errorf("calibration: the %s endpoint %s cannot be measured: %s", name, commitid.Short(evs[i].Commit), evs[i].Reason)
 		}
 	}
 	if err != nil {
@@ -178,7 +166,7 @@ func calibrate(ctx context.Context, pipes []*Pipeline, good, bad string) (*Calib
 			p.bySig[ev.Signature] = ev
 		}
 	}
-	if err := writeJSON(p.calibrationPath(), c); err != nil {
+	if err := atomicfile.WriteJSON(p.calibrationPath(), c); err != nil {
 		return nil, err
 	}
 	setRule(c.Rule)
@@ -203,7 +191,7 @@ func (p *Pipeline) resample(ctx context.Context, c *Calibration, base noise.Rule
 			}
 			setRule(c.Rule)
 			if err := p.measure(ctx, ev, art, 0); err != nil {
-				return fmt.Errorf("%s: %w", short(ev.Commit), err)
+				return fmt.Errorf("%s: %w", commitid.Short(ev.Commit), err)
 			}
 			more = true
 		}
@@ -226,7 +214,7 @@ func both(ctx context.Context, pipes []*Pipeline, commits [2]string, fixed int, 
 	run := func(i int, p *Pipeline) {
 		evs[i], errs[i] = p.test(ctx, commits[i], fixed, sub)
 		if errs[i] != nil {
-			errs[i] = fmt.Errorf("%s: %w", short(commits[i]), errs[i])
+			errs[i] = fmt.Errorf("%s: %w", commitid.Short(commits[i]), errs[i])
 		}
 	}
 	if len(pipes) > 1 {

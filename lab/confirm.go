@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sync"
 
+	"kbisect/internal/atomicfile"
+	"kbisect/internal/commitid"
 	"kbisect/noise"
 	"kbisect/worktree"
 )
@@ -64,16 +66,16 @@ func confirm(ctx context.Context, pipes []*Pipeline, culprit string, parents []s
 		return c, err
 	}
 	if len(parents) == 0 {
-		return nil, fmt.Errorf("confirm %s: a root commit has no parent to compare with", short(culprit))
+		return nil, fmt.Errorf("confirm %s: a root commit has no parent to compare with", commitid.Short(culprit))
 	}
 	c := &Confirmation{}
 	if len(parents) > 1 {
-		c.Flags = append(c.Flags, fmt.Sprintf("the first bad commit is a merge of %d parents: the change is in what it merges, compared here with its first parent %s", len(parents), short(parents[0])))
+		c.Flags = append(c.Flags, fmt.Sprintf("the first bad commit is a merge of %d parents: the change is in what it merges, compared here with its first parent %s", len(parents), commitid.Short(parents[0])))
 	}
 	rounds := max(p.Job.Verdict.Boots, ConfirmRounds)
 	samples := max(p.rule.MinSamples, 1)
-	withParent := ABPlan{Name: "confirm-parent", A: parents[0], B: culprit, ALabel: "parent " + short(parents[0]),
-		BLabel: "first bad " + short(culprit), Rounds: rounds, Samples: samples}
+	withParent := ABPlan{Name: "confirm-parent", A: parents[0], B: culprit, ALabel: "parent " + commitid.Short(parents[0]),
+		BLabel: "first bad " + commitid.Short(culprit), Rounds: rounds, Samples: samples}
 	var reverted *ABPlan
 	change := worktree.Change{Revert: culprit}
 	if len(parents) > 1 {
@@ -87,8 +89,8 @@ func confirm(ctx context.Context, pipes []*Pipeline, culprit string, parents []s
 	case err != nil:
 		return nil, fmt.Errorf("confirming: %w", err)
 	default:
-		reverted = &ABPlan{Name: "confirm-revert", A: bad, B: made, ALabel: "bad endpoint " + short(bad),
-			BLabel: fmt.Sprintf("bad endpoint with %s reverted", short(culprit)), Rounds: rounds, Samples: samples}
+		reverted = &ABPlan{Name: "confirm-revert", A: bad, B: made, ALabel: "bad endpoint " + commitid.Short(bad),
+			BLabel: fmt.Sprintf("bad endpoint with %s reverted", commitid.Short(culprit)), Rounds: rounds, Samples: samples}
 	}
 
 	var errs [2]error
@@ -116,14 +118,14 @@ func confirm(ctx context.Context, pipes []*Pipeline, culprit string, parents []s
 	c.Parent, c.Culprit = p.side(c.WithParent, "a"), p.side(c.WithParent, "b")
 	c.Comparison = c.WithParent.Report.Comparison
 	if c.Culprit.Signature != "" && c.Culprit.Signature == c.Parent.Signature {
-		c.Flags = append(c.Flags, fmt.Sprintf("the first bad commit does not change the kernel binary (signature %s, as its parent's): its verdict is noise, not its code", shortSig(c.Culprit.Signature)))
+		c.Flags = append(c.Flags, fmt.Sprintf("the first bad commit does not change the kernel binary (signature %s, as its parent's): its verdict is noise, not its code", commitid.Short(c.Culprit.Signature)))
 	}
 	for _, side := range []struct {
 		name, want string
 		ev         *Evidence
 	}{{"the first bad commit", string(noise.Bad), c.Culprit}, {"its parent", string(noise.Good), c.Parent}} {
 		if side.ev.Verdict != side.want {
-			c.Flags = append(c.Flags, fmt.Sprintf("measured again, %s %s is %s, not %s: %s", side.name, short(side.ev.Commit), side.ev.Verdict, side.want, side.ev.Reason))
+			c.Flags = append(c.Flags, fmt.Sprintf("measured again, %s %s is %s, not %s: %s", side.name, commitid.Short(side.ev.Commit), side.ev.Verdict, side.want, side.ev.Reason))
 		}
 	}
 	worse := c.WithParent.Report.Direction == "worse"
@@ -138,7 +140,7 @@ func confirm(ctx context.Context, pipes []*Pipeline, culprit string, parents []s
 		}
 	}
 	c.Confirmed = worse && revertHelps && c.Culprit.Verdict == string(noise.Bad) && c.Parent.Verdict == string(noise.Good)
-	if err := writeJSON(p.confirmationPath(), c); err != nil {
+	if err := atomicfile.WriteJSON(p.confirmationPath(), c); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -7,6 +7,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"kbisect/bisect"
+	"kbisect/internal/atomicfile"
+	"kbisect/internal/commitid"
 	"kbisect/noise"
 )
 
@@ -95,7 +97,7 @@ func findGood(ctx context.Context, pipes []*Pipeline, cal *Calibration, walk Wal
 		}
 		if !below {
 			s.Tried = append(s.Tried, Try{Tag: r.Tag, Commit: r.Commit.String(), Verdict: verdictSkip,
-				Reason: "not an ancestor of " + short(s.Bad) + ": not on the way back"})
+				Reason: "not an ancestor of " + commitid.Short(s.Bad) + ": not on the way back"})
 			continue
 		}
 		if walk.Testing != nil {
@@ -112,7 +114,7 @@ func findGood(ctx context.Context, pipes []*Pipeline, cal *Calibration, walk Wal
 		s.Kernels++
 		try := Try{Tag: r.Tag, Commit: ev.Commit, Verdict: ev.Verdict, Reason: ev.Reason, Kind: ev.Kind, Seconds: ev.Seconds}
 		if len(ev.Values) > 0 {
-			try.Median = Median(ev.Values)
+			try.Median = noise.Median(ev.Values)
 		}
 		if base.Kind != noise.Absolute && len(ev.Values) > 0 {
 			// Good only if the bad endpoint is bad against it.
@@ -127,7 +129,7 @@ func findGood(ctx context.Context, pipes []*Pipeline, cal *Calibration, walk Wal
 				c = t
 			case t.GoodIsBad:
 				ev.Verdict, ev.Reason = string(noise.Bad), fmt.Sprintf("no better than the bad endpoint: median %s, the bad endpoint's %s",
-					noise.FormatValue(base.MetricKind, Median(ev.Values)), noise.FormatValue(base.MetricKind, Median(cal.Bad.Values)))
+					noise.FormatValue(base.MetricKind, noise.Median(ev.Values)), noise.FormatValue(base.MetricKind, noise.Median(cal.Bad.Values)))
 			default:
 				ev.Verdict, ev.Reason = verdictSkip, t.Reason
 			}
@@ -149,7 +151,7 @@ func findGood(ctx context.Context, pipes []*Pipeline, cal *Calibration, walk Wal
 			}
 			c.GoodIsBad = false
 			c.Reason = fmt.Sprintf("the good endpoint %s is bad: %s; %s is good: %s (%d kernels back)",
-				short(cal.Good.Commit), cal.Good.Reason, r.Tag, ev.Reason, s.Kernels)
+				commitid.Short(cal.Good.Commit), cal.Good.Reason, r.Tag, ev.Reason, s.Kernels)
 		case string(noise.Bad):
 			s.Bad = ev.Commit
 			bads = append(bads, ev)
@@ -181,11 +183,11 @@ func findGood(ctx context.Context, pipes []*Pipeline, cal *Calibration, walk Wal
 			}
 		}
 		if s.Bad != bads[len(bads)-1].Commit {
-			s.Reason += fmt.Sprintf("; the bisection's bad end is %s, the oldest revision bad against it", short(s.Bad))
+			s.Reason += fmt.Sprintf("; the bisection's bad end is %s, the oldest revision bad against it", commitid.Short(s.Bad))
 		}
 	}
 	c.Search = s
-	if err := writeJSON(p.calibrationPath(), &c); err != nil {
+	if err := atomicfile.WriteJSON(p.calibrationPath(), &c); err != nil {
 		return nil, err
 	}
 	for _, q := range pipes {

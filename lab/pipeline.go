@@ -2,7 +2,6 @@ package lab
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +14,8 @@ import (
 
 	"kbisect/bisect"
 	"kbisect/configs"
+	"kbisect/internal/atomicfile"
+	"kbisect/internal/commitid"
 	"kbisect/internal/shell"
 	"kbisect/kbuild"
 	"kbisect/noise"
@@ -180,7 +181,7 @@ func (p *Pipeline) load(commit string) (*Evidence, error) { return ReadEvidence(
 func ReadEvidence(stateDir, commit string) (*Evidence, error) {
 	path := filepath.Join(stateDir, "commits", commit+".json")
 	var ev Evidence
-	if err := readJSON(path, &ev); err != nil {
+	if err := atomicfile.ReadJSON(path, &ev); err != nil {
 		return nil, err
 	}
 	return &ev, nil
@@ -190,7 +191,7 @@ func ReadEvidence(stateDir, commit string) (*Evidence, error) {
 // there is none yet).
 func ReadCalibration(stateDir string) (*Calibration, error) {
 	var c Calibration
-	if err := readJSON(filepath.Join(stateDir, "calibration.json"), &c); err != nil {
+	if err := atomicfile.ReadJSON(filepath.Join(stateDir, "calibration.json"), &c); err != nil {
 		if os.IsNotExist(err) {
 			return nil, nil
 		}
@@ -203,7 +204,7 @@ func ReadCalibration(stateDir string) (*Calibration, error) {
 // there is none yet).
 func ReadConfirmation(stateDir string) (*Confirmation, error) {
 	var c Confirmation
-	if err := readJSON(filepath.Join(stateDir, "confirmation.json"), &c); err != nil {
+	if err := atomicfile.ReadJSON(filepath.Join(stateDir, "confirmation.json"), &c); err != nil {
 		if os.IsNotExist(err) {
 			return nil, nil
 		}
@@ -212,33 +213,9 @@ func ReadConfirmation(stateDir string) (*Confirmation, error) {
 	return &c, nil
 }
 
-func readJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("%s: %v", path, err)
-	}
-	return nil
-}
-
-// writeJSON writes v as indented JSON to path, atomically, making its
-// directory.
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	return bisect.WriteFileAtomic(path, append(b, '\n'))
-}
-
 // save writes a commit's evidence atomically.
 func (p *Pipeline) save(ev *Evidence) error {
-	return writeJSON(p.evidencePath(ev.Commit), ev)
+	return atomicfile.WriteJSON(p.evidencePath(ev.Commit), ev)
 }
 
 // init loads what earlier runs in the state directory measured: the
@@ -360,7 +337,7 @@ func (p *Pipeline) test(ctx context.Context, commit string, samples int, sub str
 		ev.Reason = "does not build: " + firstOr(be.Lines, err.Error())
 		return ev, nil
 	case err != nil:
-		return nil, fmt.Errorf("build %s: %w", short(commit), err)
+		return nil, fmt.Errorf("build %s: %w", commitid.Short(commit), err)
 	}
 	ev.Release, ev.Signature = a.Release, a.Signature
 	ev.Build = &BuildInfo{Artifact: a.Dir, Cached: a.Cached, Seconds: a.Took.Seconds()}
@@ -369,7 +346,7 @@ func (p *Pipeline) test(ctx context.Context, commit string, samples int, sub str
 	}
 	if same := p.bySig[a.Signature]; same != nil && samples == 0 {
 		ev.Verdict, ev.SameAs = same.Verdict, same.Commit
-		ev.Reason = fmt.Sprintf("the same kernel as %s (signature %s): %s", short(same.Commit), shortSig(a.Signature), same.Reason)
+		ev.Reason = fmt.Sprintf("the same kernel as %s (signature %s): %s", commitid.Short(same.Commit), commitid.Short(a.Signature), same.Reason)
 		ev.Values, ev.Decision, ev.Metric, ev.Kind = same.Values, same.Decision, same.Metric, same.Kind
 		return ev, nil
 	}
@@ -495,7 +472,7 @@ func (p *Pipeline) measure(ctx context.Context, ev *Evidence, art remote.Artifac
 	case d == nil && !canDecide:
 		ev.Reason = fmt.Sprintf("%d samples for calibration", len(ev.Values))
 	case d == nil:
-		return fmt.Errorf("%s: no decision after %d samples", short(ev.Commit), len(ev.Values))
+		return fmt.Errorf("%s: no decision after %d samples", commitid.Short(ev.Commit), len(ev.Values))
 	default:
 		setVerdict(ev, *d)
 	}
@@ -547,7 +524,7 @@ func (p *Pipeline) sample(ctx context.Context, ev *Evidence, w noise.Workload, m
 			return 0, nil, fmt.Errorf("%s: %w", art.Release, err)
 		}
 		if err != nil {
-			return 0, nil, fmt.Errorf("sample %d of %s: %w", n, short(ev.Commit), err)
+			return 0, nil, fmt.Errorf("sample %d of %s: %w", n, commitid.Short(ev.Commit), err)
 		}
 		if err := meas.Usable(); err != nil {
 			lastErr = err
@@ -555,13 +532,13 @@ func (p *Pipeline) sample(ctx context.Context, ev *Evidence, w noise.Workload, m
 		}
 		v, err := SampleValue(p.Job, meas)
 		if err != nil {
-			return 0, nil, fmt.Errorf("sample %d of %s: %w", n, short(ev.Commit), err)
+			return 0, nil, fmt.Errorf("sample %d of %s: %w", n, commitid.Short(ev.Commit), err)
 		}
 		ev.Samples = append(ev.Samples, meas)
 		ev.Values = append(ev.Values, v)
 		return v, nil, nil
 	}
-	return 0, nil, fmt.Errorf("sample %d of %s: twice no evidence: %w", len(ev.Values)+1, short(ev.Commit), lastErr)
+	return 0, nil, fmt.Errorf("sample %d of %s: twice no evidence: %w", len(ev.Values)+1, commitid.Short(ev.Commit), lastErr)
 }
 
 // saveRaw keeps what a sample printed: <dir>/sample-<n>[.retry-<k>].out
@@ -577,11 +554,11 @@ func saveRaw(dir string, n, try int, raw noise.Raw) error {
 	if try > 0 {
 		name += fmt.Sprintf(".retry-%d", try)
 	}
-	if err := bisect.WriteFileAtomic(filepath.Join(dir, name+".out"), raw.Stdout); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, name+".out"), raw.Stdout); err != nil {
 		return err
 	}
 	if len(raw.Stderr) > 0 {
-		return bisect.WriteFileAtomic(filepath.Join(dir, name+".err"), raw.Stderr)
+		return atomicfile.WriteFile(filepath.Join(dir, name+".err"), raw.Stderr)
 	}
 	return nil
 }
@@ -659,20 +636,6 @@ func (p *Pipeline) consoleLog(commit string) (io.Writer, func()) {
 		return nil, func() {}
 	}
 	return f, func() { f.Close() }
-}
-
-func short(commit string) string {
-	if len(commit) > 12 {
-		return commit[:12]
-	}
-	return commit
-}
-
-func shortSig(sig string) string {
-	if len(sig) > 12 {
-		return sig[:12]
-	}
-	return sig
 }
 
 func firstOr(lines []string, def string) string {

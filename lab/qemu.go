@@ -63,13 +63,7 @@ func (c *consoleSwitch) to(f *os.File) {
 
 // NewQEMULab is the job's QEMU lab, its image checked.
 func NewQEMULab(job *configs.Job, dir string, say func(string)) (*QEMULab, error) {
-	im := qemu.Image{Dir: qemu.DefaultImageDir()}
-	if p := string(job.Boot.QEMU.Image); p != "" {
-		im.Dir = p
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
-			im.Dir = filepath.Dir(p)
-		}
-	}
+	im := qemuImage(job)
 	if err := im.Check(); err != nil {
 		return nil, err
 	}
@@ -122,19 +116,14 @@ func (q *QEMULab) Boot(ctx context.Context, art remote.Artifact) (Machine, remot
 		return nil, remote.Facts{}, err
 	}
 	q.console = &consoleSwitch{f: console} // closed with the guest
-	o := qemu.Options{Kernel: art.Image, Image: q.Image.RootFS(), Memory: int64(job.Boot.QEMU.Memory), CPUs: q.cpus, Accel: q.accel,
-		Params: strings.TrimSpace(job.Boot.Params + " " + job.Boot.ExtraCmdline), SSHPort: port, Args: job.Boot.QEMU.Args}
-	vm, err := qemu.Start(o, q.console)
+	vm, err := qemu.Start(qemuOptions(job, art, q.Image, q.cpus, q.accel, port), q.console)
 	if err != nil {
 		q.Close()
 		return nil, remote.Facts{}, err
 	}
 	q.vm, q.port = vm, port
 	opt := q.sshOptions()
-	timeout := job.Boot.Timeout.D()
-	if timeout <= 0 {
-		timeout = 3 * time.Minute
-	}
+	timeout := guestBootTimeout(job)
 	deadline := time.Now().Add(timeout)
 	kernelFailed := func(reason string) error {
 		panicked, last := remote.ConsoleEvidence(vm.Tail(64 << 10))
@@ -218,12 +207,8 @@ func (q *QEMULab) kexec(ctx context.Context, art remote.Artifact) (Machine, remo
 		case <-bootCtx.Done():
 		}
 	}()
-	timeout := job.Boot.Timeout.D()
-	if timeout <= 0 {
-		timeout = 3 * time.Minute
-	}
-	nh, f, err := remote.Boot(bootCtx, h, dial, remote.BootOptions{Method: remote.MethodKexec, Release: art.Release,
-		Params: job.Boot.Params, ExtraCmdline: job.Boot.ExtraCmdline, Timeout: timeout, Expect: Expect(job, art.Release)})
+	timeout := guestBootTimeout(job)
+	nh, f, err := remote.Boot(bootCtx, h, dial, guestKexecOptions(job, art, timeout))
 	kernelFailed := func(reason string) error {
 		panicked, last := remote.ConsoleEvidence(vm.Tail(64 << 10))
 		q.Close()

@@ -12,6 +12,7 @@ import (
 	"kbisect/bisect"
 	"kbisect/configs"
 	"kbisect/history"
+	"kbisect/internal/commitid"
 	"kbisect/lab"
 	"kbisect/noise"
 	"kbisect/report"
@@ -32,7 +33,7 @@ func (n *night) judge(ctx context.Context, r bisect.Release, confirm bool) (hist
 	if b != nil && b.stale && r.Tag != b.tag {
 		return n.alternate(ctx, r)
 	}
-	n.say("measuring %s (%s)", r.Tag, short12(r.Commit.String()))
+	n.say("measuring %s (%s)", r.Tag, commitid.Short(r.Commit.String()))
 	var ev *lab.Evidence
 	var err error
 	if lab.Relative(n.job) {
@@ -53,7 +54,7 @@ func (n *night) judge(ctx context.Context, r bisect.Release, confirm bool) (hist
 	case b == nil && lab.Relative(n.job):
 		cand.Verdict = string(noise.Good)
 		cand.Reason = fmt.Sprintf("the baseline, median %s: the %s threshold judges the next releases against its samples",
-			noise.FormatValue(cand.Kind, lab.Median(cand.Values)), n.job.Verdict.Threshold)
+			noise.FormatValue(cand.Kind, noise.Median(cand.Values)), n.job.Verdict.Threshold)
 		return n.record(ctx, r.Tag, &cand, "")
 	case b == nil:
 		return n.record(ctx, r.Tag, &cand, "")
@@ -140,8 +141,8 @@ func (n *night) recordPair(ctx context.Context, c *lab.Calibration, tag, how str
 	base.Verdict, base.Reason = baseV, fmt.Sprintf("measured again beside %s (%s): %s", tag, how, baseWhy)
 	if relV == verdictDrift {
 		rel.Reason = fmt.Sprintf("%s, measured good on %s, is bad now beside %s (%s): %s: median %s, was %s; %s: %s",
-			b.tag, b.at.Local().Format("2006-01-02"), tag, how, b.tag, noise.FormatValue(base.Kind, lab.Median(base.Values)),
-			noise.FormatValue(base.Kind, lab.Median(b.values)), tag, relWhy)
+			b.tag, b.at.Local().Format("2006-01-02"), tag, how, b.tag, noise.FormatValue(base.Kind, noise.Median(base.Values)),
+			noise.FormatValue(base.Kind, noise.Median(b.values)), tag, relWhy)
 	}
 	if _, err := n.record(ctx, b.tag, &base, ""); err != nil {
 		return history.Measurement{}, err
@@ -163,7 +164,9 @@ func (n *night) record(ctx context.Context, tag string, ev *lab.Evidence, agains
 	if m.Metric == "" {
 		m.Metric = n.job.Verdict.Metric
 	}
-	m.Median = lab.Median(m.Values)
+	if len(m.Values) > 0 {
+		m.Median = noise.Median(m.Values)
+	}
 	if ev.Decision != nil {
 		m.Median, m.Threshold = ev.Decision.Median, ev.Decision.Threshold
 	}
@@ -215,11 +218,11 @@ func (n *night) setupPipeline(ctx context.Context) error {
 	n.pipe = &lab.Pipeline{Job: job, Build: bo, StateDir: filepath.Join(n.dir, "tags"), Progress: func(e lab.Event) {
 		switch {
 		case e.Phase == lab.PhaseMeasure && e.Sample > 0:
-			n.say("%s sample %d: %s", short12(e.Commit), e.Sample, noise.FormatValue(e.Kind, e.Value))
+			n.say("%s sample %d: %s", commitid.Short(e.Commit), e.Sample, noise.FormatValue(e.Kind, e.Value))
 		case e.Note != "":
-			n.say("%s %s: %s", short12(e.Commit), e.Phase, e.Note)
+			n.say("%s %s: %s", commitid.Short(e.Commit), e.Phase, e.Note)
 		default:
-			n.say("%s %s", short12(e.Commit), e.Phase)
+			n.say("%s %s", commitid.Short(e.Commit), e.Phase)
 		}
 	}}
 	var q *lab.QEMULab

@@ -253,11 +253,3 @@ func tagNames(rs []bisect.Release) []string {
 	}
 	return out
 }
-
-// short12 is a commit as the progress lines abbreviate it.
-func short12(s string) string {
-	if len(s) > 12 {
-		return s[:12]
-	}
-	return s
-}

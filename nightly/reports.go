@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"kbisect/bisect"
+	"kbisect/internal/atomicfile"
 	"kbisect/lab"
 	"kbisect/noise"
 	"kbisect/report"
@@ -89,7 +89,7 @@ func writeWhole(file string, write func(io.Writer) error) error {
 	if err := write(&b); err != nil {
 		return err
 	}
-	if err := bisect.WriteFileAtomic(file, b.Bytes()); err != nil {
+	if err := atomicfile.WriteFile(file, b.Bytes()); err != nil {
 		return fmt.Errorf("-o: %v", err)
 	}
 	return os.Chmod(file, 0o644)

@@ -135,7 +135,7 @@ func summarizeSide(s Side, info MetricInfo, aggregate string) (SideSummary, erro
 		}
 	}
 	out.CPUs = len(cpus)
-	out.Median = median(out.Values)
+	out.Median = Median(out.Values)
 	for _, mi := range Metrics(s.Samples[0].Tool) {
 		rs := RangeSummary{Metric: mi.Name, Kind: mi.Kind, Min: math.Inf(1), Max: math.Inf(-1)}
 		ok := true
@@ -165,7 +165,7 @@ func BootMedians(values []float64, boots []int) ([]float64, error) {
 		if n < 1 || i+n > len(values) {
 			return nil, fmt.Errorf("boots of %v samples do not cover %d values", boots, len(values))
 		}
-		out = append(out, median(append([]float64(nil), values[i:i+n]...)))
+		out = append(out, Median(append([]float64(nil), values[i:i+n]...)))
 		i += n
 	}
 	if i != len(values) {

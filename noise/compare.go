@@ -87,7 +87,13 @@ func Compare(a, b []float64, confidence float64) Comparison {
 	xs := c.finiteSorted(a, "A")
 	ys := c.finiteSorted(b, "B")
 	c.NA, c.NB = len(xs), len(ys)
-	c.MedianA, c.MedianB = sortedMedian(xs), sortedMedian(ys)
+	// A side without values keeps the median 0: JSON has no NaN.
+	if c.NA > 0 {
+		c.MedianA = Median(xs)
+	}
+	if c.NB > 0 {
+		c.MedianB = Median(ys)
+	}
 	if c.NA == 0 || c.NB == 0 {
 		c.warn("nothing to compare: A has %d values and B has %d", c.NA, c.NB)
 		return c
@@ -170,14 +176,6 @@ func (c *Comparison) estimateShift(xs, ys []float64, null uNull) {
 		c.warn("the shift interval is the widest possible (smallest to largest difference) and covers the true shift with probability %.3g only, not %.4g%%",
 			1-null.twoSidedP(0), 100*c.Confidence)
 	}
-}
-
-// sortedMedian is the median of sorted values, 0 when there are none.
-func sortedMedian(s []float64) float64 {
-	if len(s) == 0 {
-		return 0
-	}
-	return quantile(s, 0.5)
 }
 
 // rankSummary is what the test needs from the ranks of the pooled sample.

@@ -107,7 +107,7 @@ func simulate(t testing.TB, c simCase, seed uint64, trials int) (seq, fixed simR
 			samples = append(samples, kernel.draw(rng))
 		}
 		fixedVerdict := Good
-		if median(samples[:10]) > d.Threshold {
+		if Median(samples[:10]) > d.Threshold {
 			fixedVerdict = Bad
 		}
 		fixed.samples += 10

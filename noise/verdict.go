@@ -99,7 +99,7 @@ func (r Rule) Decide(samples []float64) (Decision, error) {
 	}
 	d := Decision{N: len(samples), Threshold: m.threshold, Bound: r.bound()}
 	if len(samples) > 0 {
-		d.Median = median(samples)
+		d.Median = Median(samples)
 	}
 	for _, x := range samples {
 		e := m.delta / (m.sigma * m.sigma) * (m.scale(x) - m.mid)
@@ -186,16 +186,16 @@ func (r Rule) model(samples []float64) (model, error) {
 		thresholdBad = toBad(r.Threshold)
 		ref = thresholdBad
 	case Ratio:
-		g := median(mapped(r.Good, toBad))
+		g := Median(mapped(r.Good, toBad))
 		if !(g > 0) || math.IsInf(g, 0) {
-			return m, fmt.Errorf("verdict rule: the good endpoint's median is %s: no ratio of it means anything", r.format(median(r.Good)))
+			return m, fmt.Errorf("verdict rule: the good endpoint's median is %s: no ratio of it means anything", r.format(Median(r.Good)))
 		}
 		thresholdBad = g * r.Threshold
 		ref = thresholdBad
 	case Auto:
-		ref = median(mapped(r.Bad, toBad))
+		ref = Median(mapped(r.Bad, toBad))
 		if !(ref > 0) || math.IsInf(ref, 0) {
-			return m, fmt.Errorf("verdict rule: the bad endpoint (median %s) is not worse than the good one (median %s)", r.format(median(r.Bad)), r.format(median(r.Good)))
+			return m, fmt.Errorf("verdict rule: the bad endpoint (median %s) is not worse than the good one (median %s)", r.format(Median(r.Bad)), r.format(Median(r.Good)))
 		}
 	}
 	// Values at or below a hundredth of the threshold (or of the bad
@@ -215,7 +215,7 @@ func (r Rule) model(samples []float64) (model, error) {
 				continue
 			}
 			s := mapped(x, m.scale)
-			mid := median(s)
+			mid := Median(s)
 			for _, v := range s {
 				devs = append(devs, math.Abs(v-mid))
 			}
@@ -224,13 +224,13 @@ func (r Rule) model(samples []float64) (model, error) {
 		if df == 0 {
 			return 0, 0
 		}
-		return 1.4826 * median(devs), df
+		return 1.4826 * Median(devs), df
 	}
 
 	if r.Kind == Auto {
-		g, b := median(mapped(r.Good, m.scale)), median(mapped(r.Bad, m.scale))
+		g, b := Median(mapped(r.Good, m.scale)), Median(mapped(r.Bad, m.scale))
 		if b <= g {
-			return m, fmt.Errorf("verdict rule: the bad endpoint (median %s) is not worse than the good one (median %s)", r.format(median(r.Bad)), r.format(median(r.Good)))
+			return m, fmt.Errorf("verdict rule: the bad endpoint (median %s) is not worse than the good one (median %s)", r.format(Median(r.Bad)), r.format(Median(r.Good)))
 		}
 		m.mid, m.delta = (g+b)/2, b-g
 	} else {
@@ -338,7 +338,12 @@ func mapped(xs []float64, f func(float64) float64) []float64 {
 	return out
 }
 
-func median(xs []float64) float64 {
+// Median is the median of xs, which it does not modify: the middle
+// value, or the one halfway between the two middle ones, interpolated as
+// the median aggregate and the percentiles are; NaN when there are none.
+// It is kbisect's one median of samples: every verdict, A/B side and
+// calibration reason quotes the same number for the same kernel.
+func Median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return math.NaN()
 	}
@@ -354,5 +359,5 @@ func (r Rule) Worse(a, b []float64) bool {
 		return false
 	}
 	to, _ := r.badness()
-	return median(mapped(a, to)) > median(mapped(b, to))
+	return Median(mapped(a, to)) > Median(mapped(b, to))
 }

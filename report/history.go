@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"kbisect/internal/commitid"
 	"slices"
 	"strings"
 	"time"
@@ -57,7 +58,7 @@ type Incident struct {
 func (i Incident) Culprit() string {
 	switch i.Result {
 	case "found":
-		return fmt.Sprintf("first bad commit %s %q", short(i.Commit), i.Subject)
+		return fmt.Sprintf("first bad commit %s %q", commitid.Short(i.Commit), i.Subject)
 	case "":
 		return "not bisected"
 	}

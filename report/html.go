@@ -6,6 +6,8 @@ import (
 	"html/template"
 	"io"
 	"math"
+
+	"kbisect/internal/commitid"
 )
 
 // page is what the HTML template shows: the document, and what is
@@ -64,7 +66,7 @@ func WriteHTML(w io.Writer, d *Document) error {
 		p.Bisection = template.HTML(bisectionPlot(d))
 		for _, t := range d.Tested {
 			r := row{
-				Short: short(t.Commit), Commit: t.Commit, Subject: t.Subject,
+				Short: commitid.Short(t.Commit), Commit: t.Commit, Subject: t.Subject,
 				Verdict: t.Verdict, Class: verdictClass(t.Verdict),
 				Endpoint: t.Endpoint, Culprit: t.Culprit, Note: t.Note,
 				Samples: len(t.Values),

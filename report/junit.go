@@ -7,6 +7,8 @@ import (
 	"io"
 	"math"
 	"strings"
+
+	"kbisect/internal/commitid"
 )
 
 // The JUnit schema as CI systems (Jenkins, GitLab, GitHub test reporters)
@@ -119,7 +121,7 @@ func WriteJUnit(w io.Writer, d *Document) error {
 func testedCase(m Metric, t Tested) junitCase {
 	c := junitCase{
 		Classname: "kbisect.bisect",
-		Name:      strings.TrimSpace(short(t.Commit) + " " + t.Subject),
+		Name:      strings.TrimSpace(commitid.Short(t.Commit) + " " + t.Subject),
 	}
 	measured := measuredText(m, t)
 	details := "commit " + t.Commit + "\n" + t.Subject + "\n" + measured

@@ -1,7 +1,10 @@
 // Package report renders what kbisect found for people and for CI: one
 // self-contained HTML file with hand-drawn SVG plots, and JUnit XML. It
-// takes a plain Document so that it depends on no other kbisect package:
-// whoever ran the bisection or the A/B comparison fills one in.
+// takes a plain Document so that it depends on no kbisect package that
+// knows a bisection, a lab or a measurement: whoever ran the bisection or
+// the A/B comparison fills one in. It imports only internal/commitid, a
+// leaf that imports nothing of kbisect, for how a commit is shown; its
+// median stays its own, as noise's (where statistics live) is out of reach.
 package report
 
 import (
@@ -209,14 +212,6 @@ func group(s string) string {
 	}
 	b.WriteString(frac)
 	return b.String()
-}
-
-// short is the 12-hex form of a commit hash, as git log --abbrev=12 shows it.
-func short(commit string) string {
-	if len(commit) > 12 {
-		return commit[:12]
-	}
-	return commit
 }
 
 // median of values, which it does not modify; NaN when there are none.

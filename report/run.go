@@ -12,6 +12,7 @@ import (
 
 	"kbisect/bisect"
 	"kbisect/configs"
+	"kbisect/internal/commitid"
 	"kbisect/internal/wrap"
 	"kbisect/lab"
 	"kbisect/noise"
@@ -243,7 +244,7 @@ func (r *Run) WriteText(w io.Writer) {
 			para(w, "- ", "  ", "Against its parent, %d boots a side, alternating: %s", c.WithParent.Plan.Rounds, c.WithParent.Report.Conclusion)
 		}
 		if c.Reverted != nil && c.Reverted.Report != nil {
-			para(w, "- ", "  ", "The bad endpoint against itself with it reverted (%s): %s", short(c.Reverted.Plan.B), c.Reverted.Report.Conclusion)
+			para(w, "- ", "  ", "The bad endpoint against itself with it reverted (%s): %s", commitid.Short(c.Reverted.Plan.B), c.Reverted.Report.Conclusion)
 		}
 		for _, f := range c.Flags {
 			para(w, "flag: ", "      ", "%s", f)
@@ -357,7 +358,7 @@ func (r *Run) search() string {
 	for _, t := range s.Tried {
 		tried = append(tried, t.Tag+" "+t.Verdict)
 	}
-	given := short(s.Given)
+	given := commitid.Short(s.Given)
 	for _, gr := range r.Start.GoodRevs {
 		if h, err := r.Graph.Resolve(gr); err == nil && h.String() == s.Given {
 			given = gr
@@ -368,7 +369,7 @@ func (r *Run) search() string {
 	if s.Found == "" {
 		return text + ": " + s.Reason + "."
 	}
-	bad := short(s.Bad)
+	bad := commitid.Short(s.Bad)
 	for _, t := range s.Tried {
 		if t.Commit == s.Bad {
 			bad = t.Tag

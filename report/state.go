@@ -13,6 +13,7 @@ import (
 
 	"kbisect/bisect"
 	"kbisect/configs"
+	"kbisect/internal/atomicfile"
 	"kbisect/internal/usage"
 	"kbisect/lab"
 )
@@ -49,7 +50,7 @@ func WriteOutput(output string, stdout io.Writer, write func(io.Writer) error) e
 	if err := write(&b); err != nil {
 		return err
 	}
-	if err := bisect.WriteFileAtomic(output, b.Bytes()); err != nil {
+	if err := atomicfile.WriteFile(output, b.Bytes()); err != nil {
 		return fmt.Errorf("-o: %v", err)
 	}
 	return os.Chmod(output, 0o644) // a report is made to be shared

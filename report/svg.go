@@ -6,6 +6,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"kbisect/internal/commitid"
 )
 
 // Colours of the plots: verdicts as a reader expects them, and the two
@@ -195,7 +197,7 @@ func bisectionPlot(d *Document) string {
 				weight = ` font-weight="bold"`
 			}
 			c.printf(`<text transform="translate(%s %s) rotate(-45)" text-anchor="end" font-family="ui-monospace, monospace" font-size="11" fill="%s"%s>%s</text>`,
-				num(x+3), num(top+plotH+12), colorAxis, weight, esc(short(t.Commit)))
+				num(x+3), num(top+plotH+12), colorAxis, weight, esc(commitid.Short(t.Commit)))
 		}
 		c.printf("<g><title>%s</title>", esc(testedTooltip(m, t)))
 		color := verdictColor(t.Verdict)
@@ -252,7 +254,7 @@ func verdictColor(v string) string {
 // testedTooltip is what hovering a commit shows: everything the row of
 // the table says.
 func testedTooltip(m Metric, t Tested) string {
-	s := short(t.Commit) + " " + t.Subject + "\n" + t.Verdict
+	s := commitid.Short(t.Commit) + " " + t.Subject + "\n" + t.Verdict
 	if t.Culprit {
 		s += ", first bad commit"
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"kbisect/bisect"
 	"kbisect/configs"
+	"kbisect/internal/atomicfile"
 	"kbisect/internal/shell"
 	"kbisect/internal/usage"
 	"kbisect/lab"
@@ -231,7 +232,7 @@ func prepareABState(state, jobFile string, plan lab.ABPlan) error {
 	if err != nil {
 		return err
 	}
-	if err := bisect.WriteFileAtomic(filepath.Join(state, "job.yaml"), data); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(state, "job.yaml"), data); err != nil {
 		return err
 	}
 	return lab.WriteABPlan(state, plan)

@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"io"
 	"kbisect/bisect"
+	"kbisect/internal/atomicfile"
 	"kbisect/internal/usage"
-	"kbisect/lab"
 	"kbisect/report"
+	"kbisect/testcmd"
 	"kbisect/worktree"
 	"os"
 	"path/filepath"
@@ -156,7 +157,7 @@ func (r *execRun) openInterrupted(ctx context.Context, mark runningMark) error {
 		return fmt.Errorf("the interrupted run left changes in tracked files (the tree was clean when it started, so its test command made them): %s\n"+
 			"discard them with `git reset --hard` and run the same command again to resume", strings.Join(files, " "))
 	}
-	if found, err := lab.StopLeftover(filepath.Join(mark.State, "test.pid"), 5*time.Second); err != nil {
+	if found, err := testcmd.StopLeftover(filepath.Join(mark.State, "test.pid"), 5*time.Second); err != nil {
 		return err
 	} else if found {
 		fmt.Fprintln(r.o.Messages, "kbisect: stopped the test command the interrupted run left running")
@@ -256,10 +257,10 @@ func (r *execRun) bisect(ctx context.Context) (*Result, error) {
 	if err := os.MkdirAll(filepath.Dir(r.runningMarker()), 0o755); err != nil {
 		return aborted(r.stateDir, err), err
 	}
-	if err := bisect.WriteFileAtomic(r.runningMarker(), append(mark, '\n')); err != nil {
+	if err := atomicfile.WriteFile(r.runningMarker(), append(mark, '\n')); err != nil {
 		return aborted(r.stateDir, err), err
 	}
-	tester := &lab.ExecTester{Tree: tree, Command: r.start.Meta["exec"], Stdout: o.Stdout, Stderr: o.Stderr,
+	tester := &testcmd.Tester{Tree: tree, Command: r.start.Meta["exec"], Stdout: o.Stdout, Stderr: o.Stderr,
 		PIDFile: filepath.Join(r.stateDir, "test.pid")}
 	tester.Good = func() plumbing.Hash {
 		// git verifies on its first good ref by name: the same order.

@@ -15,6 +15,8 @@ import (
 
 	"kbisect/bisect"
 	"kbisect/configs"
+	"kbisect/internal/atomicfile"
+	"kbisect/internal/commitid"
 	"kbisect/internal/usage"
 	"kbisect/lab"
 	"kbisect/report"
@@ -178,7 +180,7 @@ func (r *jobRun) prepare(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			if err := bisect.WriteFileAtomic(filepath.Join(r.stateDir, stateJobName(i)), data); err != nil {
+			if err := atomicfile.WriteFile(filepath.Join(r.stateDir, stateJobName(i)), data); err != nil {
 				return err
 			}
 		}
@@ -314,17 +316,10 @@ func sameMachines(files []string, jobs []*configs.Job) error {
 	return nil
 }
 
-func short(s string) string {
-	if len(s) > 12 {
-		return s[:12]
-	}
-	return s
-}
-
 // bisect calibrates on the endpoints, drives the bisection and reports.
 func (r *jobRun) bisect(ctx context.Context) (*Result, error) {
 	good := r.start.Good[0]
-	r.view.Line("calibrating on the endpoints: bad %s, good %s", short(r.start.Bad), short(good))
+	r.view.Line("calibrating on the endpoints: bad %s, good %s", commitid.Short(r.start.Bad), commitid.Short(good))
 	if r.ahead != nil {
 		// The good endpoint builds while the bad one is measured, the
 		// first commit to test while the good one is.
@@ -465,7 +460,7 @@ func (r *jobRun) restartRange(s *lab.Search) error {
 			return nil
 		}
 	}
-	note := fmt.Sprintf("the good endpoint %s measured bad; %s measured good after %d kernels", short(s.Given), s.Found, s.Kernels)
+	note := fmt.Sprintf("the good endpoint %s measured bad; %s measured good after %d kernels", commitid.Short(s.Given), s.Found, s.Kernels)
 	if err := r.log.Append(bisect.Record{Event: bisect.EventRange, Bad: s.Bad, Good: []string{s.Good}, Note: note}); err != nil {
 		return err
 	}
@@ -493,6 +488,6 @@ func (r *jobRun) confirm(ctx context.Context, culprit plumbing.Hash) (*lab.Confi
 	for _, p := range parents {
 		ps = append(ps, p.String())
 	}
-	r.view.Line("confirming %s against its parent, on fresh boots with more samples", short(culprit.String()))
+	r.view.Line("confirming %s against its parent, on fresh boots with more samples", commitid.Short(culprit.String()))
 	return r.tester.Confirm(ctx, culprit.String(), ps, r.start.Bad)
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"kbisect/bisect"
+	"kbisect/internal/atomicfile"
 	"kbisect/internal/usage"
 	"kbisect/report"
 	"os"
@@ -117,12 +118,12 @@ func saveResult(g *bisect.Graph, log *bisect.StateLog, res bisect.Result, out re
 	if err != nil {
 		return err
 	}
-	if err := bisect.WriteFileAtomic(filepath.Join(dir, "git-bisect.log"), []byte(text)); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, "git-bisect.log"), []byte(text)); err != nil {
 		return err
 	}
 	b, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {
 		return err
 	}
-	return bisect.WriteFileAtomic(filepath.Join(dir, "result.json"), append(b, '\n'))
+	return atomicfile.WriteFile(filepath.Join(dir, "result.json"), append(b, '\n'))
 }

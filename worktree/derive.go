@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"kbisect/internal/commitid"
 )
 
 // A Change makes a commit from a base: the revert of a commit, or a patch
@@ -50,7 +52,7 @@ func (e *ConflictError) Error() string {
 	} else if e.Detail != "" {
 		what += ": " + e.Detail
 	}
-	return fmt.Sprintf("%s on %s %s", e.Change, short(e.Base), what)
+	return fmt.Sprintf("%s on %s %s", e.Change, commitid.Short(e.Base), what)
 }
 
 // Derive makes the commit base + change in the repository of dir and
@@ -204,7 +206,7 @@ func conflict(ctx context.Context, scratch string, c Change, base string, err er
 	if len(e.Files) == 0 {
 		if !doesNotApply.MatchString(ce.Stderr) {
 			// Not the change: git itself failed (a lock, the disk).
-			return fmt.Errorf("%s on %s: %w", c, short(base), err)
+			return fmt.Errorf("%s on %s: %w", c, commitid.Short(base), err)
 		}
 		e.Detail = firstLine(ce.Stderr)
 	}
@@ -217,11 +219,4 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
-}
-
-func short(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
 }

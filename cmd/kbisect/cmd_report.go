@@ -3,9 +3,10 @@ package main
 import (
 	"context"
 	"io"
-	"kbisect/report"
 
 	"github.com/urfave/cli/v2"
+
+	"kbisect/report"
 )
 
 func reportCommand() *cli.Command {

@@ -10,6 +10,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"kbisect/bisect"
+	"kbisect/internal/commitid"
 	"kbisect/internal/tty"
 	"kbisect/lab"
 	"kbisect/noise"
@@ -66,9 +67,9 @@ func (v *jobView) draw() {
 	}
 	var b strings.Builder
 	if l := v.labels[v.commit]; l != "" {
-		fmt.Fprintf(&b, "\r\033[K[%s] %-7s %s", l, v.phase, short(v.commit))
+		fmt.Fprintf(&b, "\r\033[K[%s] %-7s %s", l, v.phase, commitid.Short(v.commit))
 	} else {
-		fmt.Fprintf(&b, "\r\033[K[step %d/~%d] %-7s %s", v.step, v.step+v.estimate, v.phase, short(v.commit))
+		fmt.Fprintf(&b, "\r\033[K[step %d/~%d] %-7s %s", v.step, v.step+v.estimate, v.phase, commitid.Short(v.commit))
 	}
 	if v.subject != "" {
 		s := v.subject
@@ -120,7 +121,7 @@ func (v *jobView) Event(e lab.Event) {
 		v.commit, v.subject, v.samples = e.Commit, v.subjectOf(e.Commit), 0
 	}
 	v.phase = e.Phase
-	who := short(e.Commit)
+	who := commitid.Short(e.Commit)
 	if l := v.labels[e.Commit]; l != "" {
 		who = l + " " + who
 	}
@@ -163,7 +164,7 @@ func (v *jobView) Note(commit, what string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if !v.tty {
-		v.Line("%s %s", short(commit), what)
+		v.Line("%s %s", commitid.Short(commit), what)
 	}
 }
 
@@ -205,12 +206,4 @@ func (v *jobView) Done() {
 		fmt.Fprint(v.w, "\r\033[K")
 		v.shown = false
 	}
-}
-
-// short is a commit's 12-digit abbreviation.
-func short(s string) string {
-	if len(s) > 12 {
-		return s[:12]
-	}
-	return s
 }

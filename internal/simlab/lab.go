@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"kbisect/internal/commitid"
 	"kbisect/internal/simhost"
 )
 
@@ -286,7 +287,7 @@ verdict:
   threshold: %s           # longest single noise: good kernels ~%s, bad ones ~%s
   samples: {min: 3, max: 5}
   confidence: 0.95
-`, shortHash(l.Tree.Regression), q(l.JobFile), l.Tree.Good, l.Tree.Bad, l.machineName(), IsolatedCPUs, CPUs,
+`, commitid.Short(l.Tree.Regression), q(l.JobFile), l.Tree.Good, l.Tree.Bad, l.machineName(), IsolatedCPUs, CPUs,
 		l.Host.Port, q(l.Identity), q(l.KnownHosts), q(BootParams), q(l.Host.PowerCycleCommand),
 		q(l.Tree.Dir), q(l.Fragment), q(l.CacheDir), IsolatedCPUs, durationText(opt.Duration),
 		l.Metric, durationText(l.Threshold), durationText(opt.GoodNoise), durationText(opt.BadNoise))
@@ -317,11 +318,4 @@ func durationText(d time.Duration) string {
 		return strconv.FormatInt(int64(d/time.Microsecond), 10) + "us"
 	}
 	return strconv.FormatInt(int64(d), 10) + "ns"
-}
-
-func shortHash(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return strings.TrimSpace(h)
 }

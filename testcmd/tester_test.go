@@ -1,4 +1,4 @@
-package lab
+package testcmd
 
 import (
 	"bytes"
@@ -41,7 +41,7 @@ func oneCommitTree(t *testing.T) (*worktree.Tree, plumbing.Hash) {
 	return tree, plumbing.NewHash(head.Commit)
 }
 
-func TestExecTesterMapsExitCodesAsGitBisectRun(t *testing.T) {
+func TestTesterMapsExitCodesAsGitBisectRun(t *testing.T) {
 	tree, commit := oneCommitTree(t)
 	for _, c := range []struct {
 		cmd   string
@@ -60,9 +60,9 @@ func TestExecTesterMapsExitCodesAsGitBisectRun(t *testing.T) {
 		{"kill -TERM $$", 0, true},
 	} {
 		var out bytes.Buffer
-		tester := &ExecTester{Tree: tree, Command: c.cmd, Stdout: &out, Stderr: &out}
+		tester := &Tester{Tree: tree, Command: c.cmd, Stdout: &out, Stderr: &out}
 		got, err := tester.Test(context.Background(), commit)
-		var abort *ExecAbortError
+		var abort *AbortError
 		if c.abort {
 			if !errors.As(err, &abort) {
 				t.Errorf("%q: got %v, %v; want an abort", c.cmd, got.Verdict, err)
@@ -75,10 +75,10 @@ func TestExecTesterMapsExitCodesAsGitBisectRun(t *testing.T) {
 	}
 }
 
-func TestExecTesterRunsInTheTreeWithTheCommitInItsEnvironment(t *testing.T) {
+func TestTesterRunsInTheTreeWithTheCommitInItsEnvironment(t *testing.T) {
 	tree, commit := oneCommitTree(t)
 	var out bytes.Buffer
-	tester := &ExecTester{Tree: tree, Command: `echo "$KBISECT_COMMIT $(pwd)"`, Stdout: &out, Stderr: os.Stderr}
+	tester := &Tester{Tree: tree, Command: `echo "$KBISECT_COMMIT $(pwd)"`, Stdout: &out, Stderr: os.Stderr}
 	if _, err := tester.Test(context.Background(), commit); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestExecTesterRunsInTheTreeWithTheCommitInItsEnvironment(t *testing.T) {
 	}
 }
 
-func TestExecTesterStopsTheWholeProcessGroupOnCancel(t *testing.T) {
+func TestTesterStopsTheWholeProcessGroupOnCancel(t *testing.T) {
 	pid, err := cancelWhileRunning(t, "sleep 300 & echo $! > %s; wait", time.Second)
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Test after cancel: %v", err)
@@ -106,7 +106,7 @@ func cancelWhileRunning(t *testing.T, command string, grace time.Duration) (stri
 	pidFile := t.TempDir() + "/child"
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	tester := &ExecTester{Tree: tree, Command: fmt.Sprintf(command, pidFile), Stdout: os.Stderr, Stderr: os.Stderr, KillGrace: grace}
+	tester := &Tester{Tree: tree, Command: fmt.Sprintf(command, pidFile), Stdout: os.Stderr, Stderr: os.Stderr, KillGrace: grace}
 	done := make(chan error, 1)
 	go func() {
 		_, err := tester.Test(ctx, commit)
@@ -134,10 +134,10 @@ func goneSoon(pid string, within time.Duration) bool {
 	return false
 }
 
-func TestExecTesterRefusesACommandThatCannotRun(t *testing.T) {
+func TestTesterRefusesACommandThatCannotRun(t *testing.T) {
 	tree, commit := oneCommitTree(t)
 	good := func() plumbing.Hash { return commit }
-	tester := &ExecTester{Tree: tree, Command: "./no-such-script", Stdout: os.Stderr, Stderr: os.Stderr, Good: good}
+	tester := &Tester{Tree: tree, Command: "./no-such-script", Stdout: os.Stderr, Stderr: os.Stderr, Good: good}
 	_, err := tester.Test(context.Background(), commit)
 	var broken *BrokenCommandError
 	if !errors.As(err, &broken) || broken.Exit != 127 || !strings.Contains(err.Error(), "command not found") {
@@ -146,7 +146,7 @@ func TestExecTesterRefusesACommandThatCannotRun(t *testing.T) {
 
 	// A real 127 from the commit, with the good revision passing, is bad.
 	marker := t.TempDir() + "/seen"
-	tester = &ExecTester{Tree: tree, Command: "test -e " + marker + " && exit 0; touch " + marker + "; exit 127", Stdout: os.Stderr, Stderr: os.Stderr, Good: good}
+	tester = &Tester{Tree: tree, Command: "test -e " + marker + " && exit 0; touch " + marker + "; exit 127", Stdout: os.Stderr, Stderr: os.Stderr, Good: good}
 	out, err := tester.Test(context.Background(), commit)
 	if err != nil || out.Verdict != bisect.Bad {
 		t.Fatalf("127 from the commit: %v, %v", out.Verdict, err)
@@ -154,7 +154,7 @@ func TestExecTesterRefusesACommandThatCannotRun(t *testing.T) {
 
 	// As in git, the check happens the first time 126 or 127 appears, even
 	// after other verdicts.
-	tester = &ExecTester{Tree: tree, Command: "test -e " + marker + ".2 || { touch " + marker + ".2; exit 1; }; exit 126", Stdout: os.Stderr, Stderr: os.Stderr, Good: good}
+	tester = &Tester{Tree: tree, Command: "test -e " + marker + ".2 || { touch " + marker + ".2; exit 1; }; exit 126", Stdout: os.Stderr, Stderr: os.Stderr, Good: good}
 	if out, err := tester.Test(context.Background(), commit); err != nil || out.Verdict != bisect.Bad {
 		t.Fatalf("first run: %v %v", out.Verdict, err)
 	}
@@ -163,7 +163,7 @@ func TestExecTesterRefusesACommandThatCannotRun(t *testing.T) {
 	}
 }
 
-func TestExecTesterKillsChildrenThatOutliveTheShell(t *testing.T) {
+func TestTesterKillsChildrenThatOutliveTheShell(t *testing.T) {
 	// The child ignores SIGTERM; the shell dies of it.
 	pid, _ := cancelWhileRunning(t, `sh -c 'trap "" TERM; exec sleep 300' & echo $! > %s; wait`, 300*time.Millisecond)
 	if !goneSoon(pid, 3*time.Second) {

@@ -1,7 +1,13 @@
-// Package lab turns a commit into a verdict. This file holds the simplest
-// lab, the one of `git bisect run`: check the commit out in a work tree and
-// run a command there.
-package lab
+// Package testcmd runs the user's test command on each candidate as git
+// bisect run does: the commit checked out in the user's work tree, the
+// exit status mapped to good, bad, skip or abort, the command in a process
+// group of its own or, on a terminal, in the terminal's foreground, and a
+// command left running by a killed kbisect stopped when the run resumes.
+//
+// It imports bisect (the verdicts), worktree (the checkout) and
+// internal/shell (the -v trace), and no package of the lab: the test
+// command is kbisect's simplest lab, one a laptop can run.
+package testcmd
 
 import (
 	"context"
@@ -20,26 +26,26 @@ import (
 	"kbisect/worktree"
 )
 
-// ExecAbortError is a test command whose exit status means "stop the
+// AbortError is a test command whose exit status means "stop the
 // bisection" in git bisect run's convention (above 127, or killed).
-type ExecAbortError struct {
+type AbortError struct {
 	Commit  plumbing.Hash
 	Command string
 	Exit    int
 	Signal  string
 }
 
-func (e *ExecAbortError) Error() string {
+func (e *AbortError) Error() string {
 	if e.Signal != "" {
 		return fmt.Sprintf("test command %q was killed by %s on %s: bisection aborted", e.Command, e.Signal, e.Commit)
 	}
 	return fmt.Sprintf("test command %q exited %d on %s (above 127 means abort): bisection aborted", e.Command, e.Exit, e.Commit)
 }
 
-// ExecTester checks each commit out in Tree and runs Command there with
+// Tester checks each commit out in Tree and runs Command there with
 // `sh -c`, mapping its exit status as git bisect run does: 0 good, 125 skip,
 // 1–127 bad, anything else aborts.
-type ExecTester struct {
+type Tester struct {
 	Tree    *worktree.Tree
 	Command string
 	Stdout  io.Writer
@@ -79,7 +85,7 @@ func (e *BrokenCommandError) Error() string {
 }
 
 // Test implements bisect.TestFunc.
-func (t *ExecTester) Test(ctx context.Context, commit plumbing.Hash) (bisect.Outcome, error) {
+func (t *Tester) Test(ctx context.Context, commit plumbing.Hash) (bisect.Outcome, error) {
 	if err := t.Tree.Checkout(ctx, commit.String()); err != nil {
 		return bisect.Outcome{}, fmt.Errorf("check out %s: %w", commit, err)
 	}
@@ -88,7 +94,7 @@ func (t *ExecTester) Test(ctx context.Context, commit plumbing.Hash) (bisect.Out
 		return bisect.Outcome{}, err
 	}
 	if sig != "" {
-		return bisect.Outcome{}, &ExecAbortError{Commit: commit, Command: t.Command, Exit: -1, Signal: sig}
+		return bisect.Outcome{}, &AbortError{Commit: commit, Command: t.Command, Exit: -1, Signal: sig}
 	}
 	if (code == 126 || code == 127) && !t.verified && t.Good != nil {
 		t.verified = true
@@ -107,7 +113,7 @@ func (t *ExecTester) Test(ctx context.Context, commit plumbing.Hash) (bisect.Out
 	case code >= 1 && code <= 127:
 		out.Verdict = bisect.Bad
 	default:
-		return bisect.Outcome{}, &ExecAbortError{Commit: commit, Command: t.Command, Exit: code}
+		return bisect.Outcome{}, &AbortError{Commit: commit, Command: t.Command, Exit: code}
 	}
 	return out, nil
 }
@@ -115,7 +121,7 @@ func (t *ExecTester) Test(ctx context.Context, commit plumbing.Hash) (bisect.Out
 // stopGroup ends the command's process group: SIGTERM, then SIGKILL to
 // whatever is left of the group after the grace period, even when the
 // shell itself is gone and only its children linger.
-func (t *ExecTester) stopGroup(pgid int, done <-chan error) {
+func (t *Tester) stopGroup(pgid int, done <-chan error) {
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
 	deadline := time.After(t.grace())
 	select {
@@ -136,7 +142,7 @@ func (t *ExecTester) stopGroup(pgid int, done <-chan error) {
 }
 
 // verifyGood runs the command on the good revision, then goes back.
-func (t *ExecTester) verifyGood(ctx context.Context, code int, commit, good plumbing.Hash) error {
+func (t *Tester) verifyGood(ctx context.Context, code int, commit, good plumbing.Hash) error {
 	if err := t.Tree.Checkout(ctx, good.String()); err != nil {
 		return fmt.Errorf("check out the good revision %s to verify the test command: %w", good, err)
 	}
@@ -148,7 +154,7 @@ func (t *ExecTester) verifyGood(ctx context.Context, code int, commit, good plum
 		return fmt.Errorf("check out %s: %w", commit, err)
 	}
 	if sig != "" || goodCode >= 128 {
-		return &ExecAbortError{Commit: good, Command: t.Command, Exit: goodCode, Signal: sig}
+		return &AbortError{Commit: good, Command: t.Command, Exit: goodCode, Signal: sig}
 	}
 	if goodCode == code {
 		return &BrokenCommandError{Command: t.Command, Exit: code, Good: good}
@@ -162,7 +168,7 @@ func (t *ExecTester) verifyGood(ctx context.Context, code int, commit, good plum
 // under git bisect run: Ctrl-C and Ctrl-Z reach the whole job, the shell's
 // job control works, and a test that asks on /dev/tty (sudo, ssh) gets the
 // terminal.
-func (t *ExecTester) run(ctx context.Context, commit plumbing.Hash) (int, string, error) {
+func (t *Tester) run(ctx context.Context, commit plumbing.Hash) (int, string, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, "", err
 	}
@@ -229,7 +235,7 @@ func (t *ExecTester) run(ctx context.Context, commit plumbing.Hash) (int, string
 // stopProcess ends a test command that shares kbisect's process group,
 // and everything it started: SIGTERM to the tree, SIGKILL to what is left
 // of it after the grace period.
-func (t *ExecTester) stopProcess(pid int, done <-chan error) {
+func (t *Tester) stopProcess(pid int, done <-chan error) {
 	tree := processTree(pid)
 	signalAll(tree, syscall.SIGTERM)
 	deadline := time.Now().Add(t.grace())
@@ -240,7 +246,7 @@ func (t *ExecTester) stopProcess(pid int, done <-chan error) {
 	<-done
 }
 
-func (t *ExecTester) grace() time.Duration {
+func (t *Tester) grace() time.Duration {
 	if t.KillGrace > 0 {
 		return t.KillGrace
 	}

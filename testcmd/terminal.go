@@ -1,4 +1,4 @@
-package lab
+package testcmd
 
 import (
 	"bytes"
