@@ -40,7 +40,7 @@ var house = map[string]rule{
 	"nightly":           {mayImport: only("bisect", "configs", "history", "lab", "noise", "report", "run", "worktree")},
 	"report":            {mayImport: only("bisect", "configs", "lab", "noise")},
 	"lab":               {mayImport: only("bisect", "configs", "kbuild", "noise", "qemu", "remote", "worktree")},
-	"testcmd":           {mayImport: only("worktree"), forbid: []string{"lab", "remote", "kbuild", "noise"}},
+	"testcmd":           {mayImport: only("bisect", "worktree"), forbid: []string{"lab", "remote", "kbuild", "noise"}},
 	"bisect":            {mayImport: only(), forbid: []string{"configs", "kbuild", "remote", "noise", "lab", "worktree"}},
 	"kbuild":            {mayImport: only("configs", "worktree"), forbid: []string{"remote", "bisect", "noise", "lab"}},
 	"remote":            {mayImport: only("configs"), forbid: []string{"noise", "kbuild", "bisect", "lab"}},
