@@ -1,0 +1,79 @@
+package simhost
+
+import (
+	"os"
+	"strings"
+	"time"
+
+	"kbisect/configs"
+)
+
+// reboot drops every connection and boots k, as the fault for its
+// release says.
+func (h *Host) reboot(k Kernel) {
+	time.Sleep(100 * time.Millisecond) // the command's answer gets out first
+	h.mu.Lock()
+	fault := h.faults[k.Release]
+	h.down = true
+	h.mu.Unlock()
+	h.dropAll()
+	time.Sleep(300 * time.Millisecond)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.bootID, h.uptime = newID(), bootUptime
+	switch fault {
+	case FaultNeverBack:
+		h.boots = append(h.boots, k.Release+" (hung)")
+		return // stays down until the power cycle
+	case FaultWrongRelease:
+		k = Kernel{Release: WrongRelease, Version: h.def.Version, Cmdline: h.def.Cmdline, Noise: h.def.Noise}
+	case FaultPanicReboot:
+		k = h.def
+	case FaultNoIsolation:
+		var keep []string
+		for _, w := range strings.Fields(k.Cmdline) {
+			name, _, _ := strings.Cut(w, "=")
+			if !slicesContains(configs.IsolationParams, name) {
+				keep = append(keep, w)
+			}
+		}
+		k.Cmdline = strings.Join(keep, " ")
+	}
+	h.running = k
+	h.boots = append(h.boots, k.Release)
+	h.down = false
+}
+
+func slicesContains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// watchPowerCycle does what a BMC does when PowerCycleCommand runs: the
+// host goes down and comes back on its default kernel.
+func (h *Host) watchPowerCycle(done <-chan struct{}) {
+	for {
+		select {
+		case <-done:
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+		if _, err := os.Stat(h.cycle); err != nil {
+			continue
+		}
+		os.Remove(h.cycle)
+		h.mu.Lock()
+		h.down = true
+		h.mu.Unlock()
+		h.dropAll()
+		time.Sleep(300 * time.Millisecond)
+		h.mu.Lock()
+		h.bootID, h.running, h.down, h.uptime = newID(), h.def, false, bootUptime
+		h.boots = append(h.boots, h.def.Release+" (power cycle)")
+		h.mu.Unlock()
+	}
+}
