@@ -7,6 +7,9 @@
 // mid-write leaves the database as it was before the change, and two
 // nightly runs on one controller (two machines) wait for each other's
 // writes instead of failing.
+//
+// It imports no kbisect package (the internal packages are all it may
+// import): nightly turns its measurements and bisections into rows.
 package history
 
 import (

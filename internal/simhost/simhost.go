@@ -9,6 +9,11 @@
 // its image: the KBISECT_SIM_NOISE_US=<n> string the simulated tree
 // compiles into it (see osnoise.go). It is the host of the simulated lab
 // (internal/simlab).
+//
+// It may import configs (boot parameters, to answer what a kernel
+// isolates) and the internal packages, no other kbisect package: it
+// answers remote's scripts and noise's tracer as a real machine would,
+// from the outside. Only tests, the demo and simulate may import it.
 package simhost
 
 import (
