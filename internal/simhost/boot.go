@@ -2,6 +2,7 @@ package simhost
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,10 +15,8 @@ func (h *Host) reboot(k Kernel) {
 	time.Sleep(100 * time.Millisecond) // the command's answer gets out first
 	h.mu.Lock()
 	fault := h.faults[k.Release]
-	h.down = true
 	h.mu.Unlock()
-	h.dropAll()
-	time.Sleep(300 * time.Millisecond)
+	h.goDown()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.bootID, h.uptime = newID(), bootUptime
@@ -33,7 +32,7 @@ func (h *Host) reboot(k Kernel) {
 		var keep []string
 		for _, w := range strings.Fields(k.Cmdline) {
 			name, _, _ := strings.Cut(w, "=")
-			if !slicesContains(configs.IsolationParams, name) {
+			if !slices.Contains(configs.IsolationParams, name) {
 				keep = append(keep, w)
 			}
 		}
@@ -44,13 +43,14 @@ func (h *Host) reboot(k Kernel) {
 	h.down = false
 }
 
-func slicesContains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
+// goDown takes the host off the network for as long as a reboot takes:
+// every connection drops, and new ones are closed unanswered.
+func (h *Host) goDown() {
+	h.mu.Lock()
+	h.down = true
+	h.mu.Unlock()
+	h.dropAll()
+	time.Sleep(300 * time.Millisecond)
 }
 
 // watchPowerCycle does what a BMC does when PowerCycleCommand runs: the
@@ -66,11 +66,7 @@ func (h *Host) watchPowerCycle(done <-chan struct{}) {
 			continue
 		}
 		os.Remove(h.cycle)
-		h.mu.Lock()
-		h.down = true
-		h.mu.Unlock()
-		h.dropAll()
-		time.Sleep(300 * time.Millisecond)
+		h.goDown()
 		h.mu.Lock()
 		h.bootID, h.running, h.down, h.uptime = newID(), h.def, false, bootUptime
 		h.boots = append(h.boots, h.def.Release+" (power cycle)")
