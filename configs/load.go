@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"kbisect/internal/usage"
+	"iter"
 	"os"
 	"reflect"
 	"strings"
 	"syscall"
+
+	"kbisect/internal/usage"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -185,15 +187,10 @@ func (l *loader) keyFailed(key string) bool {
 	if key == "" {
 		return false
 	}
-	for k := key; ; {
+	for k := range keyPath(key) {
 		if l.failed[k] {
 			return true
 		}
-		i := strings.LastIndexAny(k, ".[")
-		if i < 0 {
-			break
-		}
-		k = k[:i]
 	}
 	for f := range l.failed {
 		if strings.HasPrefix(f, key+".") || strings.HasPrefix(f, key+"[") {
@@ -201,6 +198,23 @@ func (l *loader) keyFailed(key string) bool {
 		}
 	}
 	return false
+}
+
+// keyPath yields key, then each section that holds it, innermost first:
+// build.fragments[1], build.fragments, build.
+func keyPath(key string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for k := key; k != ""; {
+			if !yield(k) {
+				return
+			}
+			i := strings.LastIndexAny(k, ".[")
+			if i < 0 {
+				return
+			}
+			k = k[:i]
+		}
+	}
 }
 
 func (l *loader) pos(n *yaml.Node) Pos {

@@ -15,18 +15,13 @@ import (
 // was, or else the top of the job file: where a problem with a missing or
 // defaulted key is best shown.
 func (l *loader) at(key string) Pos {
-	for k := key; k != ""; {
+	for k := range keyPath(key) {
 		if p, ok := l.job.pos[k]; ok {
 			return p
 		}
 		if p, ok := l.nullAt[k]; ok {
 			return p
 		}
-		i := strings.LastIndexAny(k, ".[")
-		if i < 0 {
-			break
-		}
-		k = k[:i]
 	}
 	return Pos{File: l.job.File, Line: 1, Col: 1}
 }

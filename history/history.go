@@ -7,6 +7,9 @@
 // mid-write leaves the database as it was before the change, and two
 // nightly runs on one controller (two machines) wait for each other's
 // writes instead of failing.
+//
+// It imports no kbisect package (the internal packages are all it may
+// import): nightly turns its measurements and bisections into rows.
 package history
 
 import (
@@ -179,6 +182,39 @@ func ids(ctx context.Context, tx *sql.Tx, w Where) (machine, tree int64, err err
 	return
 }
 
+// addRow inserts one row of the machine's history on the tree, and what
+// more (when not nil) adds for it, in one transaction, and returns the
+// row's id. query's first two values are the machine's and the tree's
+// ids, which the row's own values follow.
+func (d *DB) addRow(ctx context.Context, w Where, more func(tx *sql.Tx, id int64) error, query string, values ...any) (int64, error) {
+	var id int64
+	err := d.write(ctx, func(tx *sql.Tx) error {
+		machine, tree, err := ids(ctx, tx, w)
+		if err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, query, append([]any{machine, tree}, values...)...)
+		if err != nil {
+			return err
+		}
+		if id, err = res.LastInsertId(); err != nil || more == nil {
+			return err
+		}
+		return more(tx, id)
+	})
+	return id, err
+}
+
+// inTree joins the rows of a table (by its alias: m for measurements, i
+// for incidents) to their machine and tree, and keeps those of one; its
+// values are Where.values.
+func inTree(alias string) string {
+	return "JOIN machines a ON a.id = " + alias + ".machine_id JOIN trees t ON t.id = " + alias + ".tree_id WHERE a.name = ? AND t.remote = ? AND t.branch = ?"
+}
+
+// values are the values of inTree's query.
+func (w Where) values() []any { return []any{w.Machine, w.Remote, w.Branch} }
+
 // Measurement is one release tag measured on a machine: its samples'
 // values of the verdict's metric, their median, the verdict and the
 // per-CPU numbers of the sample with the median.
@@ -223,31 +259,19 @@ func (d *DB) AddMeasurement(ctx context.Context, w Where, m Measurement) (int64,
 	if err != nil {
 		return 0, err
 	}
-	var id int64
-	err = d.write(ctx, func(tx *sql.Tx) error {
-		machine, tree, err := ids(ctx, tx, w)
-		if err != nil {
-			return err
-		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO measurements (machine_id, tree_id, tag, commit_hash, release, signature, metric, kind,
-			samples, median, threshold, verdict, reason, night, measured_at, state_dir, baseline_tag)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			machine, tree, m.Tag, m.Commit, m.Release, m.Signature, m.Metric, m.Kind, string(values), m.Median, m.Threshold,
-			m.Verdict, m.Reason, m.Night, m.MeasuredAt.UTC().Format(timeFormat), m.StateDir, m.Baseline)
-		if err != nil {
-			return err
-		}
-		if id, err = res.LastInsertId(); err != nil {
-			return err
-		}
+	cpus := func(tx *sql.Tx, id int64) error {
 		for _, c := range m.CPUs {
 			if _, err := tx.ExecContext(ctx, "INSERT INTO cpu_values (measurement_id, cpu, name, value) VALUES (?, ?, ?, ?)", id, c.CPU, c.Name, c.Value); err != nil {
 				return err
 			}
 		}
 		return nil
-	})
-	return id, err
+	}
+	return d.addRow(ctx, w, cpus, `INSERT INTO measurements (machine_id, tree_id, tag, commit_hash, release, signature, metric, kind,
+			samples, median, threshold, verdict, reason, night, measured_at, state_dir, baseline_tag)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		m.Tag, m.Commit, m.Release, m.Signature, m.Metric, m.Kind, string(values), m.Median, m.Threshold,
+		m.Verdict, m.Reason, m.Night, m.MeasuredAt.UTC().Format(timeFormat), m.StateDir, m.Baseline)
 }
 
 // Measurements returns the machine's measurements on the tree, oldest
@@ -255,8 +279,7 @@ func (d *DB) AddMeasurement(ctx context.Context, w Where, m Measurement) (int64,
 func (d *DB) Measurements(ctx context.Context, w Where) ([]Measurement, error) {
 	rows, err := d.db.QueryContext(ctx, `SELECT m.id, m.tag, m.commit_hash, m.release, m.signature, m.metric, m.kind, m.samples, m.median,
 		m.threshold, m.verdict, m.reason, m.night, m.measured_at, m.state_dir, m.baseline_tag
-		FROM measurements m JOIN machines a ON a.id = m.machine_id JOIN trees t ON t.id = m.tree_id
-		WHERE a.name = ? AND t.remote = ? AND t.branch = ? ORDER BY m.id`, w.Machine, w.Remote, w.Branch)
+		FROM measurements m `+inTree("m")+` ORDER BY m.id`, w.values()...)
 	if err != nil {
 		return nil, err
 	}
@@ -281,8 +304,7 @@ func (d *DB) Measurements(ctx context.Context, w Where) ([]Measurement, error) {
 		return nil, err
 	}
 	cpus, err := d.db.QueryContext(ctx, `SELECT c.measurement_id, c.cpu, c.name, c.value FROM cpu_values c
-		JOIN measurements m ON m.id = c.measurement_id JOIN machines a ON a.id = m.machine_id JOIN trees t ON t.id = m.tree_id
-		WHERE a.name = ? AND t.remote = ? AND t.branch = ? ORDER BY c.measurement_id, c.cpu, c.name`, w.Machine, w.Remote, w.Branch)
+		JOIN measurements m ON m.id = c.measurement_id `+inTree("m")+` ORDER BY c.measurement_id, c.cpu, c.name`, w.values()...)
 	if err != nil {
 		return nil, err
 	}
@@ -325,22 +347,9 @@ func (i Incident) Open() bool { return i.ClosedTag == "" }
 
 // OpenIncident records a new incident.
 func (d *DB) OpenIncident(ctx context.Context, w Where, inc Incident) (int64, error) {
-	var id int64
-	err := d.write(ctx, func(tx *sql.Tx) error {
-		machine, tree, err := ids(ctx, tx, w)
-		if err != nil {
-			return err
-		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO incidents (machine_id, tree_id, last_good_tag, first_bad_tag, result, first_bad_commit,
+	return d.addRow(ctx, w, nil, `INSERT INTO incidents (machine_id, tree_id, last_good_tag, first_bad_tag, result, first_bad_commit,
 			subject, state_dir, opened_at, closed_tag, closed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '', '')`,
-			machine, tree, inc.LastGood, inc.FirstBadTag, inc.Result, inc.FirstBad, inc.Subject, inc.StateDir, inc.OpenedAt.UTC().Format(timeFormat))
-		if err != nil {
-			return err
-		}
-		id, err = res.LastInsertId()
-		return err
-	})
-	return id, err
+		inc.LastGood, inc.FirstBadTag, inc.Result, inc.FirstBad, inc.Subject, inc.StateDir, inc.OpenedAt.UTC().Format(timeFormat))
 }
 
 // SetBisection records what the incident's bisection answered.
@@ -370,8 +379,7 @@ func (d *DB) update(ctx context.Context, query string, args ...any) error {
 func (d *DB) Incidents(ctx context.Context, w Where) ([]Incident, error) {
 	rows, err := d.db.QueryContext(ctx, `SELECT i.id, i.last_good_tag, i.first_bad_tag, i.result, i.first_bad_commit, i.subject, i.state_dir,
 		i.opened_at, i.closed_tag, i.closed_at
-		FROM incidents i JOIN machines a ON a.id = i.machine_id JOIN trees t ON t.id = i.tree_id
-		WHERE a.name = ? AND t.remote = ? AND t.branch = ? ORDER BY i.id`, w.Machine, w.Remote, w.Branch)
+		FROM incidents i `+inTree("i")+` ORDER BY i.id`, w.values()...)
 	if err != nil {
 		return nil, err
 	}

@@ -1,10 +1,12 @@
 package kbuild
 
 import (
+	"encoding/json"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -91,4 +93,59 @@ func du(dir string) int64 {
 		return nil
 	})
 	return n
+}
+
+// lookup returns the artifact built before from the same inputs.
+func (o Options) lookup(inputs string) *Artifact {
+	key, err := os.ReadFile(filepath.Join(o.CacheDir, "inputs", inputs))
+	if err != nil {
+		return nil
+	}
+	dir := filepath.Join(o.CacheDir, "artifacts", strings.TrimSpace(string(key)))
+	a, err := loadArtifact(dir)
+	if err != nil {
+		return nil
+	}
+	touch(dir)
+	return a
+}
+
+// remember notes which artifact the inputs built (best effort: without
+// it the next build configures to find it).
+func (o Options) remember(inputs, key string) {
+	dir := filepath.Join(o.CacheDir, "inputs")
+	if os.MkdirAll(dir, 0o755) != nil {
+		return
+	}
+	tmp := filepath.Join(dir, "."+inputs+".tmp")
+	if os.WriteFile(tmp, []byte(key+"\n"), 0o644) == nil {
+		_ = os.Rename(tmp, filepath.Join(dir, inputs))
+	}
+}
+
+func writeMeta(dir string, a *Artifact) error {
+	b, err := json.MarshalIndent(a, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, "meta.json.tmp")
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dir, "meta.json"))
+}
+
+// loadArtifact returns the cached artifact of dir, complete only when its
+// meta.json (written last) is there.
+func loadArtifact(dir string) (*Artifact, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "meta.json"))
+	if err != nil {
+		return nil, err
+	}
+	var a Artifact
+	if err := json.Unmarshal(b, &a); err != nil {
+		return nil, err
+	}
+	a.Dir = dir
+	return &a, nil
 }

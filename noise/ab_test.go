@@ -24,17 +24,34 @@ func osnoiseSample(rng *rand.Rand, cpus int, maxSingle, noise lognormal, irq, th
 	return m
 }
 
-func TestABOfTheSeedsKernelsSaysBIsLessNoisyOnEveryCPU(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 7))
-	var spin, rw []*Measurement
-	for i := 0; i < 10; i++ {
-		spin = append(spin, osnoiseSample(rng, 32, lognormal{15e3, 0.1, 0}, lognormal{49e6, 0.03, 0}, 6860, 5920))
-		rw = append(rw, osnoiseSample(rng, 32, lognormal{2e3, 0.5, 0}, lognormal{3e3, 0.5, 0}, 5, 0))
+// osnoiseKernel is how noisy a kernel's osnoise samples are drawn.
+type osnoiseKernel struct {
+	name             string
+	maxSingle, noise lognormal
+	irq, thread      Count
+}
+
+// compareOsnoise draws rounds samples of cpus CPUs of each kernel, one of
+// A then one of B per round, and compares B with A on metric.
+func compareOsnoise(t *testing.T, seed uint64, rounds, cpus int, a, b osnoiseKernel, metric string) *ABReport {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, seed))
+	sa, sb := Side{Name: a.name}, Side{Name: b.name}
+	for i := 0; i < rounds; i++ {
+		sa.Samples = append(sa.Samples, osnoiseSample(rng, cpus, a.maxSingle, a.noise, a.irq, a.thread))
+		sb.Samples = append(sb.Samples, osnoiseSample(rng, cpus, b.maxSingle, b.noise, b.irq, b.thread))
 	}
-	r, err := CompareAB(Side{Name: "spinlock", Samples: spin}, Side{Name: "rwlock", Samples: rw}, "noise", "max", 0.95)
+	r, err := CompareAB(sa, sb, metric, "max", 0.95)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return r
+}
+
+func TestABOfTheSeedsKernelsSaysBIsLessNoisyOnEveryCPU(t *testing.T) {
+	r := compareOsnoise(t, 7, 10, 32,
+		osnoiseKernel{"spinlock", lognormal{15e3, 0.1, 0}, lognormal{49e6, 0.03, 0}, 6860, 5920},
+		osnoiseKernel{"rwlock", lognormal{2e3, 0.5, 0}, lognormal{3e3, 0.5, 0}, 5, 0}, "noise")
 	c := r.Comparison
 	if !c.Significant() || !c.Exact || c.P >= 0.001 || c.Shift >= 0 || r.CPUs != 32 || r.CPUsBetter != 32 || r.CPUsWorse != 0 {
 		t.Fatalf("%+v", r)
@@ -54,16 +71,10 @@ func TestABOfTheSeedsKernelsSaysBIsLessNoisyOnEveryCPU(t *testing.T) {
 }
 
 func TestABOfTwoLikeKernelsFindsNoDifference(t *testing.T) {
-	rng := rand.New(rand.NewPCG(8, 8))
-	var a, b []*Measurement
-	for i := 0; i < 8; i++ {
-		a = append(a, osnoiseSample(rng, 4, lognormal{7e3, 0.3, 0}, lognormal{20e3, 0.3, 0}, 5, 1))
-		b = append(b, osnoiseSample(rng, 4, lognormal{7e3, 0.3, 0}, lognormal{20e3, 0.3, 0}, 5, 1))
-	}
-	r, err := CompareAB(Side{Name: "A", Samples: a}, Side{Name: "B", Samples: b}, "max_single_noise", "max", 0.95)
-	if err != nil {
-		t.Fatal(err)
-	}
+	like := osnoiseKernel{"A", lognormal{7e3, 0.3, 0}, lognormal{20e3, 0.3, 0}, 5, 1}
+	other := like
+	other.name = "B"
+	r := compareOsnoise(t, 8, 8, 4, like, other, "max_single_noise")
 	if r.Comparison.Significant() || !strings.HasPrefix(r.Conclusion, "no significant difference in max single noise (p = ") {
 		t.Errorf("%+v", r)
 	}

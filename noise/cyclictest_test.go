@@ -173,16 +173,6 @@ func TestParseCyclictestReadsNewerAndOlderHistogramLayouts(t *testing.T) {
 	}
 }
 
-// edit rewrites a fixture for an error case.
-func edit(t *testing.T, name, old, new string) []byte {
-	t.Helper()
-	s := string(fixture(t, name))
-	if !strings.Contains(s, old) {
-		t.Fatalf("%s lacks %q", name, old)
-	}
-	return []byte(strings.Replace(s, old, new, 1))
-}
-
 func TestParseCyclictestRefusesBrokenOutput(t *testing.T) {
 	h40 := string(fixture(t, "cyclictest24_h40_q.txt"))
 	s := string(fixture(t, "cyclictest24_S_q.txt"))
@@ -300,11 +290,7 @@ func TestParseCyclictestReadsJSONFiles(t *testing.T) {
 		}, warnings: []string{"thread 1 (CPU 1) recorded no samples"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			js := cyclictestJSON
-			for i := 0; i < len(tc.edits); i += 2 {
-				js = strings.Replace(js, tc.edits[i], tc.edits[i+1], 1)
-			}
-			m, err := ParseCyclictest([]byte(js))
+			m, err := ParseCyclictest([]byte(cyclictestJSONWith(tc.edits)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -315,6 +301,16 @@ func TestParseCyclictestReadsJSONFiles(t *testing.T) {
 			}
 		})
 	}
+}
+
+// cyclictestJSONWith is cyclictestJSON with edits, old and new pairs,
+// made in turn.
+func cyclictestJSONWith(edits []string) string {
+	js := cyclictestJSON
+	for i := 0; i < len(edits); i += 2 {
+		js = strings.Replace(js, edits[i], edits[i+1], 1)
+	}
+	return js
 }
 
 func TestParseCyclictestRefusesBrokenJSON(t *testing.T) {
@@ -337,11 +333,7 @@ func TestParseCyclictestRefusesBrokenJSON(t *testing.T) {
 		{"unpinned thread other than -1", []string{`"cpu": 1`, `"cpu": -2`}, 30, "thread 1: cpu -2 is not a CPU number"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			js := cyclictestJSON
-			for i := 0; i < len(tc.edits); i += 2 {
-				js = strings.Replace(js, tc.edits[i], tc.edits[i+1], 1)
-			}
-			m, err := ParseCyclictest([]byte(js))
+			m, err := ParseCyclictest([]byte(cyclictestJSONWith(tc.edits)))
 			if m != nil {
 				t.Errorf("got a result with the error: %+v", m)
 			}

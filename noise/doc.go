@@ -1,11 +1,18 @@
-// Package noise will own the latency workloads (osnoise tracer, rtla,
-// oslat, cyclictest, a custom command), the parsers of their outputs, the
-// per-CPU measurements, the statistics and the verdict rules. It arrives
-// with the noise issue.
+// Package noise owns the latency workloads and what kbisect makes of
+// them: the scripts that run the osnoise tracer, rtla osnoise and
+// timerlat, oslat, cyclictest or a custom command (with an optional
+// background load) on the machine under test; the parsers of every
+// output those tools print, into per-CPU measurements; the metrics and
+// their aggregates over CPUs; the statistics (Mann-Whitney comparisons,
+// medians of boots); the verdict rules that turn samples into good, bad
+// or unsure; the A/B comparison of two kernels; and the tables and text
+// of a measurement.
 //
 // A workload runs wherever it is told: noise needs only the small runner
 // interface of internal/shell (shell.Runner), which a remote host and the
 // local runner both satisfy, so it never knows about SSH or lab machines.
+// The job file's vocabulary (tool and metric names) is repeated here, not
+// imported: a test holds the two in step.
 //
 // It may import internal/shell and internal/wrap, no other kbisect package.
 package noise

@@ -32,7 +32,7 @@ func TestMetricNamesAreTheJobFilesOnes(t *testing.T) {
 }
 
 func TestMetricValuesOfTheSeedTables(t *testing.T) {
-	bad, err := ParseOsnoise(readFixture(t, "seed-000-spinlock-table.txt"))
+	bad, err := ParseOsnoise(fixture(t, "seed-000-spinlock-table.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestMetricValuesOfTheSeedTables(t *testing.T) {
 }
 
 func TestMetricValuesOfLatencyTools(t *testing.T) {
-	m, err := Parse(ToolOslat, readFixture(t, "lab612rt-smp2-inject-oslat.txt"))
+	m, err := Parse(ToolOslat, fixture(t, "lab612rt-smp2-inject-oslat.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,14 +70,14 @@ func TestMetricValuesOfLatencyTools(t *testing.T) {
 	if err != nil || len(v) != 1 || time.Duration(v[0]) != 6178*time.Microsecond {
 		t.Errorf("oslat max %v %v", v, err)
 	}
-	tl, err := Parse(ToolRtlaTimerlat, readFixture(t, "lab612rt-smp2-rtla-timerlat-top.txt"))
+	tl, err := Parse(ToolRtlaTimerlat, fixture(t, "lab612rt-smp2-rtla-timerlat-top.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := tl.MetricValues("thread_latency"); err != nil {
 		t.Error(err)
 	}
-	hist, err := Parse(ToolRtlaOsnoise, readFixture(t, "rtla-doc_osnoise-hist.txt"))
+	hist, err := Parse(ToolRtlaOsnoise, fixture(t, "rtla-doc_osnoise-hist.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,34 +2,11 @@ package noise
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 )
-
-func fixture(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// wantParseError checks err is a *ParseError at line with msg in its text.
-func wantParseError(t *testing.T, err error, line int, msg string) {
-	t.Helper()
-	var pe *ParseError
-	if !errors.As(err, &pe) {
-		t.Fatalf("error %v is not a *ParseError", err)
-	}
-	if pe.Line != line || !strings.Contains(pe.Msg, msg) {
-		t.Errorf("got line %d %q, want line %d containing %q", pe.Line, pe.Msg, line, msg)
-	}
-}
 
 // checkInvariants holds for every successful parse: CPUs sorted and
 // unique, each with Min <= Avg <= Max and buckets in increasing order.
@@ -163,11 +140,7 @@ func TestParseOslatTraceThresholdStopIsAnErrorWithStopHit(t *testing.T) {
 // summary rewrites the oslat24_c1.txt summary for error cases.
 func summary(t *testing.T, old, new string) []byte {
 	t.Helper()
-	s := string(fixture(t, "oslat24_c1.txt"))
-	if !strings.Contains(s, old) {
-		t.Fatalf("fixture lacks %q", old)
-	}
-	return []byte(strings.Replace(s, old, new, 1))
+	return edit(t, "oslat24_c1.txt", old, new)
 }
 
 func TestParseOslatRefusesBrokenOutput(t *testing.T) {

@@ -2,23 +2,13 @@ package noise
 
 import (
 	"errors"
-	"os"
 	"strings"
 	"testing"
 	"time"
 )
 
-func readFixture(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile("testdata/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func TestOsnoiseTraceOfAReal612RTKernelSumsItsPeriods(t *testing.T) {
-	m, err := ParseOsnoise(readFixture(t, "lab612rt-smp2-osnoise-trace.txt"))
+	m, err := ParseOsnoise(fixture(t, "lab612rt-smp2-osnoise-trace.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,11 +33,11 @@ func TestOsnoiseTraceOfAReal612RTKernelSumsItsPeriods(t *testing.T) {
 }
 
 func TestThePlantedRegressionShowsInMaxSingleNoise(t *testing.T) {
-	clean, err := ParseOsnoise(readFixture(t, "lab612rt-smp2-osnoise-trace.txt"))
+	clean, err := ParseOsnoise(fixture(t, "lab612rt-smp2-osnoise-trace.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad, err := ParseOsnoise(readFixture(t, "lab612rt-smp2-inject-osnoise-trace.txt"))
+	bad, err := ParseOsnoise(fixture(t, "lab612rt-smp2-inject-osnoise-trace.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +57,7 @@ func TestOsnoisePrefixVariants(t *testing.T) {
 		"kernel-doc_osnoise-tracer_trace_5.14.txt":                    {8, 7, 107 * time.Microsecond, 1016},
 		"lkml-2021-07-18_bristot_osnoise_trace_PREEMPT_RT_7flags.txt": {5, 2, 118 * time.Microsecond, 1016},
 	} {
-		m, err := ParseOsnoise(readFixture(t, name))
+		m, err := ParseOsnoise(fixture(t, name))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -100,7 +90,7 @@ func TestOsnoisePrefixVariants(t *testing.T) {
 }
 
 func TestTheSeedTableIsReadByPosition(t *testing.T) {
-	m, err := ParseOsnoise(readFixture(t, "seed-000-spinlock-table.txt"))
+	m, err := ParseOsnoise(fixture(t, "seed-000-spinlock-table.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +103,7 @@ func TestTheSeedTableIsReadByPosition(t *testing.T) {
 	if o.Noise != 50163*time.Microsecond || o.MaxSingle != 14*time.Microsecond || o.IRQ != 6864 || o.Thread != 5922 || o.MinAvailable != 94.719 {
 		t.Errorf("CPU 1: %+v", o)
 	}
-	good, err := ParseOsnoise(readFixture(t, "seed-000-rwlock-table.txt"))
+	good, err := ParseOsnoise(fixture(t, "seed-000-rwlock-table.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +111,7 @@ func TestTheSeedTableIsReadByPosition(t *testing.T) {
 		t.Errorf("reverted CPU 8: %+v", g)
 	}
 	// Without its header the layout is not taken for granted.
-	rows := strings.SplitN(string(readFixture(t, "seed-000-rwlock-table.txt")), "\n", 2)[1]
+	rows := strings.SplitN(string(fixture(t, "seed-000-rwlock-table.txt")), "\n", 2)[1]
 	if _, err := ParseOsnoise([]byte(rows)); err == nil {
 		t.Error("rows without the seed's header were read")
 	}
@@ -150,7 +140,7 @@ func TestOsnoiseRefusesWhatIsNotItsOutput(t *testing.T) {
 		"lkml-2023-03-16_kozlowski_osnoise_events_PREEMPT_RT.txt": `line 1: not an osnoise summary line, event or comment ("BEFORE:")`,
 		"rtla-doc_osnoise-top_q.txt":                              "not an osnoise summary line, event or comment",
 	} {
-		_, err := ParseOsnoise(readFixture(t, name))
+		_, err := ParseOsnoise(fixture(t, name))
 		var pe *ParseError
 		if !errors.As(err, &pe) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: got %v, want %q", name, err, want)
@@ -173,7 +163,7 @@ func TestOsnoiseRefusesWhatIsNotItsOutput(t *testing.T) {
 func FuzzParseOsnoise(f *testing.F) {
 	for _, name := range []string{"lab612rt-smp2-osnoise-trace.txt", "kernel-doc_osnoise-tracer_trace_5.14.txt",
 		"lkml-2021-07-18_bristot_osnoise_trace_PREEMPT_RT_7flags.txt", "seed-000-spinlock-table.txt", "lab612rt-smp2-osnoise-events-head.txt"} {
-		f.Add(readFixture(f, name))
+		f.Add(fixture(f, name))
 	}
 	f.Fuzz(func(t *testing.T, out []byte) {
 		m, err := ParseOsnoise(out)
@@ -209,7 +199,7 @@ func TestOsnoiseEventsAloneGiveTheSingleNoises(t *testing.T) {
 		"lab612rt-smp2-inject-osnoise-events-head.txt": {1, 41, 3726 * time.Nanosecond},
 		"kernel-doc_osnoise-tracer_events.txt":         {8, 1, 8812 * time.Nanosecond},
 	} {
-		m, err := ParseOsnoise(readFixture(t, name))
+		m, err := ParseOsnoise(fixture(t, name))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -227,14 +217,14 @@ func TestOsnoiseEventsAloneGiveTheSingleNoises(t *testing.T) {
 }
 
 func TestTheTimerlatTracersOwnTraceIsRead(t *testing.T) {
-	m, err := ParseRtlaTimerlat(readFixture(t, "kernel-doc_timerlat-tracer_trace.txt"))
+	m, err := ParseRtlaTimerlat(fixture(t, "kernel-doc_timerlat-tracer_trace.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(m.CPUs) != 2 || m.CPUs[0].IRQLatency.Max != 932*time.Nanosecond || m.CPUs[0].Latency.Max != 11700*time.Nanosecond || m.CPUs[1].Latency.Samples != 2 {
 		t.Errorf("%+v %+v %+v", m.CPUs[0].IRQLatency, m.CPUs[0].Latency, m.CPUs[1].Latency)
 	}
-	tail, err := ParseRtlaTimerlat(readFixture(t, "rtla-doc_timerlat-top_stop-tracing_trace_tail.txt"))
+	tail, err := ParseRtlaTimerlat(fixture(t, "rtla-doc_timerlat-top_stop-tracing_trace_tail.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +237,7 @@ func TestTheTimerlatTracersOwnTraceIsRead(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"lab612rt-smp2-timerlat-trace-head.txt", "lab612rt-smp2-inject-timerlat-trace-head.txt", "kernel-doc_timerlat-tracer_with_osnoise_events_RT.txt"} {
-		if _, err := ParseRtlaTimerlat(readFixture(t, name)); err != nil {
+		if _, err := ParseRtlaTimerlat(fixture(t, name)); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

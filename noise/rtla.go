@@ -13,14 +13,7 @@ import (
 // but one complete table (rtla's errors and help, a cut or garbled table)
 // is a *ParseError.
 func ParseRtlaOsnoise(out []byte) (*Measurement, error) {
-	o, hist, err := readRtla(ToolRtlaOsnoise, out)
-	if err != nil {
-		return nil, err
-	}
-	if hist {
-		return parseRtlaOsnoiseHist(o)
-	}
-	return parseRtlaOsnoiseTop(o)
+	return parseRtla(ToolRtlaOsnoise, out, parseRtlaOsnoiseHist, parseRtlaOsnoiseTop)
 }
 
 // ParseRtlaTimerlat reads what rtla timerlat top or rtla timerlat hist
@@ -30,14 +23,20 @@ func ParseRtlaTimerlat(out []byte) (*Measurement, error) {
 	if isTimerlatTrace(out) {
 		return parseTimerlatTrace(out)
 	}
-	o, hist, err := readRtla(ToolRtlaTimerlat, out)
+	return parseRtla(ToolRtlaTimerlat, out, parseRtlaTimerlatHist, parseRtlaTimerlatTop)
+}
+
+// parseRtla reads the output of an rtla tool with the parser of the
+// layout it holds, a histogram or a top table.
+func parseRtla(tool string, out []byte, hist, top func(*rtlaOutput) (*Measurement, error)) (*Measurement, error) {
+	o, isHist, err := readRtla(tool, out)
 	if err != nil {
 		return nil, err
 	}
-	if hist {
-		return parseRtlaTimerlatHist(o)
+	if isHist {
+		return hist(o)
 	}
-	return parseRtlaTimerlatTop(o)
+	return top(o)
 }
 
 // rtlaOutput is one rtla run's output. lines[i] is line i+1 of the original
@@ -52,20 +51,81 @@ type rtlaOutput struct {
 	m   *Measurement
 }
 
-// tableReader is a top table read line by line (n counts from 1).
+// tableReader is a table or a histogram read line by line (n counts from
+// 1); f are the line's fields, never none.
 type tableReader interface {
-	line(n int, line string) error
+	line(n int, line string, f []string) error
 	finish() (*Measurement, error)
 }
 
-// read feeds the output up to its end to a table reader.
+// read feeds the output up to its end to a table reader, but for the
+// lines that carry no data: blank ones, and those note keeps.
 func (o *rtlaOutput) read(t tableReader) (*Measurement, error) {
 	for i, line := range o.lines[:o.end] {
-		if err := t.line(i+1, line); err != nil {
+		f := strings.Fields(line)
+		if len(f) == 0 || o.note(line) {
+			continue
+		}
+		if err := t.line(i+1, line, f); err != nil {
 			return nil, err
 		}
 	}
 	return t.finish()
+}
+
+// rtlaTop is what the top tables of rtla osnoise and rtla timerlat share:
+// without -q, rtla reprints the whole table every second, and the last
+// one holds the final results.
+type rtlaTop struct {
+	o      *rtlaOutput
+	header int         // line of the column header of the current table
+	seen   map[int]int // CPU → its line in the current table
+	most   int         // the most rows an earlier table had
+}
+
+// newTable forgets the rows of the table before, keeping its length: a
+// later table with fewer rows is one cut short.
+func (t *rtlaTop) newTable() {
+	t.most = max(t.most, len(t.o.m.CPUs))
+	t.o.m.CPUs, t.o.m.Warnings = nil, nil
+	t.header, t.seen = 0, nil
+}
+
+// columnHeader starts the rows of the current table at line n.
+func (t *rtlaTop) columnHeader(n int) error {
+	if t.header != 0 {
+		return t.o.errorf(n, "a second column header in one table (first on line %d)", t.header)
+	}
+	t.header, t.seen = n, map[int]int{}
+	return nil
+}
+
+// rowCPU reads the CPU number s that starts the row on line n; a CPU has
+// one row in a table.
+func (t *rtlaTop) rowCPU(n int, s string) (int, error) {
+	cpu, err := rtlaCPU(s)
+	if err != nil {
+		return 0, t.o.errorf(n, "%s", rtlaNumberError("CPU", s, err))
+	}
+	if first, dup := t.seen[cpu]; dup {
+		return 0, t.o.errorf(n, "CPU %d appears twice (first on line %d)", cpu, first)
+	}
+	return cpu, nil
+}
+
+// lastTable refuses output that does not end with a whole table.
+func (t *rtlaTop) lastTable() error {
+	m := t.o.m
+	switch {
+	case t.header == 0:
+		return t.o.errorf(t.o.lastText(), "the output ends before the column header")
+	case len(m.CPUs) == 0:
+		return t.o.errorf(t.header, "the table has no CPU rows")
+	case len(m.CPUs) < t.most:
+		return t.o.errorf(t.o.lastText(), "the last table is shorter than an earlier one (%d CPUs, not %d): the output is cut short",
+			len(m.CPUs), t.most)
+	}
+	return nil
 }
 
 // readRtla splits the output, refuses the outputs of a failed rtla, and

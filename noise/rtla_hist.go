@@ -75,20 +75,10 @@ type rtlaHistAll struct {
 }
 
 func parseRtlaHist(o *rtlaOutput, names []rtlaColumnName) (*Measurement, error) {
-	h := &rtlaHist{o: o, names: names, unit: time.Microsecond}
-	for i, line := range o.lines[:o.end] {
-		if err := h.line(i+1, line); err != nil {
-			return nil, err
-		}
-	}
-	return h.finish()
+	return o.read(&rtlaHist{o: o, names: names, unit: time.Microsecond})
 }
 
-func (h *rtlaHist) line(n int, line string) error {
-	f := strings.Fields(line)
-	if len(f) == 0 || h.o.note(line) {
-		return nil
-	}
+func (h *rtlaHist) line(n int, _ string, f []string) error {
 	switch h.stage {
 	case rtlaHistHead:
 		return h.head(n, f)

@@ -21,23 +21,17 @@ func parseRtlaOsnoiseHist(o *rtlaOutput) (*Measurement, error) {
 
 // rtlaOsnoiseTop parses rtla osnoise top and rtla hwnoise.
 type rtlaOsnoiseTop struct {
-	o      *rtlaOutput
-	cols   int         // fields per row: 12, or 9 for hwnoise; 0 before the header
-	header int         // line of the column header of the current table
-	seen   map[int]int // CPU → its line in the current table
-	most   int         // the most rows an earlier table had
+	rtlaTop
+	cols int // fields per row: 12, or 9 for hwnoise; 0 before the header
 }
 
 func parseRtlaOsnoiseTop(o *rtlaOutput) (*Measurement, error) {
-	return o.read(&rtlaOsnoiseTop{o: o})
+	return o.read(&rtlaOsnoiseTop{rtlaTop: rtlaTop{o: o}})
 }
 
-func (t *rtlaOsnoiseTop) line(n int, line string) error {
-	f := strings.Fields(line)
+func (t *rtlaOsnoiseTop) line(n int, _ string, f []string) error {
 	s := strings.Join(f, " ")
 	switch {
-	case len(f) == 0 || t.o.note(line):
-		return nil
 	case s == "Operating System Noise" || s == "Hardware-related Noise":
 		t.restart()
 		return nil
@@ -55,12 +49,10 @@ func (t *rtlaOsnoiseTop) line(n int, line string) error {
 	return t.row(n, f)
 }
 
-// restart begins a new table: without -q, rtla reprints the whole table
-// every second, and the last one holds the final sums.
+// restart begins a new table, whose width its header will say.
 func (t *rtlaOsnoiseTop) restart() {
-	t.most = max(t.most, len(t.o.m.CPUs))
-	t.o.m.CPUs, t.o.m.Warnings = nil, nil
-	t.cols, t.header, t.seen = 0, 0, nil
+	t.newTable()
+	t.cols = 0
 }
 
 // duration reads "duration:   0 00:01:00 | time is in us".
@@ -86,11 +78,7 @@ func (t *rtlaOsnoiseTop) columns(n int, s string) error {
 	default:
 		return t.o.errorf(n, "unknown rtla osnoise top column header")
 	}
-	if t.header != 0 {
-		return t.o.errorf(n, "a second column header in one table (first on line %d)", t.header)
-	}
-	t.header, t.seen = n, map[int]int{}
-	return nil
+	return t.columnHeader(n)
 }
 
 // row reads one CPU's sums over its periods; every time is in µs.
@@ -101,12 +89,9 @@ func (t *rtlaOsnoiseTop) row(n int, f []string) error {
 	case len(f) > t.cols:
 		return t.o.errorf(n, "the row has %d columns, the header %d", len(f), t.cols)
 	}
-	cpu, err := rtlaCPU(f[0])
+	cpu, err := t.rowCPU(n, f[0])
 	if err != nil {
-		return t.o.errorf(n, "%s", rtlaNumberError("CPU", f[0], err))
-	}
-	if first, dup := t.seen[cpu]; dup {
-		return t.o.errorf(n, "CPU %d appears twice (first on line %d)", cpu, first)
+		return err
 	}
 	o, err := t.osnoise(n, f)
 	if err != nil {
@@ -178,16 +163,9 @@ func rtlaAvailable(s string) (Percent, error) {
 }
 
 func (t *rtlaOsnoiseTop) finish() (*Measurement, error) {
-	m := t.o.m
-	switch {
-	case t.header == 0:
-		return nil, t.o.errorf(t.o.lastText(), "the output ends before the column header")
-	case len(m.CPUs) == 0:
-		return nil, t.o.errorf(t.header, "the table has no CPU rows")
-	case len(m.CPUs) < t.most:
-		return nil, t.o.errorf(t.o.lastText(), "the last table is shorter than an earlier one (%d CPUs, not %d): the output is cut short",
-			len(m.CPUs), t.most)
+	if err := t.lastTable(); err != nil {
+		return nil, err
 	}
-	m.sortCPUs()
-	return m, nil
+	t.o.m.sortCPUs()
+	return t.o.m, nil
 }

@@ -8,7 +8,7 @@ import (
 )
 
 func TestRtlaOsnoiseTopReadsEveryColumnOfThe61Layout(t *testing.T) {
-	m := rtlaMustParse(t, ParseRtlaOsnoise, rtlaTestdata(t, "lab612rt-smp2-rtla-osnoise-top.txt"))
+	m := rtlaMustParse(t, ParseRtlaOsnoise, fixture(t, "lab612rt-smp2-rtla-osnoise-top.txt"))
 	want := &Measurement{
 		Tool:     ToolRtlaOsnoise,
 		Duration: 5 * time.Second,
@@ -33,8 +33,8 @@ func TestRtlaOsnoiseTopReadsEveryColumnOfThe61Layout(t *testing.T) {
 }
 
 func TestRtlaOsnoiseTopShowsThePlantedRegression(t *testing.T) {
-	good := rtlaMustParse(t, ParseRtlaOsnoise, rtlaTestdata(t, "lab612rt-smp2-rtla-osnoise-top.txt"))
-	bad := rtlaMustParse(t, ParseRtlaOsnoise, rtlaTestdata(t, "lab612rt-smp2-inject-rtla-osnoise-top.txt"))
+	good := rtlaMustParse(t, ParseRtlaOsnoise, fixture(t, "lab612rt-smp2-rtla-osnoise-top.txt"))
+	bad := rtlaMustParse(t, ParseRtlaOsnoise, fixture(t, "lab612rt-smp2-inject-rtla-osnoise-top.txt"))
 	g, b := rtlaCPUResult(t, good, 1).Osnoise, rtlaCPUResult(t, bad, 1).Osnoise
 	if b.MaxSingle != 6227*rtlaUS || b.Noise != 87446*rtlaUS || b.Available != 97.81385 || b.MaxNoise != 34728*rtlaUS {
 		t.Fatalf("injected run read as %+v", b)
@@ -45,7 +45,7 @@ func TestRtlaOsnoiseTopShowsThePlantedRegression(t *testing.T) {
 }
 
 func TestRtlaOsnoiseTopReadsTheDocTableOfFourCPUs(t *testing.T) {
-	m := rtlaMustParse(t, ParseRtlaOsnoise, rtlaTestdata(t, "rtla-doc_osnoise-top_q.txt"))
+	m := rtlaMustParse(t, ParseRtlaOsnoise, fixture(t, "rtla-doc_osnoise-top_q.txt"))
 	if got := rtlaCPUNumbers(m); !reflect.DeepEqual(got, []int{0, 1, 2, 3}) || m.Duration != time.Minute || m.StopHit {
 		t.Fatalf("CPUs %v, duration %v, stop %v", got, m.Duration, m.StopHit)
 	}
@@ -57,7 +57,7 @@ func TestRtlaOsnoiseTopReadsTheDocTableOfFourCPUs(t *testing.T) {
 }
 
 func TestRtlaHwnoiseTopStopsAtNMI(t *testing.T) {
-	m := rtlaMustParse(t, ParseRtlaOsnoise, rtlaTestdata(t, "rtla-doc_hwnoise.txt"))
+	m := rtlaMustParse(t, ParseRtlaOsnoise, fixture(t, "rtla-doc_hwnoise.txt"))
 	if got := rtlaCPUNumbers(m); !reflect.DeepEqual(got, []int{1, 2, 3, 4, 5, 6, 7}) || m.Duration != 10*time.Minute {
 		t.Fatalf("CPUs %v, duration %v", got, m.Duration)
 	}
@@ -119,13 +119,13 @@ func TestRtlaOsnoiseTopRejectsMalformedTables(t *testing.T) {
 			if m != nil {
 				t.Fatalf("got a result %+v", m)
 			}
-			rtlaWantError(t, err, tc.line, tc.msg)
+			wantParseError(t, err, tc.line, tc.msg)
 		})
 	}
 }
 
 func TestRtlaOsnoiseHistMapsColumnsThroughTheIndexHeader(t *testing.T) {
-	m := rtlaMustParse(t, ParseRtlaOsnoise, rtlaTestdata(t, "rtla-doc_osnoise-hist.txt"))
+	m := rtlaMustParse(t, ParseRtlaOsnoise, fixture(t, "rtla-doc_osnoise-hist.txt"))
 	if len(m.CPUs) != 12 || m.Duration != time.Minute || m.StopHit || len(m.Warnings) != 0 {
 		t.Fatalf("got %d CPUs, duration %v, stop %v, warnings %q", len(m.CPUs), m.Duration, m.StopHit, m.Warnings)
 	}
@@ -143,7 +143,7 @@ func TestRtlaOsnoiseHistMapsColumnsThroughTheIndexHeader(t *testing.T) {
 }
 
 func TestRtlaOsnoiseHistReadsFloatAveragesAndTheStop(t *testing.T) {
-	m := rtlaMustParse(t, ParseRtlaOsnoise, rtlaTestdata(t, "lkml-2025-03_glozar_osnoise-hist_float-avg_stop.txt"))
+	m := rtlaMustParse(t, ParseRtlaOsnoise, fixture(t, "lkml-2025-03_glozar_osnoise-hist_float-avg_stop.txt"))
 	if !m.StopHit || m.Duration != 0 || !reflect.DeepEqual(rtlaCPUNumbers(m), []int{0, 1}) {
 		t.Fatalf("got stop %v, duration %v, CPUs %v", m.StopHit, m.Duration, rtlaCPUNumbers(m))
 	}
@@ -171,11 +171,11 @@ func TestRtlaOsnoiseHistRejectsTruncatedCaptures(t *testing.T) {
 		// The mail elided the rows, the Index header among them.
 		{"lkml-2023-01_ziegler_osnoise-hist_int-avg-bug.txt", 6, "histogram data before the Index header"},
 	} {
-		m, err := ParseRtlaOsnoise(rtlaTestdata(t, tc.fixture))
+		m, err := ParseRtlaOsnoise(fixture(t, tc.fixture))
 		if m != nil {
 			t.Fatalf("%s: got a result", tc.fixture)
 		}
-		rtlaWantError(t, err, tc.line, tc.msg)
+		wantParseError(t, err, tc.line, tc.msg)
 	}
 }
 
@@ -237,7 +237,7 @@ func TestRtlaOsnoiseHistRejectsMalformedHistograms(t *testing.T) {
 			if m != nil {
 				t.Fatalf("got a result %+v", m)
 			}
-			rtlaWantError(t, err, tc.line, tc.msg)
+			wantParseError(t, err, tc.line, tc.msg)
 		})
 	}
 }

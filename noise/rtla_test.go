@@ -2,8 +2,6 @@ package noise
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -51,15 +49,6 @@ var rtlaFixtures = []string{
 
 const rtlaUS = time.Microsecond
 
-func rtlaTestdata(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func rtlaMustParse(t *testing.T, parse func([]byte) (*Measurement, error), out []byte) *Measurement {
 	t.Helper()
 	m, err := parse(out)
@@ -89,19 +78,6 @@ func rtlaCPUNumbers(m *Measurement) []int {
 	return n
 }
 
-// rtlaWantError checks that err is a *ParseError about line whose message
-// holds msg.
-func rtlaWantError(t *testing.T, err error, line int, msg string) {
-	t.Helper()
-	var pe *ParseError
-	if !errors.As(err, &pe) {
-		t.Fatalf("got error %v, want a *ParseError", err)
-	}
-	if pe.Line != line || !strings.Contains(pe.Msg, msg) {
-		t.Fatalf("got line %d %q, want line %d with %q (%v)", pe.Line, pe.Msg, line, msg, err)
-	}
-}
-
 func TestRtlaRejectsFailedRunsHelpTextsAndOtherFiles(t *testing.T) {
 	for _, tc := range []struct {
 		fixture string
@@ -122,13 +98,13 @@ func TestRtlaRejectsFailedRunsHelpTextsAndOtherFiles(t *testing.T) {
 		// The trace file rtla -t saves is not rtla's report.
 	} {
 		t.Run(tc.fixture, func(t *testing.T) {
-			out := rtlaTestdata(t, tc.fixture)
+			out := fixture(t, tc.fixture)
 			for _, parse := range []func([]byte) (*Measurement, error){ParseRtlaOsnoise, ParseRtlaTimerlat} {
 				m, err := parse(out)
 				if m != nil {
 					t.Fatalf("got a result %+v", m)
 				}
-				rtlaWantError(t, err, tc.line, tc.msg)
+				wantParseError(t, err, tc.line, tc.msg)
 			}
 		})
 	}
@@ -138,18 +114,18 @@ func TestRtlaRejectsEmptyOutput(t *testing.T) {
 	for _, out := range []string{"", "\n", " \r\n\n", "\x1b[0;0;0m\n"} {
 		for _, parse := range []func([]byte) (*Measurement, error){ParseRtlaOsnoise, ParseRtlaTimerlat} {
 			_, err := parse([]byte(out))
-			rtlaWantError(t, err, 0, "empty output")
+			wantParseError(t, err, 0, "empty output")
 		}
 	}
 }
 
 func TestRtlaRejectsTheOtherToolsOutput(t *testing.T) {
-	_, err := ParseRtlaOsnoise(rtlaTestdata(t, "lab612rt-smp2-rtla-timerlat-top.txt"))
-	rtlaWantError(t, err, 1, "this is rtla timerlat output, not rtla osnoise")
-	_, err = ParseRtlaTimerlat(rtlaTestdata(t, "rtla-doc_osnoise-hist.txt"))
-	rtlaWantError(t, err, 2, "this is rtla osnoise output, not rtla timerlat")
-	_, err = ParseRtlaTimerlat(rtlaTestdata(t, "lkml-2025-03_glozar_osnoise-hist_float-avg_stop.txt"))
-	rtlaWantError(t, err, 2, `"CPU-000" is not a column of an rtla timerlat histogram`)
+	_, err := ParseRtlaOsnoise(fixture(t, "lab612rt-smp2-rtla-timerlat-top.txt"))
+	wantParseError(t, err, 1, "this is rtla timerlat output, not rtla osnoise")
+	_, err = ParseRtlaTimerlat(fixture(t, "rtla-doc_osnoise-hist.txt"))
+	wantParseError(t, err, 2, "this is rtla osnoise output, not rtla timerlat")
+	_, err = ParseRtlaTimerlat(fixture(t, "lkml-2025-03_glozar_osnoise-hist_float-avg_stop.txt"))
+	wantParseError(t, err, 2, `"CPU-000" is not a column of an rtla timerlat histogram`)
 }
 
 func TestRtlaReadsCRLFLikeLF(t *testing.T) {
@@ -161,7 +137,7 @@ func TestRtlaReadsCRLFLikeLF(t *testing.T) {
 		{"rtla-doc_osnoise-hist.txt", ParseRtlaOsnoise},
 		{"lkml-2024-04-24_bristot_timerlat-hist_ALL_summary.txt", ParseRtlaTimerlat},
 	} {
-		lf := rtlaTestdata(t, tc.fixture)
+		lf := fixture(t, tc.fixture)
 		crlf := []byte(strings.ReplaceAll(string(lf), "\n", "\r\n"))
 		want, got := rtlaMustParse(t, tc.parse, lf), rtlaMustParse(t, tc.parse, crlf)
 		if !reflect.DeepEqual(want, got) {
@@ -218,7 +194,7 @@ func rtlaCheckOsnoise(t *testing.T, c CPU) {
 
 func rtlaFuzz(f *testing.F, parse func([]byte) (*Measurement, error), tool string) {
 	for _, name := range rtlaFixtures {
-		f.Add(rtlaTestdata(f, name))
+		f.Add(fixture(f, name))
 	}
 	f.Fuzz(func(t *testing.T, out []byte) {
 		m, err := parse(out)
@@ -242,7 +218,7 @@ func FuzzParseRtlaTimerlat(f *testing.F) { rtlaFuzz(f, ParseRtlaTimerlat, ToolRt
 
 func TestRtlaFixturesThatParseKeepTheInvariants(t *testing.T) {
 	for _, name := range rtlaFixtures {
-		out := rtlaTestdata(t, name)
+		out := fixture(t, name)
 		if m, err := ParseRtlaOsnoise(out); err == nil {
 			rtlaCheckInvariants(t, m, ToolRtlaOsnoise)
 		}
@@ -253,18 +229,18 @@ func TestRtlaFixturesThatParseKeepTheInvariants(t *testing.T) {
 }
 
 func TestRtlaErrorsNameTheLineAndWhy(t *testing.T) {
-	_, err := ParseRtlaOsnoise(rtlaTestdata(t, "lab612rt-smp2-rtla-osnoise-hist.txt"))
+	_, err := ParseRtlaOsnoise(fixture(t, "lab612rt-smp2-rtla-osnoise-hist.txt"))
 	want := `rtla-osnoise output, line 61: expected a bucket row or over: ("(hist total lines: 104)")`
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v, want %s", err, want)
 	}
 	_, err = ParseRtlaTimerlat([]byte("rtla needs root permission\n"))
-	rtlaWantError(t, err, 1, "rtla reported an error")
+	wantParseError(t, err, 1, "rtla reported an error")
 }
 
 func TestRtlaKeepsMissedEventsAsWarnings(t *testing.T) {
 	missed := "1024 (0.37%) events missed, results might not be accurate"
-	out := string(rtlaTestdata(t, "lab612rt-smp2-rtla-timerlat-top.txt")) + missed + "\n"
+	out := string(fixture(t, "lab612rt-smp2-rtla-timerlat-top.txt")) + missed + "\n"
 	m := rtlaMustParse(t, ParseRtlaTimerlat, []byte(out))
 	if !reflect.DeepEqual(m.Warnings, []string{missed}) || len(m.CPUs) != 1 {
 		t.Fatalf("warnings %q, CPUs %v", m.Warnings, rtlaCPUNumbers(m))
@@ -272,7 +248,7 @@ func TestRtlaKeepsMissedEventsAsWarnings(t *testing.T) {
 }
 
 func TestRtlaRefusesAnErrorPrintedBesideATable(t *testing.T) {
-	out := "Could not set /dev/cpu_dma_latency.\n" + string(rtlaTestdata(t, "lab612rt-smp2-rtla-timerlat-top.txt"))
+	out := "Could not set /dev/cpu_dma_latency.\n" + string(fixture(t, "lab612rt-smp2-rtla-timerlat-top.txt"))
 	_, err := ParseRtlaTimerlat([]byte(out))
-	rtlaWantError(t, err, 1, "rtla reported an error")
+	wantParseError(t, err, 1, "rtla reported an error")
 }

@@ -26,14 +26,11 @@ func parseRtlaTimerlatHist(o *rtlaOutput) (*Measurement, error) {
 
 // rtlaTimerlatTop parses rtla timerlat top.
 type rtlaTimerlatTop struct {
-	o      *rtlaOutput
+	rtlaTop
 	kinds  []rtlaKind    // the blocks, in the order of their titles
 	unit   time.Duration // µs, or ns with -n
-	header int           // line of the column header of the current table
-	seen   map[int]int   // CPU → its line in the current table
 	counts Count         // the rows' COUNTs, summed as rtla sums them for ALL
 	all    *rtlaTopAll
-	most   int // the most rows an earlier table had
 }
 
 // rtlaTopAll is the ALL row of rtla ≥ 6.10: rtla's own sums over the rows.
@@ -46,15 +43,12 @@ type rtlaTopAll struct {
 }
 
 func parseRtlaTimerlatTop(o *rtlaOutput) (*Measurement, error) {
-	return o.read(&rtlaTimerlatTop{o: o})
+	return o.read(&rtlaTimerlatTop{rtlaTop: rtlaTop{o: o}})
 }
 
-func (t *rtlaTimerlatTop) line(n int, line string) error {
-	f := strings.Fields(line)
+func (t *rtlaTimerlatTop) line(n int, line string, f []string) error {
 	s := strings.Join(f, " ")
 	switch {
-	case len(f) == 0 || t.o.note(line):
-		return nil
 	case s == "Timer Latency":
 		t.restart()
 		return nil
@@ -78,12 +72,10 @@ func (t *rtlaTimerlatTop) line(n int, line string) error {
 	return t.row(n, line)
 }
 
-// restart begins a new table: without -q, rtla reprints the whole table
-// every second, and the last one holds the final results.
+// restart begins a new table, whose blocks their titles will say.
 func (t *rtlaTimerlatTop) restart() {
-	t.most = max(t.most, len(t.o.m.CPUs))
-	t.o.m.CPUs, t.o.m.Warnings = nil, nil
-	t.kinds, t.unit, t.header, t.seen, t.counts, t.all = nil, 0, 0, nil, 0, nil
+	t.newTable()
+	t.kinds, t.unit, t.counts, t.all = nil, 0, 0, nil
 }
 
 // blocks reads the line that carries the duration and titles the blocks:
@@ -140,8 +132,8 @@ func (t *rtlaTimerlatTop) columns(n int, line string) error {
 	if t.kinds == nil {
 		return t.o.errorf(n, "a column header without the block titles above it")
 	}
-	if t.header != 0 {
-		return t.o.errorf(n, "a second column header in one table (first on line %d)", t.header)
+	if err := t.columnHeader(n); err != nil {
+		return err
 	}
 	segs := strings.Split(line, "|")
 	if strings.Join(strings.Fields(segs[0]), " ") != "CPU COUNT" || len(segs)-1 != len(t.kinds) {
@@ -152,7 +144,6 @@ func (t *rtlaTimerlatTop) columns(n int, line string) error {
 			return t.o.errorf(n, "unknown rtla timerlat top column header")
 		}
 	}
-	t.header, t.seen = n, map[int]int{}
 	return nil
 }
 
@@ -198,12 +189,9 @@ func (t *rtlaTimerlatTop) rowHead(n int, seg string) (int, Count, error) {
 	if len(f) != 2 {
 		return 0, 0, t.o.errorf(n, "expected \"CPU #COUNT\" before the first |")
 	}
-	cpu, err := rtlaCPU(f[0])
+	cpu, err := t.rowCPU(n, f[0])
 	if err != nil {
-		return 0, 0, t.o.errorf(n, "%s", rtlaNumberError("CPU", f[0], err))
-	}
-	if first, dup := t.seen[cpu]; dup {
-		return 0, 0, t.o.errorf(n, "CPU %d appears twice (first on line %d)", cpu, first)
+		return 0, 0, err
 	}
 	digits, ok := strings.CutPrefix(f[1], "#")
 	count, err := rtlaCount(digits)
@@ -370,19 +358,12 @@ func rtlaMinMax(seen bool, lo, hi time.Duration, l *Latency) (time.Duration, tim
 }
 
 func (t *rtlaTimerlatTop) finish() (*Measurement, error) {
-	m := t.o.m
-	switch {
-	case t.header == 0:
-		return nil, t.o.errorf(t.o.lastText(), "the output ends before the column header")
-	case len(m.CPUs) == 0:
-		return nil, t.o.errorf(t.header, "the table has no CPU rows")
-	case len(m.CPUs) < t.most:
-		return nil, t.o.errorf(t.o.lastText(), "the last table is shorter than an earlier one (%d CPUs, not %d): the output is cut short",
-			len(m.CPUs), t.most)
+	if err := t.lastTable(); err != nil {
+		return nil, err
 	}
 	if err := t.checkAll(); err != nil {
 		return nil, err
 	}
-	m.sortCPUs()
-	return m, nil
+	t.o.m.sortCPUs()
+	return t.o.m, nil
 }

@@ -8,7 +8,7 @@ import (
 )
 
 func TestRtlaTimerlatTopReadsThe61LabRunAndItsPlantedRegression(t *testing.T) {
-	good := rtlaMustParse(t, ParseRtlaTimerlat, rtlaTestdata(t, "lab612rt-smp2-rtla-timerlat-top.txt"))
+	good := rtlaMustParse(t, ParseRtlaTimerlat, fixture(t, "lab612rt-smp2-rtla-timerlat-top.txt"))
 	want := &Measurement{Tool: ToolRtlaTimerlat, Duration: 5 * time.Second, CPUs: []CPU{{
 		CPU:        1,
 		IRQLatency: &Latency{Samples: 4989, Min: 52 * rtlaUS, Avg: 116 * rtlaUS, Max: 3659 * rtlaUS},
@@ -17,7 +17,7 @@ func TestRtlaTimerlatTopReadsThe61LabRunAndItsPlantedRegression(t *testing.T) {
 	if !reflect.DeepEqual(good, want) {
 		t.Fatalf("got %+v, want %+v", good.CPUs[0], want.CPUs[0])
 	}
-	bad := rtlaMustParse(t, ParseRtlaTimerlat, rtlaTestdata(t, "lab612rt-smp2-inject-rtla-timerlat-top.txt"))
+	bad := rtlaMustParse(t, ParseRtlaTimerlat, fixture(t, "lab612rt-smp2-inject-rtla-timerlat-top.txt"))
 	b := rtlaCPUResult(t, bad, 1)
 	if b.Latency.Max != 5864*rtlaUS || b.IRQLatency.Max != 3772*rtlaUS || b.Latency.Samples != 4965 {
 		t.Fatalf("injected run read as %+v %+v", b.IRQLatency, b.Latency)
@@ -28,7 +28,7 @@ func TestRtlaTimerlatTopReadsThe61LabRunAndItsPlantedRegression(t *testing.T) {
 }
 
 func TestRtlaTimerlatTopIgnoresTheAutoAnalysisAfterAStop(t *testing.T) {
-	m := rtlaMustParse(t, ParseRtlaTimerlat, rtlaTestdata(t, "rtla-doc_timerlat-top_aa.txt"))
+	m := rtlaMustParse(t, ParseRtlaTimerlat, fixture(t, "rtla-doc_timerlat-top_aa.txt"))
 	if len(m.CPUs) != 23 || m.CPUs[0].CPU != 1 || !m.StopHit || m.Duration != 12*time.Second {
 		t.Fatalf("got %d CPUs from %d, stop %v, duration %v", len(m.CPUs), m.CPUs[0].CPU, m.StopHit, m.Duration)
 	}
@@ -40,9 +40,9 @@ func TestRtlaTimerlatTopIgnoresTheAutoAnalysisAfterAStop(t *testing.T) {
 }
 
 func TestRtlaTimerlatTopRejectsTheAnnotatedDocRowButReadsItsTable(t *testing.T) {
-	out := rtlaTestdata(t, "rtla-doc-6.1era_timerlat-top_stop.txt")
+	out := fixture(t, "rtla-doc-6.1era_timerlat-top_stop.txt")
 	_, err := ParseRtlaTimerlat(out)
-	rtlaWantError(t, err, 11, "the thread block has 8 values, want cur min avg max")
+	wantParseError(t, err, 11, "the thread block has 8 values, want cur min avg max")
 
 	// The doc marked the spike by hand; rtla never prints that.
 	m := rtlaMustParse(t, ParseRtlaTimerlat, []byte(strings.Replace(string(out), " <--- CPU with spike", "", 1)))
@@ -55,9 +55,9 @@ func TestRtlaTimerlatTopRejectsTheAnnotatedDocRowButReadsItsTable(t *testing.T) 
 }
 
 func TestRtlaTimerlatTopReadsEscapesThatAMailLost(t *testing.T) {
-	out := rtlaTestdata(t, "lkml-2024-04-24_bristot_timerlat-top_ansi_not_tty.txt")
+	out := fixture(t, "lkml-2024-04-24_bristot_timerlat-top_ansi_not_tty.txt")
 	_, err := ParseRtlaTimerlat(out)
-	rtlaWantError(t, err, 1, "no rtla timerlat table")
+	wantParseError(t, err, 1, "no rtla timerlat table")
 
 	// The README says rtla printed an ESC before each '['.
 	m := rtlaMustParse(t, ParseRtlaTimerlat, []byte(strings.ReplaceAll(string(out), "[", "\x1b[")))
@@ -113,7 +113,7 @@ ALL #223456 e1 |                700      1150      9000 |               1900    
 		t.Fatalf("CPU 2: %+v %+v, duration %v", c.IRQLatency, c.Latency, m.Duration)
 	}
 	_, err := ParseRtlaTimerlat([]byte(strings.Replace(out, "#223456 e1", "#223455 e1", 1)))
-	rtlaWantError(t, err, 7, "ALL #223455 e1 disagrees with the rows, whose COUNTs sum to 2234567")
+	wantParseError(t, err, 7, "ALL #223455 e1 disagrees with the rows, whose COUNTs sum to 2234567")
 }
 
 func TestRtlaTimerlatTopLeavesOutAnEmptyUserBlockWithAWarning(t *testing.T) {
@@ -166,7 +166,7 @@ func TestRtlaTimerlatTopRejectsMalformedTables(t *testing.T) {
 			if m != nil {
 				t.Fatalf("got a result %+v", m)
 			}
-			rtlaWantError(t, err, tc.line, tc.msg)
+			wantParseError(t, err, tc.line, tc.msg)
 		})
 	}
 }
@@ -174,11 +174,11 @@ func TestRtlaTimerlatTopRejectsMalformedTables(t *testing.T) {
 func TestRtlaTimerlatTopRejectsAHeaderWithoutRows(t *testing.T) {
 	out := strings.Join(strings.SplitAfter(rtlaTimerlatTopUser, "\n")[:3], "")
 	_, err := ParseRtlaTimerlat([]byte(out))
-	rtlaWantError(t, err, 3, "the table has no CPU rows")
+	wantParseError(t, err, 3, "the table has no CPU rows")
 }
 
 func TestRtlaTimerlatHistReadsTheALLSummaryLayout(t *testing.T) {
-	m := rtlaMustParse(t, ParseRtlaTimerlat, rtlaTestdata(t, "lkml-2024-04-24_bristot_timerlat-hist_ALL_summary.txt"))
+	m := rtlaMustParse(t, ParseRtlaTimerlat, fixture(t, "lkml-2024-04-24_bristot_timerlat-hist_ALL_summary.txt"))
 	if !reflect.DeepEqual(rtlaCPUNumbers(m), []int{0, 1}) || m.Duration != 10*time.Second || len(m.Warnings) != 0 || m.StopHit {
 		t.Fatalf("CPUs %v, duration %v, warnings %q", rtlaCPUNumbers(m), m.Duration, m.Warnings)
 	}
@@ -198,7 +198,7 @@ func TestRtlaTimerlatHistReadsTheALLSummaryLayout(t *testing.T) {
 }
 
 func TestRtlaTimerlatHistReadsUserColumnsAndDashes(t *testing.T) {
-	m := rtlaMustParse(t, ParseRtlaTimerlat, rtlaTestdata(t, "lkml-2025_glozar_timerlat-hist_user_ALL_bpf-action.txt"))
+	m := rtlaMustParse(t, ParseRtlaTimerlat, fixture(t, "lkml-2025_glozar_timerlat-hist_user_ALL_bpf-action.txt"))
 	want := &Measurement{
 		Tool:     ToolRtlaTimerlat,
 		Duration: time.Second,
@@ -215,8 +215,8 @@ func TestRtlaTimerlatHistReadsUserColumnsAndDashes(t *testing.T) {
 }
 
 func TestRtlaTimerlatHistRejectsTheEmptyHistogramOfAnAbortedRun(t *testing.T) {
-	_, err := ParseRtlaTimerlat(rtlaTestdata(t, "lkml-2025-01_glozar_timerlat-hist_empty_after_aborted_u_run.txt"))
-	rtlaWantError(t, err, 4, "the Index header names no column: no CPU recorded a sample")
+	_, err := ParseRtlaTimerlat(fixture(t, "lkml-2025-01_glozar_timerlat-hist_empty_after_aborted_u_run.txt"))
+	wantParseError(t, err, 4, "the Index header names no column: no CPU recorded a sample")
 }
 
 // rtlaTimerlatHistBody and rtlaTimerlatHistAll are the 2024 ALL-summary
@@ -276,7 +276,7 @@ func TestRtlaTimerlatHistRejectsMalformedHistograms(t *testing.T) {
 			if m != nil {
 				t.Fatalf("got a result %+v", m)
 			}
-			rtlaWantError(t, err, tc.line, tc.msg)
+			wantParseError(t, err, tc.line, tc.msg)
 		})
 	}
 }

@@ -7,7 +7,7 @@ import (
 )
 
 func TestTablesKeepTheMailLayoutWithUnits(t *testing.T) {
-	m, err := Parse(ToolOsnoise, readFixture(t, "seed-000-spinlock-table.txt"))
+	m, err := Parse(ToolOsnoise, fixture(t, "seed-000-spinlock-table.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestTablesKeepTheMailLayoutWithUnits(t *testing.T) {
 }
 
 func TestLatencyTablesNameWhichLatency(t *testing.T) {
-	m, err := Parse(ToolRtlaTimerlat, readFixture(t, "lab612rt-smp2-rtla-timerlat-top.txt"))
+	m, err := Parse(ToolRtlaTimerlat, fixture(t, "lab612rt-smp2-rtla-timerlat-top.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestLatencyTablesNameWhichLatency(t *testing.T) {
 	if !strings.Contains(b.String(), "thread latency: worst 3,818 µs (CPU 1)") {
 		t.Errorf("%s", b.String())
 	}
-	hist, err := Parse(ToolRtlaOsnoise, readFixture(t, "rtla-doc_osnoise-hist.txt"))
+	hist, err := Parse(ToolRtlaOsnoise, fixture(t, "rtla-doc_osnoise-hist.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}

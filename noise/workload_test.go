@@ -77,7 +77,7 @@ func (f *fakeTracefs) read(t *testing.T, name string) string {
 }
 
 func TestOsnoiseWorkloadDrivesTracefsAndPutsItBack(t *testing.T) {
-	fs := newFakeTracefs(t, readFixture(t, "lkml-2021-07-18_bristot_osnoise_trace_PREEMPT_RT_7flags.txt"), "osnoise timerlat function nop")
+	fs := newFakeTracefs(t, fixture(t, "lkml-2021-07-18_bristot_osnoise_trace_PREEMPT_RT_7flags.txt"), "osnoise timerlat function nop")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go fs.kernel(ctx)
@@ -145,14 +145,14 @@ func TestOsnoiseWorkloadIsPutBackWhenCancelled(t *testing.T) {
 	}
 }
 
-// fakeTool puts an executable named name on PATH that prints a fixture
-// and records its arguments.
-func fakeTool(t *testing.T, name, fixture string) (argsFile string) {
+// fakeTool puts an executable named name on PATH that prints the fixture
+// file and records its arguments.
+func fakeTool(t *testing.T, name, file string) (argsFile string) {
 	t.Helper()
 	bin := t.TempDir()
 	argsFile = filepath.Join(bin, "args")
 	out := filepath.Join(bin, "out")
-	if err := os.WriteFile(out, readFixture(t, fixture), 0o644); err != nil {
+	if err := os.WriteFile(out, fixture(t, file), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	script := "#!/bin/sh\necho \"$@\" > " + shell.Quote(argsFile) + "\ncat " + shell.Quote(out) + "\n"

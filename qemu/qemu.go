@@ -3,6 +3,11 @@
 // system image with sshd, SSH forwarded to a port on 127.0.0.1, the serial
 // console kept. kbisect talks to the guest with the same SSH code as to a
 // real host; a "reboot" is QEMU stopped and started with the next kernel.
+// It also builds that image (debootstrap, once) and picks the guest's
+// acceleration and vCPUs for the host it runs on.
+//
+// It imports no kbisect package (the internal packages are all it may
+// import): it knows neither the job file nor SSH, which lab brings to it.
 package qemu
 
 import (

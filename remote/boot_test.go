@@ -34,24 +34,35 @@ func simLab(t *testing.T) (*simhost.Host, Options) {
 	return sim, Options{Address: "127.0.0.1", Port: sim.Port, User: "root", Identity: sim.Identity, KnownHosts: kh, ConnectTimeout: 2 * time.Second}
 }
 
-// installAndBoot installs the test kernel and boots it with the lab's
-// parameters, with a short boot timeout.
-func installAndBoot(t *testing.T, sim *simhost.Host, opt Options, powerCycle string) (*Host, Facts, error) {
+// installTestKernel connects to the host and installs the test kernel.
+func installTestKernel(t *testing.T, opt Options, inst InstallOptions) *Host {
 	t.Helper()
-	ctx := context.Background()
 	h := dial(t, opt)
 	image := filepath.Join(t.TempDir(), "bzImage")
 	if err := os.WriteFile(image, []byte("a kernel image"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Install(ctx, Artifact{Release: testKernel, Image: image}, InstallOptions{Keep: 3}); err != nil {
+	if err := h.Install(context.Background(), Artifact{Release: testKernel, Image: image}, inst); err != nil {
 		t.Fatal(err)
 	}
+	return h
+}
+
+// redialer connects to the host again as a boot needs, with the options
+// of the first connection.
+func redialer(opt Options) Dialer {
+	return func(ctx context.Context) (*Host, error) { return Dial(ctx, opt) }
+}
+
+// installAndBoot installs the test kernel and boots it with the lab's
+// parameters, with a short boot timeout.
+func installAndBoot(t *testing.T, sim *simhost.Host, opt Options, powerCycle string) (*Host, Facts, error) {
+	t.Helper()
+	h := installTestKernel(t, opt, InstallOptions{Keep: 3})
 	if !sim.Installed(testKernel) {
 		t.Fatal("not installed")
 	}
-	redial := func(ctx context.Context) (*Host, error) { return Dial(ctx, opt) }
-	return Boot(ctx, h, redial, BootOptions{
+	return Boot(context.Background(), h, redialer(opt), BootOptions{
 		Method: MethodKexec, Release: testKernel, Params: labParams, ExtraCmdline: "console=ttyS1,115200",
 		Timeout: 3 * time.Second, PowerCycle: powerCycle,
 		Expect: Expect{Release: testKernel, Params: labParams, PreemptRT: true},
@@ -95,18 +106,9 @@ func TestAKernelThatNeverComesBackIsAKernelFailureAfterAPowerCycle(t *testing.T)
 func TestTheConsoleOfAHungKernelIsAttachedToItsFailure(t *testing.T) {
 	sim, opt := simLab(t)
 	sim.SetFault(testKernel, simhost.FaultNeverBack)
-	ctx := context.Background()
-	h := dial(t, opt)
-	image := filepath.Join(t.TempDir(), "bzImage")
-	if err := os.WriteFile(image, []byte("a kernel image"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Install(ctx, Artifact{Release: testKernel, Image: image}, InstallOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	h := installTestKernel(t, opt, InstallOptions{})
 	var log strings.Builder
-	redial := func(ctx context.Context) (*Host, error) { return Dial(ctx, opt) }
-	_, _, err := Boot(ctx, h, redial, BootOptions{Method: MethodKexec, Release: testKernel, Params: labParams, Timeout: 2 * time.Second,
+	_, _, err := Boot(context.Background(), h, redialer(opt), BootOptions{Method: MethodKexec, Release: testKernel, Params: labParams, Timeout: 2 * time.Second,
 		PowerCycle: sim.PowerCycleCommand, ConsoleLog: &log,
 		Console: `printf '[    1.234] VFS: Cannot open root device\r\n[    1.235] Kernel panic - not syncing: VFS: Unable to mount root fs on unknown-block(0,0)\r\n'; exec sleep 600`})
 	var ke *KernelError
@@ -156,17 +158,8 @@ func TestTheWrongKernelIsNeverMeasured(t *testing.T) {
 
 func TestAGrubOneShotBootRunsTheNewKernel(t *testing.T) {
 	sim, opt := simLab(t)
-	ctx := context.Background()
-	h := dial(t, opt)
-	image := filepath.Join(t.TempDir(), "bzImage")
-	if err := os.WriteFile(image, []byte("a kernel image"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Install(ctx, Artifact{Release: testKernel, Image: image}, InstallOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	redial := func(ctx context.Context) (*Host, error) { return Dial(ctx, opt) }
-	nh, f, err := Boot(ctx, h, redial, BootOptions{Method: MethodGrub, Release: testKernel, Params: labParams, Timeout: 3 * time.Second,
+	h := installTestKernel(t, opt, InstallOptions{})
+	nh, f, err := Boot(context.Background(), h, redialer(opt), BootOptions{Method: MethodGrub, Release: testKernel, Params: labParams, Timeout: 3 * time.Second,
 		Expect: Expect{Release: testKernel, Params: labParams}})
 	if err != nil {
 		t.Fatal(err)
@@ -237,9 +230,8 @@ func TestInstallKeepsTheNewestKernelsAndNeverTheRunningOne(t *testing.T) {
 func TestAnImageKexecRefusesIsAKernelFailure(t *testing.T) {
 	_, opt := simLab(t)
 	h := dial(t, opt)
-	redial := func(ctx context.Context) (*Host, error) { return Dial(ctx, opt) }
 	// Never installed: kexec -l cannot open it.
-	_, _, err := Boot(context.Background(), h, redial, BootOptions{Method: MethodKexec, Release: testKernel, Params: labParams, Timeout: 2 * time.Second})
+	_, _, err := Boot(context.Background(), h, redialer(opt), BootOptions{Method: MethodKexec, Release: testKernel, Params: labParams, Timeout: 2 * time.Second})
 	var ke *KernelError
 	if !errors.As(err, &ke) || !strings.Contains(err.Error(), "kexec could not load it: exit status 1: kexec: cannot open /boot/vmlinuz-"+testKernel) {
 		t.Errorf("got %T %v", err, err)
@@ -265,8 +257,7 @@ func TestReleasesAndCommandLinesCannotInject(t *testing.T) {
 		if err := h.Install(context.Background(), Artifact{Release: rel, Image: "/dev/null"}, InstallOptions{}); err == nil || !strings.Contains(err.Error(), "is not a kernel release") {
 			t.Errorf("install %q: %v", rel, err)
 		}
-		redial := func(ctx context.Context) (*Host, error) { return Dial(ctx, opt) }
-		if _, _, err := Boot(context.Background(), dial(t, opt), redial, BootOptions{Method: MethodKexec, Release: rel}); err == nil || !strings.Contains(err.Error(), "is not a kernel release") {
+		if _, _, err := Boot(context.Background(), dial(t, opt), redialer(opt), BootOptions{Method: MethodKexec, Release: rel}); err == nil || !strings.Contains(err.Error(), "is not a kernel release") {
 			t.Errorf("boot %q: %v", rel, err)
 		}
 	}

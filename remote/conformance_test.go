@@ -191,11 +191,7 @@ func TestKeepalivesNoticeADeadPeer(t *testing.T) {
 	}
 	opt.Keepalive = 200 * time.Millisecond
 	h := dial(t, opt)
-	done := make(chan error, 1)
-	go func() {
-		_, _, err := h.Run(context.Background(), shell.Cmd{Script: "sleep 30"})
-		done <- err
-	}()
+	done := runAsync(h, "sleep 30")
 	time.Sleep(300 * time.Millisecond)
 	f.freeze()
 	select {

@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"kbisect/internal/shell"
+	"kbisect/internal/tartree"
 )
 
 // CopyStats says what a copy moved and how long it took.
@@ -100,14 +100,18 @@ func (h *Host) copyStream(ctx context.Context, src, dir string, produce func(io.
 // retar copies the entries of a tarball into a tar stream, hashing
 // regular files on the way; names are kept inside the directory.
 func retar(w io.Writer, r io.Reader, sums map[string]string, stats *CopyStats) error {
-	bw := bufio.NewWriterSize(w, 1<<20)
-	tw := tar.NewWriter(bw)
+	return tartree.Write(w, func(tw *tar.Writer) error {
+		return retarEntries(tw, r, sums, stats)
+	})
+}
+
+func retarEntries(tw *tar.Writer, r io.Reader, sums map[string]string, stats *CopyStats) error {
 	tr := tar.NewReader(bufio.NewReaderSize(r, 1<<20))
 	symlinks := map[string]bool{}
 	for {
 		hdr, err := tr.Next()
 		if err == io.EOF {
-			break
+			return nil
 		}
 		if err != nil {
 			return err
@@ -138,19 +142,10 @@ func retar(w io.Writer, r io.Reader, sums map[string]string, stats *CopyStats) e
 		if hdr.Typeflag != tar.TypeReg {
 			continue
 		}
-		h := sha256.New()
-		n, err := io.Copy(io.MultiWriter(tw, h), tr)
-		if err != nil {
+		if err := sendFile(tw, tr, name, sums, stats); err != nil {
 			return err
 		}
-		sums["./"+name] = hex.EncodeToString(h.Sum(nil))
-		stats.Files++
-		stats.Bytes += n
 	}
-	if err := tw.Close(); err != nil {
-		return err
-	}
-	return bw.Flush()
 }
 
 // listTree returns the paths under src, relative to it, sorted; a single
@@ -163,72 +158,47 @@ func listTree(src string) ([]string, error) {
 	if !fi.IsDir() {
 		return []string{filepath.Base(src)}, nil
 	}
-	var out []string
-	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p != src {
-			rel, _ := filepath.Rel(src, p)
-			out = append(out, rel)
-		}
-		return nil
-	})
-	sort.Strings(out)
-	return out, err
+	return tartree.List(src)
 }
 
 // writeTar writes the files into a tar stream, hashing regular files on
 // the way.
 func writeTar(w io.Writer, src string, files []string, sums map[string]string, stats *CopyStats) error {
-	bw := bufio.NewWriterSize(w, 1<<20)
-	tw := tar.NewWriter(bw)
 	base := src
 	if fi, err := os.Lstat(src); err == nil && !fi.IsDir() {
 		base = filepath.Dir(src)
 	}
-	for _, rel := range files {
-		p := filepath.Join(base, rel)
-		fi, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		link := ""
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			if link, err = os.Readlink(p); err != nil {
+	return tartree.Write(w, func(tw *tar.Writer) error {
+		return tartree.Each(base, files, func(hdr *tar.Header, p string) error {
+			hdr.Uname, hdr.Gname = "", ""
+			if err := tw.WriteHeader(hdr); err != nil {
 				return err
 			}
-		}
-		hdr, err := tar.FileInfoHeader(fi, link)
-		if err != nil {
-			return err
-		}
-		hdr.Name = filepath.ToSlash(rel)
-		hdr.Uname, hdr.Gname = "", ""
-		if err := tw.WriteHeader(hdr); err != nil {
-			return err
-		}
-		if !fi.Mode().IsRegular() {
-			continue
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		h := sha256.New()
-		n, err := io.Copy(io.MultiWriter(tw, h), f)
-		f.Close()
-		if err != nil {
-			return err
-		}
-		sums["./"+hdr.Name] = hex.EncodeToString(h.Sum(nil))
-		stats.Files++
-		stats.Bytes += n
-	}
-	if err := tw.Close(); err != nil {
+			if hdr.Typeflag != tar.TypeReg {
+				return nil
+			}
+			f, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			return sendFile(tw, f, hdr.Name, sums, stats)
+		})
+	})
+}
+
+// sendFile copies a regular file's content into the stream and keeps its
+// SHA-256, which the host's sha256sum must match.
+func sendFile(w io.Writer, r io.Reader, name string, sums map[string]string, stats *CopyStats) error {
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(w, h), r)
+	if err != nil {
 		return err
 	}
-	return bw.Flush()
+	sums["./"+name] = hex.EncodeToString(h.Sum(nil))
+	stats.Files++
+	stats.Bytes += n
+	return nil
 }
 
 // compareSums checks sha256sum's output ("hash  ./path" per file) against

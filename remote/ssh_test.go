@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"kbisect/internal/sshtest"
 	"net"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"kbisect/internal/shell"
+	"kbisect/internal/sshtest"
 )
 
 func TestCommandsRunOverRealSSH(t *testing.T) {
@@ -89,11 +89,7 @@ func TestAKeyTheHostDoesNotKnowIsRefusedClearly(t *testing.T) {
 func TestAConnectionKilledMidCommandIsAnInfrastructureError(t *testing.T) {
 	s := sshtest.Start(t)
 	h := dial(t, options(s))
-	done := make(chan error, 1)
-	go func() {
-		_, _, err := h.Run(context.Background(), shell.Cmd{Script: "echo started; sleep 60"})
-		done <- err
-	}()
+	done := runAsync(h, "echo started; sleep 60")
 	time.Sleep(500 * time.Millisecond)
 	s.KillConnections()
 	select {

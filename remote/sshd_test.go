@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"kbisect/internal/shell"
 	"kbisect/internal/sshtest"
 )
 
@@ -21,4 +22,15 @@ func dial(t *testing.T, opt Options) *Host {
 	}
 	t.Cleanup(func() { h.Close() })
 	return h
+}
+
+// runAsync runs script on h while the test breaks the connection under it;
+// the channel gets what Run returned.
+func runAsync(h *Host, script string) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := h.Run(context.Background(), shell.Cmd{Script: script})
+		done <- err
+	}()
+	return done
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,28 +14,7 @@ import (
 // untracked file in the checkout.
 func deriveRepo(t *testing.T) (dir string, commits []string, g func(args ...string) string) {
 	t.Helper()
-	dir = t.TempDir()
-	g = func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@e", "GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@e")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	g("init", "-q", "-b", "main")
-	for i, content := range []string{"one\n", "two\n", "three\n"} {
-		os.WriteFile(filepath.Join(dir, "file"), []byte(content), 0o644)
-		if i == 2 {
-			os.WriteFile(filepath.Join(dir, "other"), []byte("x\n"), 0o644)
-		}
-		g("add", ".")
-		g("commit", "-q", "-m", strings.TrimSpace(content))
-		commits = append(commits, g("rev-parse", "HEAD"))
-	}
+	dir, commits, g = commitSeries(t, "other", "one\n", "two\n", "three\n")
 	os.WriteFile(filepath.Join(dir, "other"), []byte("the user's edit\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "untracked"), []byte("mine\n"), 0o644)
 	return dir, commits, g

@@ -10,12 +10,11 @@ import (
 	"testing"
 )
 
-// repo makes a work tree with two commits on branch main.
-func repo(t *testing.T) (string, []string) {
-	t.Helper()
-	dir := t.TempDir()
-	var commits []string
-	g := func(args ...string) string {
+// gitIn runs git in dir as a test author and returns its output, trimmed;
+// a git that fails fails the test.
+func gitIn(t *testing.T, dir string) func(args ...string) string {
+	return func(args ...string) string {
+		t.Helper()
 		cmd := exec.Command("git", args...)
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@e", "GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@e")
@@ -25,16 +24,33 @@ func repo(t *testing.T) (string, []string) {
 		}
 		return strings.TrimSpace(string(out))
 	}
+}
+
+// commitSeries makes a repository whose main has one commit per content
+// of file, the last one also adding extra. It returns the work tree, the
+// commits (oldest first) and git in the work tree.
+func commitSeries(t *testing.T, extra string, contents ...string) (string, []string, func(args ...string) string) {
+	t.Helper()
+	dir := t.TempDir()
+	g := gitIn(t, dir)
 	g("init", "-q", "-b", "main")
-	for i, content := range []string{"one\n", "two\n"} {
+	var commits []string
+	for i, content := range contents {
 		os.WriteFile(filepath.Join(dir, "file"), []byte(content), 0o644)
-		if i == 1 {
-			os.WriteFile(filepath.Join(dir, "added"), []byte("x\n"), 0o644)
+		if i == len(contents)-1 {
+			os.WriteFile(filepath.Join(dir, extra), []byte("x\n"), 0o644)
 		}
 		g("add", ".")
-		g("commit", "-q", "-m", content)
+		g("commit", "-q", "-m", strings.TrimSpace(content))
 		commits = append(commits, g("rev-parse", "HEAD"))
 	}
+	return dir, commits, g
+}
+
+// repo makes a work tree with two commits on branch main.
+func repo(t *testing.T) (string, []string) {
+	t.Helper()
+	dir, commits, _ := commitSeries(t, "added", "one\n", "two\n")
 	return dir, commits
 }
 
@@ -117,11 +133,7 @@ func TestInProgressNamesAGitBisect(t *testing.T) {
 	if err := tree.RequireNoOperation(); err != nil {
 		t.Fatalf("fresh tree: %v", err)
 	}
-	cmd := exec.Command("git", "bisect", "start", commits[1], commits[0])
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%v %s", err, out)
-	}
+	gitIn(t, dir)("bisect", "start", commits[1], commits[0])
 	err := tree.RequireNoOperation()
 	if err == nil || !strings.Contains(err.Error(), "git bisect reset") {
 		t.Errorf("during a git bisect: %v", err)

@@ -25,7 +25,7 @@ type rule struct {
 }
 
 // internals are the small helper packages anyone may use.
-var internals = []string{"internal/shell", "internal/wrap", "internal/usage", "internal/tty", "internal/commitid", "internal/atomicfile", "internal/statefile"}
+var internals = []string{"internal/shell", "internal/wrap", "internal/usage", "internal/tty", "internal/commitid", "internal/atomicfile", "internal/statefile", "internal/tartree"}
 
 // testSupport is what only tests, the demo and simulate may reach.
 var testSupport = []string{"internal/simlab", "internal/simhost", "internal/sshtest", "internal/testrepo"}

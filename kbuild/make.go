@@ -1,0 +1,160 @@
+package kbuild
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"kbisect/internal/shell"
+)
+
+// maker runs make for a slot.
+type maker struct {
+	src, out string
+	jobs     int
+	vars     map[string]string
+	ccache   bool
+	log      *tailBuffer
+	logTo    io.Writer
+}
+
+func (o Options) maker(s *slot) *maker {
+	m := &maker{src: s.src, out: s.out, jobs: o.Jobs, vars: o.MakeVars, log: &tailBuffer{max: 256 << 10}, logTo: o.Log}
+	if o.CCache {
+		if _, err := exec.LookPath("ccache"); err == nil {
+			m.ccache = true
+		}
+	}
+	return m
+}
+
+// argv is make's command line for targets: the output directory, the
+// fixed build identity (so the same source builds the same bytes), an
+// empty LOCALVERSION (no "+" for a tree that is not at a tag), ccache and
+// the job's variables.
+func (m *maker) argv(targets ...string) []string {
+	a := []string{"make", "-C", m.src, "O=" + m.out, "-j" + strconv.Itoa(m.jobs),
+		"KBUILD_BUILD_TIMESTAMP=1970-01-01", "KBUILD_BUILD_USER=kbisect", "KBUILD_BUILD_HOST=kbisect", "LOCALVERSION="}
+	var names []string
+	for k := range m.vars {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if k == "CC" && m.ccache {
+			continue
+		}
+		a = append(a, k+"="+m.vars[k])
+	}
+	if m.ccache {
+		cc := m.vars["CC"]
+		if cc == "" {
+			cc = "gcc"
+		}
+		a = append(a, "CC=ccache "+cc)
+	}
+	return append(a, targets...)
+}
+
+// run runs make, its output to the log, its process group killed when ctx
+// ends.
+func (m *maker) run(ctx context.Context, targets ...string) error {
+	argv := m.argv(targets...)
+	shell.Trace(ctx, "", shell.Join(argv...))
+	c := exec.Command(argv[0], argv[1:]...)
+	var w io.Writer = m.log
+	if m.logTo != nil {
+		w = io.MultiWriter(m.log, m.logTo)
+	}
+	c.Stdout, c.Stderr = w, w
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := c.Start(); err != nil {
+		return &SetupError{Msg: fmt.Sprintf("cannot run make: %v (Debian: apt-get install build-essential)", err)}
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("%s: %w", strings.Join(targets, " "), err)
+		}
+		return nil
+	case <-ctx.Done():
+		_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+		<-done
+		return ctx.Err()
+	}
+}
+
+// imageTarget is the kernel image make target of the build's arch.
+func (m *maker) imageTarget() string {
+	switch SrcArch(m.vars["ARCH"]) {
+	case "x86":
+		return "bzImage"
+	case "arm64", "riscv":
+		return "Image"
+	}
+	return "vmlinux"
+}
+
+func (m *maker) buildTargets(final Config) []string {
+	targets := []string{m.imageTarget()}
+	if final.Get("CONFIG_MODULES") == "y" {
+		targets = append(targets, "modules")
+	}
+	return targets
+}
+
+func (m *maker) build(ctx context.Context, final Config) error {
+	return m.run(ctx, m.buildTargets(final)...)
+}
+
+// note writes a line of kbisect's own into the build log.
+func (m *maker) note(line string) {
+	if m.logTo != nil {
+		fmt.Fprintf(m.logTo, "kbisect: %s\n", line)
+	}
+}
+
+func (m *maker) ccacheVersion(ctx context.Context) string {
+	out, err := exec.CommandContext(ctx, "ccache", "--version").Output()
+	if err != nil {
+		return "version unknown"
+	}
+	return strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0])
+}
+
+// compiler is the C compiler make will run, as the job names it.
+func (m *maker) compiler() string {
+	cc := m.vars["CC"]
+	if cc == "" {
+		cc = m.vars["CROSS_COMPILE"] + "gcc"
+		if m.vars["LLVM"] == "1" {
+			cc = "clang"
+		}
+	}
+	return strings.Fields(cc)[0]
+}
+
+// tailBuffer keeps the last max bytes written.
+type tailBuffer struct {
+	buf bytes.Buffer
+	max int
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.buf.Write(p)
+	if t.buf.Len() > t.max {
+		keep := t.buf.Bytes()[t.buf.Len()-t.max:]
+		t.buf = *bytes.NewBuffer(append([]byte(nil), keep...))
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string { return t.buf.String() }
