@@ -216,13 +216,8 @@ func (n *night) setupPipeline(ctx context.Context) error {
 		return err
 	}
 	n.pipe = &lab.Pipeline{Job: job, Build: bo, StateDir: filepath.Join(n.dir, "tags"), Progress: func(e lab.Event) {
-		switch {
-		case e.Phase == lab.PhaseMeasure && e.Sample > 0:
-			n.say("%s sample %d: %s", commitid.Short(e.Commit), e.Sample, noise.FormatValue(e.Kind, e.Value))
-		case e.Note != "":
-			n.say("%s %s: %s", commitid.Short(e.Commit), e.Phase, e.Note)
-		default:
-			n.say("%s %s", commitid.Short(e.Commit), e.Phase)
+		if n.o.Progress != nil {
+			n.o.Progress.Emit(e.Progress())
 		}
 	}}
 	var q *lab.QEMULab

@@ -15,6 +15,7 @@ import (
 	"kbisect/history"
 	"kbisect/internal/usage"
 	"kbisect/lab"
+	"kbisect/progress"
 	"kbisect/run"
 )
 
@@ -78,8 +79,8 @@ func (n *night) close() {
 }
 
 func (n *night) say(format string, args ...any) {
-	if n.o.Say != nil {
-		n.o.Say(fmt.Sprintf(format, args...))
+	if n.o.Progress != nil {
+		progress.Linef(n.o.Progress, format, args...)
 	}
 }
 

@@ -10,7 +10,7 @@
 // plan.go). Around them are thin adapters: git fetch of the releases,
 // the machine's lock, the history database, the lab that measures, and
 // the night's reports. The bisection is the caller's (a Bisector), and so
-// is printing: progress goes to Options.Say.
+// is printing: progress goes to Options.Progress.
 //
 // It may import the lab, history, bisect, configs, noise and report
 // packages, never the CLI.
@@ -21,6 +21,7 @@ import (
 	"io"
 
 	"kbisect/configs"
+	"kbisect/progress"
 	"kbisect/report"
 )
 
@@ -41,8 +42,9 @@ type Options struct {
 	DB string
 	// Bisect bisects a regression between two releases.
 	Bisect Bisector
-	// Say gets the night's progress, a line at a time (nil: none).
-	Say func(line string)
+	// Progress hears the night's progress: its lines and what the lab
+	// does (nil: nothing).
+	Progress progress.Sink
 	// Log gets what the lab says as it prepares (nil: nothing).
 	Log io.Writer
 }

@@ -13,6 +13,7 @@ import (
 	"kbisect/internal/shell"
 	"kbisect/internal/usage"
 	"kbisect/lab"
+	"kbisect/progress"
 	"kbisect/report"
 	"kbisect/worktree"
 	"os"
@@ -32,9 +33,8 @@ type ABOptions struct {
 	State           string
 	// Messages gets kbisect's own lines (the plan, the job's warnings).
 	Messages io.Writer
-	// NewView makes the view once the tree is open (nil: none); labels
-	// name A's and B's commits.
-	NewView func(g *bisect.Graph, labels map[string]string) View
+	// Progress hears how the rounds go, A's and B's commits labelled.
+	Progress progress.Sink
 }
 
 // ABDefaultRounds is the boots per side when neither the options nor the
@@ -108,11 +108,9 @@ func AB(ctx context.Context, o ABOptions) (*ABResult, error) {
 	if bo.Base, err = lab.BaseConfig(ctx, job, o.Messages); err != nil {
 		return nil, err
 	}
-	var view View = quietView{}
-	if o.NewView != nil {
-		view = o.NewView(g, map[string]string{plan.A: "A", plan.B: "B"})
-	}
-	p := &lab.Pipeline{Job: job, Build: bo, StateDir: state, Progress: view.Event}
+	ev := newEvents(o.Progress)
+	ev.g, ev.labels = g, map[string]string{plan.A: "A", plan.B: "B"}
+	p := &lab.Pipeline{Job: job, Build: bo, StateDir: state, Progress: ev.lab}
 	if job.Boot.Method == configs.BootQEMU {
 		q, err := lab.NewQEMULab(job, state, func(s string) { fmt.Fprintln(o.Messages, s) })
 		if err != nil {
@@ -122,7 +120,7 @@ func AB(ctx context.Context, o ABOptions) (*ABResult, error) {
 		p.Boot = q.Boot
 	}
 	res, err := p.AB(ctx, plan)
-	view.Done()
+	ev.done()
 	out := &ABResult{Job: job, JSON: report.ABResultJSONOf(plan, state), Comparison: res}
 	if res != nil {
 		out.JSON.Measured = len(res.Rounds)

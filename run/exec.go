@@ -29,7 +29,7 @@ func Exec(ctx context.Context, o ExecOptions) (*Result, error) {
 			*w = io.Discard
 		}
 	}
-	r := &execRun{o: o}
+	r := &execRun{o: o, ev: newEvents(o.Progress)}
 	defer r.close()
 	if err := r.prepare(ctx); err != nil {
 		return aborted(r.stateDir, err), err
@@ -42,7 +42,8 @@ func Exec(ctx context.Context, o ExecOptions) (*Result, error) {
 // execRun is one kbisect run --exec: the tree, its lock, the graph, the
 // state directory and the session, from preparation to the end.
 type execRun struct {
-	o ExecOptions
+	o  ExecOptions
+	ev *events
 
 	tree     *worktree.Tree
 	unlock   func()
@@ -110,6 +111,7 @@ func (r *execRun) prepare(ctx context.Context) error {
 	if r.g, err = bisect.OpenGraph(tree.Dir); err != nil {
 		return err
 	}
+	r.ev.g = r.g
 	if data, err := os.ReadFile(r.runningMarker()); err == nil {
 		var mark runningMark
 		if err := json.Unmarshal(data, &mark); err != nil || mark.State == "" {
@@ -269,7 +271,7 @@ func (r *execRun) bisect(ctx context.Context) (*Result, error) {
 		}
 		return plumbing.ZeroHash
 	}
-	res, runErr := bisect.Drive(ctx, r.sess, r.log, tester.Test, r.progress())
+	res, runErr := bisect.Drive(ctx, r.sess, r.log, tester.Test, r.ev)
 
 	// Put HEAD back, also when interrupted (git commands outlive the
 	// cancelled context), then drop the marker.
@@ -307,12 +309,4 @@ func (r *execRun) bisect(ctx context.Context) (*Result, error) {
 		return result, restoreErr
 	}
 	return result, nil
-}
-
-// progress is the caller's, or none.
-func (r *execRun) progress() bisect.Progress {
-	if r.o.NewProgress == nil {
-		return quietView{}
-	}
-	return r.o.NewProgress(r.g)
 }

@@ -41,7 +41,7 @@ type jobRun struct {
 	pool     *lab.Pool
 	logs     []*os.File
 	buildLog *os.File
-	view     View
+	ev       *events
 	ahead    *lab.Ahead
 	qemu     *lab.QEMULab
 	aheadLog *os.File
@@ -84,7 +84,7 @@ func Job(ctx context.Context, o JobOptions) (*Result, error) {
 	if o.Messages == nil {
 		o.Messages = io.Discard
 	}
-	r := &jobRun{o: o}
+	r := &jobRun{o: o, ev: newEvents(o.Progress)}
 	res, err := r.run(ctx)
 	if res == nil || res.Graph == nil {
 		r.close()
@@ -199,17 +199,14 @@ func (r *jobRun) prepare(ctx context.Context) error {
 	if bo.Base, err = lab.BaseConfig(ctx, job, o.Messages); err != nil {
 		return err
 	}
-	r.view = quietView{}
-	if o.NewView != nil {
-		r.view = o.NewView(r.g)
-	}
-	r.pipe = &lab.Pipeline{Job: job, Build: bo, StateDir: r.stateDir, Progress: r.view.Event}
+	r.ev.g = r.g
+	r.pipe = &lab.Pipeline{Job: job, Build: bo, StateDir: r.stateDir, Progress: r.ev.lab}
 	r.tester = r.pipe
 	if job.Boot.Method == configs.BootQEMU {
 		if len(r.jobs) > 1 {
 			return usage.Errorf("run: boot.method qemu runs one local guest: give one --job")
 		}
-		if r.qemu, err = lab.NewQEMULab(job, r.stateDir, func(s string) { r.view.Line("%s", s) }); err != nil {
+		if r.qemu, err = lab.NewQEMULab(job, r.stateDir, r.ev.say); err != nil {
 			return err
 		}
 		r.pipe.Boot = r.qemu.Boot
@@ -228,7 +225,7 @@ func (r *jobRun) prepare(ctx context.Context) error {
 			b := bo
 			b.Log = f
 			r.pool.Pipes = append(r.pool.Pipes, &lab.Pipeline{Job: j, Build: b, StateDir: r.stateDir, Slot: i + 1,
-				Name: j.Machine.Name, Progress: r.view.Event})
+				Name: j.Machine.Name, Progress: r.ev.lab})
 		}
 		if r.g2, err = bisect.OpenGraph(tree); err != nil {
 			return err
@@ -241,7 +238,7 @@ func (r *jobRun) prepare(ctx context.Context) error {
 		// The guest runs on this machine's CPUs: a build beside its
 		// measurement would be its noise (measured: good kernels at
 		// 7-11 ms of single noise instead of 0.5 ms).
-		r.view.Line("the QEMU guest shares this machine's CPUs: no builds ahead while it measures")
+		r.ev.line("the QEMU guest shares this machine's CPUs: no builds ahead while it measures")
 		return nil
 	}
 	if !o.NoBuildAhead {
@@ -256,8 +253,9 @@ func (r *jobRun) prepare(ctx context.Context) error {
 		ab := bo
 		ab.Log = r.aheadLog
 		r.ahead = &lab.Ahead{Session: r.sess, Graph: r.g2, Build: ab, Slot: 0,
-			Note: func(commit, what string) { r.view.Note(commit, what) }, Base: ctx}
+			Note: r.ev.note, Base: ctx}
 		r.pipe.Ahead = r.ahead
+		r.ev.ahead = r.ahead
 	}
 	return nil
 }
@@ -319,7 +317,7 @@ func sameMachines(files []string, jobs []*configs.Job) error {
 // bisect calibrates on the endpoints, drives the bisection and reports.
 func (r *jobRun) bisect(ctx context.Context) (*Result, error) {
 	good := r.start.Good[0]
-	r.view.Line("calibrating on the endpoints: bad %s, good %s", commitid.Short(r.start.Bad), commitid.Short(good))
+	r.ev.line("calibrating on the endpoints: bad %s, good %s", commitid.Short(r.start.Bad), commitid.Short(good))
 	if r.ahead != nil {
 		// The good endpoint builds while the bad one is measured, the
 		// first commit to test while the good one is.
@@ -343,14 +341,14 @@ func (r *jobRun) bisect(ctx context.Context) (*Result, error) {
 	case !cal.Reproduced:
 		res.Kind, res.Reason = bisect.NotReproduced, cal.Reason
 	default:
-		r.view.Line("calibrated: %s", cal.Reason)
-		res, err = bisect.Drive(ctx, r.sess, r.log, r.tester.Test, r.progress())
+		r.ev.line("calibrated: %s", cal.Reason)
+		res, err = bisect.Drive(ctx, r.sess, r.log, r.tester.Test, r.ev)
 	}
 	var conf *lab.Confirmation
 	if err == nil && res.Kind == bisect.Found {
 		conf, err = r.confirm(ctx, res.FirstBad)
 	}
-	r.view.Done()
+	r.ev.done()
 	rep := &report.Run{Graph: r.g, Job: r.job, StateDir: r.stateDir, Start: r.start, Result: res, Calibration: cal, Confirmation: conf}
 	out := report.RunJSONOf(res, r.stateDir, err)
 	rep.AddTo(&out)
@@ -372,29 +370,9 @@ func (r *jobRun) bisect(ctx context.Context) (*Result, error) {
 		fmt.Fprintf(r.o.Messages, "kbisect: the reports: %v\n", rerr)
 	} else if len(files) > 0 {
 		result.Reports = files
-		r.view.Line("reports: %s", strings.Join(files, " "))
+		r.ev.line("reports: %s", strings.Join(files, " "))
 	}
 	return result, nil
-}
-
-// progress is the view, and the builds ahead planned as each step starts.
-func (r *jobRun) progress() bisect.Progress {
-	if r.ahead == nil {
-		return r.view
-	}
-	return aheadProgress{r.view, r.ahead}
-}
-
-// aheadProgress tells the builds ahead which step is tested before the
-// view hears of it.
-type aheadProgress struct {
-	View
-	ahead *lab.Ahead
-}
-
-func (p aheadProgress) Testing(step bisect.Step) {
-	p.ahead.Plan(step)
-	p.View.Testing(step)
 }
 
 // findGoodOn says whether a good endpoint that measured bad is walked
@@ -441,10 +419,10 @@ func (r *jobRun) findGood(ctx context.Context, cal *lab.Calibration) (*lab.Calib
 		c.Reason += "; cannot walk back: " + err.Error()
 		return &c, nil
 	}
-	r.view.Line("the good endpoint %s measured bad: walking back along the releases below %s (%d to try, at most %d kernels)",
+	r.ev.line("the good endpoint %s measured bad: walking back along the releases below %s (%d to try, at most %d kernels)",
 		rev, plan.From.Tag, len(plan.Candidates), r.job.FindGood.MaxKernels)
 	walk := lab.Walk{Plan: plan, IsAncestor: g.IsAncestor, MaxKernels: r.job.FindGood.MaxKernels,
-		Tried: func(t lab.Try) { r.view.Line("  %s %s: %s", t.Tag, t.Verdict, t.Reason) }}
+		Tried: func(t lab.Try) { r.ev.line("  %s %s: %s", t.Tag, t.Verdict, t.Reason) }}
 	if r.ahead != nil {
 		walk.Testing = func(now, next string) { r.ahead.Expect(now, next) }
 	}
@@ -488,6 +466,6 @@ func (r *jobRun) confirm(ctx context.Context, culprit plumbing.Hash) (*lab.Confi
 	for _, p := range parents {
 		ps = append(ps, p.String())
 	}
-	r.view.Line("confirming %s against its parent, on fresh boots with more samples", commitid.Short(culprit.String()))
+	r.ev.line("confirming %s against its parent, on fresh boots with more samples", commitid.Short(culprit.String()))
 	return r.tester.Confirm(ctx, culprit.String(), ps, r.start.Bad)
 }

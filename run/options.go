@@ -6,7 +6,7 @@
 // rounds on fresh boots, with or without a commit or a patch. Every verdict goes
 // to a state directory before the next step, and the same options resume
 // a run from it. The CLI, the nightly and the demo call it; it returns a
-// typed result and tells how it goes through a View, and knows nothing of
+// typed result and tells how it goes as progress events, and knows nothing of
 // flags or terminals.
 //
 // It may import bisect, configs, lab, kbuild, noise, report, testcmd,
@@ -16,12 +16,9 @@ package run
 
 import (
 	"io"
-	"time"
-
-	"github.com/go-git/go-git/v5/plumbing"
 
 	"kbisect/bisect"
-	"kbisect/lab"
+	"kbisect/progress"
 	"kbisect/report"
 )
 
@@ -57,9 +54,8 @@ type JobOptions struct {
 	Interactive bool
 	// Messages gets kbisect's own lines (resuming, the job's warnings).
 	Messages io.Writer
-	// NewView makes the view of the run once its tree is open (nil: a
-	// view that shows nothing).
-	NewView func(*bisect.Graph) View
+	// Progress hears how the run goes (nil: nothing).
+	Progress progress.Sink
 }
 
 // ExecOptions bisect with a test command, as git bisect run does.
@@ -72,21 +68,8 @@ type ExecOptions struct {
 	Stdout, Stderr io.Writer
 	// Messages gets kbisect's own lines.
 	Messages io.Writer
-	// NewProgress makes the progress of the bisection once the tree is
-	// open (nil: none).
-	NewProgress func(*bisect.Graph) bisect.Progress
-}
-
-// A View hears how a run --job goes: the bisection's steps, what the lab
-// does with each kernel, lines that stay, and notes on what happens beside
-// the step (a build ahead).
-type View interface {
-	bisect.Progress
-	Event(lab.Event)
-	Line(format string, args ...any)
-	Note(commit, what string)
-	// Done is called once, when the run has its answer.
-	Done()
+	// Progress hears the bisection's steps (nil: nothing).
+	Progress progress.Sink
 }
 
 // Result is how a run ended. Its graph stays open for the caller to
@@ -121,14 +104,3 @@ func (r *Result) Close() {
 func aborted(stateDir string, err error) *Result {
 	return &Result{Kind: bisect.Aborted, JSON: report.RunJSONOf(bisect.Result{Kind: bisect.Aborted}, stateDir, err)}
 }
-
-// quietView shows nothing.
-type quietView struct{}
-
-func (quietView) Testing(bisect.Step)                                 {}
-func (quietView) Tested(plumbing.Hash, bisect.Outcome, time.Duration) {}
-func (quietView) Warn(string)                                         {}
-func (quietView) Event(lab.Event)                                     {}
-func (quietView) Line(string, ...any)                                 {}
-func (quietView) Note(string, string)                                 {}
-func (quietView) Done()                                               {}

@@ -3,25 +3,22 @@ package run
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"time"
-
-	"github.com/go-git/go-git/v5/plumbing"
 
 	"kbisect/bisect"
 	"kbisect/internal/simlab"
 	"kbisect/internal/testrepo"
 	"kbisect/internal/usage"
-	"kbisect/lab"
+	"kbisect/progress"
 )
 
-// recorder is a View that keeps what it heard.
+// recorder is a progress sink that keeps what it heard.
 type recorder struct {
 	mu      sync.Mutex
 	testing []string
@@ -31,43 +28,27 @@ type recorder struct {
 	done    int
 }
 
-var _ View = (*recorder)(nil)
-
-func (r *recorder) Testing(s bisect.Step) {
+func (r *recorder) Emit(e progress.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.testing = append(r.testing, s.Commit.String())
-}
-
-func (r *recorder) Tested(c plumbing.Hash, out bisect.Outcome, _ time.Duration) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.tested == nil {
-		r.tested = map[string]string{}
+	switch e.Kind {
+	case progress.Testing:
+		if e.Subject == "" {
+			r.lines = append(r.lines, "no subject for "+e.Commit)
+		}
+		r.testing = append(r.testing, e.Commit)
+	case progress.Tested:
+		if r.tested == nil {
+			r.tested = map[string]string{}
+		}
+		r.tested[e.Commit] = e.Verdict
+	case progress.Phase:
+		r.phases++
+	case progress.Line:
+		r.lines = append(r.lines, e.Text)
+	case progress.Done:
+		r.done++
 	}
-	r.tested[c.String()] = out.Verdict.String()
-}
-
-func (r *recorder) Warn(string) {}
-
-func (r *recorder) Event(lab.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.phases++
-}
-
-func (r *recorder) Line(format string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.lines = append(r.lines, fmt.Sprintf(format, args...))
-}
-
-func (r *recorder) Note(string, string) {}
-
-func (r *recorder) Done() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.done++
 }
 
 // TestJobFindsThePlantedRegressionAndResumesFromItsState calls the use
@@ -90,7 +71,7 @@ func TestJobFindsThePlantedRegressionAndResumesFromItsState(t *testing.T) {
 	view := &recorder{}
 	var msgs bytes.Buffer
 	o := JobOptions{Range: Range{Goods: []string{l.Tree.Good}, Bad: l.Tree.Bad}, Jobs: []string{l.JobFile},
-		State: filepath.Join(t.TempDir(), "state"), Messages: &msgs, NewView: func(*bisect.Graph) View { return view }}
+		State: filepath.Join(t.TempDir(), "state"), Messages: &msgs, Progress: view}
 	res, err := Job(context.Background(), o)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, msgs.String())
@@ -105,7 +86,7 @@ func TestJobFindsThePlantedRegressionAndResumesFromItsState(t *testing.T) {
 	if res.JSON.Steps != len(view.testing) || len(view.testing) == 0 || view.done != 1 || view.phases == 0 {
 		t.Errorf("%d steps in the answer, the view heard %d steps, %d phases, done %d times", res.JSON.Steps, len(view.testing), view.phases, view.done)
 	}
-	if view.tested[want] != "bad" {
+	if view.tested[want] != "bad" || slices.ContainsFunc(view.lines, func(l string) bool { return strings.HasPrefix(l, "no subject") }) {
 		t.Errorf("the view heard %s judged %q", want, view.tested[want])
 	}
 	if _, err := os.Stat(filepath.Join(o.State, "result.json")); err != nil {
@@ -120,7 +101,7 @@ func TestJobFindsThePlantedRegressionAndResumesFromItsState(t *testing.T) {
 	// Again: nothing is measured, the answer is the same.
 	again := &recorder{}
 	msgs.Reset()
-	o.NewView = func(*bisect.Graph) View { return again }
+	o.Progress = again
 	res2, err := Job(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -184,11 +165,9 @@ func TestExecNamesTheCommitGitBisectRunNamesAndPutsHeadBack(t *testing.T) {
 	git("bisect", "reset")
 	head := git("rev-parse", "HEAD")
 
-	var tested []string
+	steps := &recorder{}
 	res, err := Exec(context.Background(), ExecOptions{Range: Range{Goods: []string{good}, Bad: bad}, Repo: dir, Exec: "grep -q good state",
-		NewProgress: func(*bisect.Graph) bisect.Progress {
-			return progressFunc(func(c string) { tested = append(tested, c) })
-		}})
+		Progress: steps})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,17 +175,10 @@ func TestExecNamesTheCommitGitBisectRunNamesAndPutsHeadBack(t *testing.T) {
 	if res.Kind != bisect.Found || res.JSON.FirstBad != hashes[culprit] || !strings.Contains(oracle, hashes[culprit]+" is the first bad commit") {
 		t.Errorf("kbisect: %s %s; git bisect run:\n%s", res.Kind, res.JSON.FirstBad, oracle)
 	}
-	if len(tested) != res.JSON.Steps {
-		t.Errorf("the progress heard %d steps, the answer says %d", len(tested), res.JSON.Steps)
+	if len(steps.testing) != res.JSON.Steps {
+		t.Errorf("the progress heard %d steps, the answer says %d", len(steps.testing), res.JSON.Steps)
 	}
 	if now := git("rev-parse", "HEAD"); now != head {
 		t.Errorf("HEAD is %s, was %s", now, head)
 	}
 }
-
-// progressFunc hears the commits tested.
-type progressFunc func(commit string)
-
-func (f progressFunc) Testing(s bisect.Step)                             { f(s.Commit.String()) }
-func (progressFunc) Tested(plumbing.Hash, bisect.Outcome, time.Duration) {}
-func (progressFunc) Warn(string)                                         {}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"kbisect/bisect"
 	"kbisect/report"
 	"kbisect/run"
 )
@@ -94,12 +93,7 @@ func runAB(ctx context.Context, o abOptions, stdout, stderr io.Writer) error {
 	}
 	ctx = traceTo(ctx, o.Verbose, stderr)
 	res, err := run.AB(ctx, run.ABOptions{Job: o.Job, A: o.A, B: o.B, Base: o.Base, Revert: o.Revert, Patch: o.Patch,
-		Rounds: o.Rounds, Samples: o.Samples, State: o.State, Messages: stderr,
-		NewView: func(g *bisect.Graph, labels map[string]string) run.View {
-			v := newJobView(stderr, g)
-			v.labels = labels
-			return v
-		}})
+		Rounds: o.Rounds, Samples: o.Samples, State: o.State, Messages: stderr, Progress: newView(stderr)})
 	switch {
 	case res == nil:
 		return err

@@ -9,11 +9,11 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"kbisect/nightly"
+	"kbisect/progress"
 	"kbisect/worktree"
 )
 
@@ -166,5 +166,5 @@ func nightlySetup(ctx context.Context, o nightlyOptions, stderr io.Writer, res *
 	}
 	return nightly.Options{Job: job, JobFile: o.Job, GitDir: wt.GitDir, Remote: o.Remote, Branch: o.Branch, Tags: o.Tags, DB: db,
 		Bisect: nightlyBisector(o.Verbose, stderr), Log: stderr,
-		Say: func(line string) { fmt.Fprintf(stderr, "%s %s\n", time.Now().Format("15:04:05"), line) }}, nil
+		Progress: progress.NewLines(stderr)}, nil
 }

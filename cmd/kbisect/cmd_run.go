@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 
@@ -10,6 +9,7 @@ import (
 
 	"kbisect/bisect"
 	"kbisect/internal/tty"
+	"kbisect/progress"
 	"kbisect/report"
 	"kbisect/run"
 )
@@ -220,28 +220,17 @@ func runRun(ctx context.Context, o runOptions, stdout, stderr io.Writer) error {
 		cmdOut = stderr // stdout holds the one JSON object
 	}
 	res, err := run.Exec(ctx, run.ExecOptions{Range: o.bisectRange(), Repo: o.Repo, Exec: o.Exec, State: o.State,
-		Stdout: cmdOut, Stderr: stderr, Messages: stderr,
-		NewProgress: func(g *bisect.Graph) bisect.Progress { return &textProgress{w: stderr, g: g} }})
+		Stdout: cmdOut, Stderr: stderr, Messages: stderr, Progress: progress.NewGit(stderr)})
 	defer res.Close()
 	return answer(o.JSON, res, err, stdout, func() { report.WriteGitResult(stdout, res.Graph, res.Bisection) })
 }
 
-// runJob runs a bisection of kernels with the run's view on stderr.
+// runJob runs a bisection of kernels with its view on stderr.
 func runJob(ctx context.Context, o runOptions, stderr io.Writer) (*run.Result, error) {
-	var view *jobView
-	ctx = traceCommands(ctx, o.Verbose, func(s string) {
-		if view != nil {
-			view.command(s)
-		} else {
-			fmt.Fprintln(stderr, s)
-		}
-	})
+	view := newView(stderr)
+	ctx = traceCommands(ctx, o.Verbose, func(s string) { view.Emit(progress.Event{Kind: progress.Command, Text: s}) })
 	jo := run.JobOptions{Range: o.bisectRange(), Jobs: o.Jobs, State: o.State, NoBuildAhead: o.NoBuildAhead,
-		ReportDir: o.ReportDir, Messages: stderr, Interactive: tty.Interactive(stderr) && os.Getenv("CI") == "",
-		NewView: func(g *bisect.Graph) run.View {
-			view = newJobView(stderr, g)
-			return view
-		}}
+		ReportDir: o.ReportDir, Messages: stderr, Interactive: tty.Interactive(stderr) && os.Getenv("CI") == "", Progress: view}
 	if len(jo.Jobs) == 0 {
 		jo.Jobs = []string{o.Job}
 	}
@@ -272,4 +261,13 @@ func answer(asJSON bool, res *run.Result, err error, stdout io.Writer, text func
 		return &resultError{exitNotReproduced}
 	}
 	return &resultError{exitFailure}
+}
+
+// newView is the view of long work on w: a status line on a terminal,
+// time-stamped lines elsewhere.
+func newView(w io.Writer) *progress.View {
+	if tty.Interactive(w) {
+		return progress.NewTerminal(w)
+	}
+	return progress.NewLines(w)
 }

@@ -116,7 +116,12 @@ func runValidate(files []string, asJSON bool, stdout io.Writer) error {
 }
 
 // count writes "1 error", "3 errors".
-func count(n int, what string) string { return fmt.Sprintf("%d %s%s", n, what, plural(n)) }
+func count(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
 
 func configCommand() *cli.Command {
 	return &cli.Command{

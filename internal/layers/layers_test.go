@@ -36,10 +36,11 @@ func only(pkgs ...string) []string { return append(slices.Clone(internals), pkgs
 // new package is placed on purpose.
 var house = map[string]rule{
 	"cmd/kbisect":       {},
-	"run":               {mayImport: only("bisect", "configs", "lab", "noise", "report", "testcmd", "worktree", "kbuild")},
-	"nightly":           {mayImport: only("bisect", "configs", "history", "lab", "noise", "report", "run", "worktree")},
+	"run":               {mayImport: only("bisect", "configs", "lab", "noise", "report", "testcmd", "worktree", "kbuild", "progress")},
+	"nightly":           {mayImport: only("bisect", "configs", "history", "lab", "noise", "report", "run", "worktree", "progress")},
 	"report":            {mayImport: only("bisect", "configs", "lab", "noise")},
-	"lab":               {mayImport: only("bisect", "configs", "kbuild", "noise", "qemu", "remote", "worktree")},
+	"lab":               {mayImport: only("bisect", "configs", "kbuild", "noise", "qemu", "remote", "worktree", "progress")},
+	"progress":          {mayImport: only()},
 	"testcmd":           {mayImport: only("bisect", "worktree"), forbid: []string{"lab", "remote", "kbuild", "noise"}},
 	"bisect":            {mayImport: only(), forbid: []string{"configs", "kbuild", "remote", "noise", "lab", "worktree"}},
 	"kbuild":            {mayImport: only("configs", "worktree"), forbid: []string{"remote", "bisect", "noise", "lab"}},

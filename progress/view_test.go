@@ -1,0 +1,125 @@
+package progress
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+const commit = "0123456789abcdef0123456789abcdef01234567"
+
+func step() []Event {
+	return []Event{
+		{Kind: Line, Text: "calibrating on the endpoints"},
+		{Kind: Testing, Commit: commit, Subject: "eventpoll: Replace rwlock with spinlock", Step: Step{Left: 6, Estimate: 3}},
+		{Kind: Phase, Commit: commit, Phase: "build", Text: "from the cache"},
+		{Kind: Phase, Commit: commit, Phase: "boot"},
+		{Kind: Phase, Commit: commit, Phase: "measure", Sample: 1, Value: "49 ms"},
+		{Kind: Note, Commit: commit, Text: "building ahead"},
+		{Kind: Tested, Commit: commit, Verdict: "bad", Text: "median 49 ms over 15 ms", Elapsed: 75 * time.Second},
+		{Kind: Warning, Text: "a merge base"},
+		{Kind: Done},
+	}
+}
+
+func TestLinesAreTimeStampedOneAnEventThroughSlog(t *testing.T) {
+	var b bytes.Buffer
+	v := NewLines(&b)
+	for _, e := range step() {
+		v.Emit(e)
+	}
+	stamp := regexp.MustCompile(`^\d\d:\d\d:\d\d `)
+	var got []string
+	for _, l := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+		if strings.HasPrefix(l, "[") {
+			got = append(got, l) // the second line of a step
+			continue
+		}
+		if !stamp.MatchString(l) {
+			t.Errorf("no time stamp: %q", l)
+		}
+		got = append(got, stamp.ReplaceAllString(l, ""))
+	}
+	want := []string{
+		"calibrating on the endpoints",
+		"Bisecting: 6 revisions left to test after this (roughly 3 steps)",
+		"[" + commit + "] eventpoll: Replace rwlock with spinlock",
+		"0123456789ab build: from the cache",
+		"0123456789ab boot",
+		"0123456789ab sample 1: 49 ms",
+		"0123456789ab building ahead",
+		"0123456789ab is bad (median 49 ms over 15 ms, 1:15)",
+		"warning: a merge base",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if strings.Contains(b.String(), "\r") || strings.Contains(b.String(), "\033") {
+		t.Errorf("control characters off a terminal: %q", b.String())
+	}
+}
+
+func TestTerminalRedrawsOneStatusLineAndClearsItAtTheEnd(t *testing.T) {
+	var b bytes.Buffer
+	v := NewTerminal(&b)
+	clock := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	v.now, v.start = func() time.Time { return clock }, clock
+	for _, e := range step()[:5] {
+		clock = clock.Add(10 * time.Second)
+		v.Emit(e)
+	}
+	out := b.String()
+	for _, s := range []string{
+		"Bisecting: 6 revisions left",
+		"\r\033[K[step 1/~4] measure 0123456789ab eventpoll: Replace rwlock with spinlock | 1 sample, last 49 ms | 0:50",
+	} {
+		if !strings.Contains(out, s) {
+			t.Errorf("the terminal lacks %q:\n%q", s, out)
+		}
+	}
+	if strings.Contains(out, "sample 1: 49 ms") || strings.Contains(out, "0123456789ab boot\n") {
+		t.Errorf("a terminal shows samples and phases on the status line only:\n%q", out)
+	}
+	for _, e := range step()[5:] {
+		v.Emit(e)
+	}
+	if strings.Contains(b.String(), "building ahead") {
+		t.Error("a note beside the step is printed on a terminal")
+	}
+	if !strings.HasSuffix(b.String(), "\r\033[K") {
+		t.Errorf("the status line is not cleared at the end: %q", b.String()[len(out):])
+	}
+	if !strings.Contains(b.String(), "ETA ") {
+		t.Error("no ETA once a step took its time")
+	}
+}
+
+func TestTerminalNamesALabelledCommitByItsLabel(t *testing.T) {
+	var b bytes.Buffer
+	v := NewTerminal(&b)
+	v.Emit(Event{Kind: Phase, Commit: commit, Label: "B", Phase: "boot", Text: "retrying in 30s"})
+	if out := b.String(); !strings.Contains(out, "B 0123456789ab boot: retrying in 30s\n") || !strings.Contains(out, "[B] boot    0123456789ab") {
+		t.Errorf("%q", out)
+	}
+}
+
+func TestGitLinesAreGitBisectRunsWithoutTimes(t *testing.T) {
+	var b bytes.Buffer
+	g := NewGit(&b)
+	for _, e := range step() {
+		g.Emit(e)
+	}
+	g.Emit(Event{Kind: Testing, Commit: commit, Step: Step{MergeBase: true}})
+	want := "calibrating on the endpoints\n" +
+		"Bisecting: 6 revisions left to test after this (roughly 3 steps)\n" +
+		"[" + commit + "] eventpoll: Replace rwlock with spinlock\n" +
+		"0123456789ab is bad (median 49 ms over 15 ms, 75.0s)\n" +
+		"warning: a merge base\n" +
+		"Bisecting: a merge base must be tested\n" +
+		"[" + commit + "] \n"
+	if b.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
+	}
+}

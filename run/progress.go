@@ -1,0 +1,88 @@
+package run
+
+import (
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"kbisect/bisect"
+	"kbisect/lab"
+	"kbisect/progress"
+)
+
+// events tells the caller's progress sink what the bisection and the lab
+// do, each commit with its subject (and, in an A/B comparison, its label)
+// so that a view needs no graph of its own.
+type events struct {
+	sink progress.Sink
+
+	mu       sync.Mutex
+	g        *bisect.Graph // read under mu: the lab's events come from several goroutines
+	subjects map[string]string
+	labels   map[string]string
+	// ahead hears each step before the sink, to build what may come next.
+	ahead *lab.Ahead
+}
+
+func newEvents(sink progress.Sink) *events {
+	if sink == nil {
+		sink = progress.Discard
+	}
+	return &events{sink: sink, subjects: map[string]string{}}
+}
+
+// subject is a commit's subject line ("" when the graph cannot say).
+func (e *events) subject(commit string) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if s, ok := e.subjects[commit]; ok || e.g == nil {
+		return s
+	}
+	s := ""
+	if h, ok := bisect.ParseHash(commit); ok {
+		if info, err := e.g.Info(h); err == nil {
+			s = info.Subject
+		}
+	}
+	e.subjects[commit] = s
+	return s
+}
+
+// lab hears the pipeline.
+func (e *events) lab(ev lab.Event) {
+	p := ev.Progress()
+	p.Subject, p.Label = e.subject(ev.Commit), e.labels[ev.Commit]
+	e.sink.Emit(p)
+}
+
+func (e *events) line(format string, args ...any) { progress.Linef(e.sink, format, args...) }
+
+func (e *events) note(commit, what string) {
+	e.sink.Emit(progress.Event{Kind: progress.Note, Commit: commit, Text: what})
+}
+
+func (e *events) done() { e.sink.Emit(progress.Event{Kind: progress.Done}) }
+
+// Testing implements bisect.Progress.
+func (e *events) Testing(step bisect.Step) {
+	if e.ahead != nil {
+		e.ahead.Plan(step)
+	}
+	c := step.Commit.String()
+	e.sink.Emit(progress.Event{Kind: progress.Testing, Commit: c, Subject: e.subject(c),
+		Step: progress.Step{Left: step.Left, Estimate: step.Estimate, MergeBase: step.MergeBase}})
+}
+
+// Tested implements bisect.Progress.
+func (e *events) Tested(commit plumbing.Hash, out bisect.Outcome, elapsed time.Duration) {
+	e.sink.Emit(progress.Event{Kind: progress.Tested, Commit: commit.String(), Verdict: out.Verdict.String(), Text: out.Note, Elapsed: elapsed})
+}
+
+// Warn implements bisect.Progress.
+func (e *events) Warn(msg string) { e.sink.Emit(progress.Event{Kind: progress.Warning, Text: msg}) }
+
+var _ bisect.Progress = (*events)(nil)
+
+// say is a line of the QEMU lab.
+func (e *events) say(s string) { e.line("%s", s) }
