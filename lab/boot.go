@@ -1,0 +1,87 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"kbisect/remote"
+)
+
+// bootRetrying boots the artifact, retrying the lab's failures with
+// backoff. A kernel failure is returned as kerr, not retried: it is the
+// commit's.
+func (p *Pipeline) bootRetrying(ctx context.Context, commit string, art remote.Artifact) (Machine, remote.Facts, *remote.KernelError, error) {
+	boot := p.Boot
+	if boot == nil {
+		boot = func(ctx context.Context, art remote.Artifact) (Machine, remote.Facts, error) {
+			if p.abandoned {
+				p.say(Event{Commit: commit, Phase: PhaseBoot, Note: "waiting for the host: the step before it was stopped midway"})
+				if err := WaitForHost(ctx, p.Job); err != nil {
+					return nil, remote.Facts{}, err
+				}
+				p.abandoned = false
+			}
+			console, closeConsole := p.consoleLog(commit)
+			defer closeConsole()
+			h, f, err := BootArtifact(ctx, p.Job, art, console)
+			if err != nil {
+				if h != nil {
+					h.Close() // a kernel that is not the one asked for
+				}
+				return nil, f, err
+			}
+			return h, f, nil
+		}
+	}
+	retries, backoff := p.retries(), p.backoff()
+	wrong := "" // a kernel the lab booted instead of the one asked for
+	for try := 0; ; try++ {
+		p.say(Event{Commit: commit, Phase: PhaseBoot})
+		m, facts, err := boot(ctx, art)
+		var ke *remote.KernelError
+		if errors.As(err, &ke) && wrong != "" && ke.CameBackOn == wrong {
+			// Back on the kernel the lab booted instead of ours last time:
+			// the lab boots the wrong kernel, it is not this one's panic.
+			err, ke = fmt.Errorf("the host booted %s again instead of %s", wrong, art.Release), nil
+		}
+		switch {
+		case err == nil:
+			return m, facts, nil, nil
+		case ke != nil:
+			return nil, facts, ke, nil
+		case ctx.Err() != nil:
+			return nil, facts, nil, ctx.Err()
+		case try >= retries:
+			return nil, facts, nil, fmt.Errorf("boot %s: the lab failed %d times, the last: %w", art.Release, try+1, err)
+		}
+		if facts.Release != "" && facts.Release != art.Release {
+			wrong = facts.Release
+		}
+		wait := backoff << try
+		p.say(Event{Commit: commit, Phase: PhaseBoot, Note: fmt.Sprintf("retrying in %s: %v", wait, err)})
+		if err := p.sleep(ctx, wait); err != nil {
+			return nil, facts, nil, err
+		}
+	}
+}
+
+// consoleLog is where the console of a commit's boots goes, when the job
+// has a console command; the function closes it.
+func (p *Pipeline) consoleLog(commit string) (io.Writer, func()) {
+	if p.Job.Boot.Console == "" {
+		return nil, func() {}
+	}
+	dir := filepath.Join(p.StateDir, "commits", commit)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, func() {}
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "console.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, func() {}
+	}
+	return f, func() { f.Close() }
+}

@@ -1,0 +1,149 @@
+package lab
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"kbisect/internal/atomicfile"
+	"kbisect/noise"
+)
+
+// Evidence is everything the pipeline learned about one commit.
+type Evidence struct {
+	Commit    string `json:"commit"`
+	Release   string `json:"release,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	// Verdict is good, bad or skip; Reason says why in a line.
+	Verdict string `json:"verdict"`
+	Reason  string `json:"reason"`
+	// SameAs names the commit whose kernel had the same signature, when
+	// its measurement was reused.
+	SameAs   string          `json:"same_as,omitempty"`
+	Build    *BuildInfo      `json:"build,omitempty"`
+	Boots    []BootInfo      `json:"boots,omitempty"`
+	Values   []float64       `json:"values,omitempty"`
+	Metric   string          `json:"metric,omitempty"`
+	Kind     string          `json:"kind,omitempty"`
+	Decision *noise.Decision `json:"decision,omitempty"`
+	// Samples are the parsed measurements, in the order taken.
+	Samples []*noise.Measurement `json:"samples,omitempty"`
+	Seconds float64              `json:"seconds"`
+
+	// raw is the directory of the raw outputs, under the state directory.
+	raw string
+}
+
+// BuildInfo is how the commit's kernel was built.
+type BuildInfo struct {
+	Artifact string  `json:"artifact"`
+	Cached   bool    `json:"cached"`
+	Seconds  float64 `json:"seconds"`
+}
+
+// BootInfo is one boot of the commit's kernel and what it measured.
+type BootInfo struct {
+	Release string `json:"release"`
+	BootID  string `json:"boot_id"`
+	Cmdline string `json:"cmdline"`
+	Samples int    `json:"samples"`
+}
+
+// evidencePath is where a commit's evidence is kept.
+func (p *Pipeline) evidencePath(commit string) string {
+	return filepath.Join(p.StateDir, "commits", commit+".json")
+}
+
+// load reads the evidence kept for a commit, if any.
+func (p *Pipeline) load(commit string) (*Evidence, error) { return ReadEvidence(p.StateDir, commit) }
+
+// ReadEvidence reads the evidence a state directory holds for a commit.
+func ReadEvidence(stateDir, commit string) (*Evidence, error) {
+	path := filepath.Join(stateDir, "commits", commit+".json")
+	var ev Evidence
+	if err := atomicfile.ReadJSON(path, &ev); err != nil {
+		return nil, err
+	}
+	return &ev, nil
+}
+
+// ReadCalibration reads the calibration of a state directory (nil when
+// there is none yet).
+func ReadCalibration(stateDir string) (*Calibration, error) {
+	var c Calibration
+	if err := atomicfile.ReadJSON(filepath.Join(stateDir, "calibration.json"), &c); err != nil {
+		if os.IsNotExist(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return &c, nil
+}
+
+// ReadConfirmation reads the confirmation of a state directory (nil when
+// there is none yet).
+func ReadConfirmation(stateDir string) (*Confirmation, error) {
+	var c Confirmation
+	if err := atomicfile.ReadJSON(filepath.Join(stateDir, "confirmation.json"), &c); err != nil {
+		if os.IsNotExist(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return &c, nil
+}
+
+// save writes a commit's evidence atomically.
+func (p *Pipeline) save(ev *Evidence) error {
+	return atomicfile.WriteJSON(p.evidencePath(ev.Commit), ev)
+}
+
+// init loads what earlier runs in the state directory measured: the
+// kernels by signature.
+func (p *Pipeline) init() error {
+	if p.bySig != nil {
+		return nil
+	}
+	p.bySig = map[string]*Evidence{}
+	entries, err := os.ReadDir(filepath.Join(p.StateDir, "commits"))
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || e.IsDir() {
+			continue
+		}
+		ev, err := p.load(name)
+		if err != nil {
+			return err
+		}
+		if ev.Signature != "" && ev.SameAs == "" && (ev.Verdict == string(noise.Good) || ev.Verdict == string(noise.Bad)) {
+			p.bySig[ev.Signature] = ev
+		}
+	}
+	return nil
+}
+
+// saveRaw keeps what a sample printed: <dir>/sample-<n>[.retry-<k>].out
+// and .err.
+func saveRaw(dir string, n, try int, raw noise.Raw) error {
+	if len(raw.Stdout) == 0 && len(raw.Stderr) == 0 {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	name := fmt.Sprintf("sample-%d", n)
+	if try > 0 {
+		name += fmt.Sprintf(".retry-%d", try)
+	}
+	if err := atomicfile.WriteFile(filepath.Join(dir, name+".out"), raw.Stdout); err != nil {
+		return err
+	}
+	if len(raw.Stderr) > 0 {
+		return atomicfile.WriteFile(filepath.Join(dir, name+".err"), raw.Stderr)
+	}
+	return nil
+}

@@ -1,0 +1,186 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"kbisect/internal/commitid"
+	"kbisect/noise"
+	"kbisect/remote"
+)
+
+// sampling is how a commit's kernel is sampled: with which workload, under
+// which rule, and how the samples are shared among the boots.
+type sampling struct {
+	w    noise.Workload
+	art  remote.Artifact
+	rule noise.Rule
+	// canDecide is false when the samples are only taken: A/B rounds, and
+	// a ratio or auto rule before calibration, with nothing to compare.
+	canDecide bool
+	boots     int
+	// perBoot is every boot's share of the minimum; the last boot goes on
+	// while the rule is unsure.
+	perBoot int
+}
+
+// planSampling plans a commit's samples under the pipeline's rule:
+// exactly fixed of them when fixed > 0.
+func (p *Pipeline) planSampling(art remote.Artifact, fixed int) (*sampling, error) {
+	w, err := Workload(p.Job, nil)
+	if err != nil {
+		return nil, err
+	}
+	rule := p.rule
+	if fixed > 0 {
+		rule.MinSamples, rule.MaxSamples = fixed, fixed
+	}
+	canDecide := !p.measureOnly && (rule.Kind == noise.Absolute || (len(rule.Good) > 0 && (rule.Kind != noise.Auto || len(rule.Bad) > 0)))
+	boots := max(1, p.Job.Verdict.Boots)
+	return &sampling{w: w, art: art, rule: rule, canDecide: canDecide, boots: boots, perBoot: (rule.MinSamples + boots - 1) / boots}, nil
+}
+
+// measure boots the kernel as many times as the job asks and samples it,
+// until the rule decides or the samples run out (fixed > 0: exactly that
+// many). A connection the lab drops mid-measurement costs a boot, not the
+// run: the kernel is booted again (up to Retries times) and that boot's
+// share of the samples goes on where it stopped.
+func (p *Pipeline) measure(ctx context.Context, ev *Evidence, art remote.Artifact, fixed int) error {
+	s, err := p.planSampling(art, fixed)
+	if err != nil {
+		return err
+	}
+	ev.Metric, ev.Kind = p.Job.Verdict.Metric, s.rule.MetricKind
+	drops := 0
+	for b, taken := 0, 0; b < s.boots; {
+		m, facts, kerr, err := p.bootRetrying(ctx, ev.Commit, art)
+		if err != nil {
+			return err
+		}
+		if kerr != nil {
+			ev.Verdict = p.failure(p.Job.Boot.OnFailure)
+			ev.Reason = "does not boot: " + kerr.Reason
+			if kerr.Panic != "" {
+				ev.Reason += " (" + kerr.Panic + ")"
+			}
+			return nil
+		}
+		ev.Boots = append(ev.Boots, BootInfo{Release: facts.Release, BootID: facts.BootID, Cmdline: facts.Cmdline})
+		n, over, err := p.sampleBoot(ctx, ev, s, m, b == s.boots-1, taken)
+		m.Close()
+		switch {
+		case over:
+			return nil
+		case err == nil:
+			b, taken = b+1, 0
+			continue
+		}
+		var ie *remote.InfraError
+		if !errors.As(err, &ie) || ctx.Err() != nil || drops >= p.retries() {
+			return err
+		}
+		drops++
+		wait := p.backoff() << (drops - 1)
+		p.say(Event{Commit: ev.Commit, Phase: PhaseMeasure, Note: fmt.Sprintf("the lab dropped the measurement (%v): booting again in %s", err, wait)})
+		if err := p.sleep(ctx, wait); err != nil {
+			return err
+		}
+		taken += n
+	}
+	d := ev.Decision
+	switch {
+	case d == nil && p.measureOnly:
+		ev.Reason = fmt.Sprintf("%d samples", len(ev.Values))
+	case d == nil && !s.canDecide:
+		ev.Reason = fmt.Sprintf("%d samples for calibration", len(ev.Values))
+	case d == nil:
+		return fmt.Errorf("%s: no decision after %d samples", commitid.Short(ev.Commit), len(ev.Values))
+	default:
+		setVerdict(ev, *d)
+	}
+	return nil
+}
+
+// sampleBoot lets a booted kernel settle, then samples it until the
+// boot's share is taken (taken of it on boots the lab dropped before),
+// or on the last boot until the rule decides, never past the rule's
+// maximum. It returns the samples it took; over says the kernel cannot
+// run the workload, which ends the commit's test (ev says why).
+func (p *Pipeline) sampleBoot(ctx context.Context, ev *Evidence, s *sampling, m Machine, last bool, taken int) (n int, over bool, err error) {
+	if err := p.sleep(ctx, p.Job.Boot.Settle.D()); err != nil {
+		return 0, false, err
+	}
+	for (last || taken+n < s.perBoot) && len(ev.Values) < s.rule.MaxSamples {
+		v, done, err := p.sample(ctx, ev, s.w, m, s.art)
+		if done != nil {
+			return n, true, nil
+		}
+		if err != nil {
+			return n, false, err
+		}
+		n++
+		ev.Boots[len(ev.Boots)-1].Samples++
+		p.say(Event{Commit: ev.Commit, Phase: PhaseMeasure, Sample: len(ev.Values), Value: v, Kind: s.rule.MetricKind})
+		if !last || !s.canDecide {
+			continue
+		}
+		d, err := s.rule.Decide(ev.Values)
+		if err != nil {
+			return n, false, err
+		}
+		ev.Decision = &d
+		if !d.More {
+			break
+		}
+	}
+	return n, false, nil
+}
+
+// setVerdict gives an evidence the decision's verdict: good, bad, or skip
+// when unsure.
+func setVerdict(ev *Evidence, d noise.Decision) {
+	ev.Decision = &d
+	if d.Verdict == noise.Good || d.Verdict == noise.Bad {
+		ev.Verdict, ev.Reason = string(d.Verdict), d.Reason
+		return
+	}
+	ev.Verdict, ev.Reason = verdictSkip, "unsure: "+d.Reason
+}
+
+// sample takes one sample on the machine and keeps its raw output. A
+// sample that ran but is no evidence is taken again once; a workload the
+// kernel cannot run ends the commit's test (done is its evidence).
+func (p *Pipeline) sample(ctx context.Context, ev *Evidence, w noise.Workload, m Machine, art remote.Artifact) (float64, *Evidence, error) {
+	var lastErr error
+	for try := 0; try < 2; try++ {
+		meas, raw, err := w.Measure(ctx, m)
+		n := len(ev.Values) + 1
+		if werr := saveRaw(ev.raw, n, try, raw); werr != nil {
+			return 0, nil, werr
+		}
+		var se *noise.SetupError
+		if errors.As(err, &se) {
+			if se.Kernel {
+				ev.Verdict, ev.Reason = verdictSkip, "the kernel cannot run the workload: "+se.Msg
+				return 0, ev, nil
+			}
+			return 0, nil, fmt.Errorf("%s: %w", art.Release, err)
+		}
+		if err != nil {
+			return 0, nil, fmt.Errorf("sample %d of %s: %w", n, commitid.Short(ev.Commit), err)
+		}
+		if err := meas.Usable(); err != nil {
+			lastErr = err
+			continue
+		}
+		v, err := SampleValue(p.Job, meas)
+		if err != nil {
+			return 0, nil, fmt.Errorf("sample %d of %s: %w", n, commitid.Short(ev.Commit), err)
+		}
+		ev.Samples = append(ev.Samples, meas)
+		ev.Values = append(ev.Values, v)
+		return v, nil, nil
+	}
+	return 0, nil, fmt.Errorf("sample %d of %s: twice no evidence: %w", len(ev.Values)+1, commitid.Short(ev.Commit), lastErr)
+}
