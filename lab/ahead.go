@@ -10,6 +10,7 @@ import (
 
 	"kbisect/bisect"
 	"kbisect/kbuild"
+	"kbisect/progress"
 )
 
 // Ahead builds, while the host measures a commit, the commits that come
@@ -27,8 +28,9 @@ type Ahead struct {
 	Graph   *bisect.Graph
 	Build   kbuild.Options
 	Slot    int
-	// Note hears what it does (nil: nothing).
-	Note func(commit, what string)
+	// Progress hears what it does, as progress.Note events (nil:
+	// nothing).
+	Progress progress.Sink
 	// Base is the context builds run under (nil: none): its end stops
 	// them, its values (-v's tracer) reach them.
 	Base context.Context
@@ -129,16 +131,16 @@ func (a *Ahead) startLocked() {
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
-		if a.Note != nil {
-			a.Note(commit, "building ahead")
+		if a.Progress != nil {
+			a.note(commit, "building ahead")
 		}
 		_, err := kbuild.Build(ctx, a.Build, a.Slot, commit)
 		switch {
-		case a.Note == nil:
+		case a.Progress == nil:
 		case err == nil:
-			a.Note(commit, "built ahead")
+			a.note(commit, "built ahead")
 		case errors.As(err, new(*kbuild.BuildError)):
-			a.Note(commit, "does not build (found ahead)")
+			a.note(commit, "does not build (found ahead)")
 		}
 		cancel()
 		var be *kbuild.BuildError
@@ -201,4 +203,8 @@ func (a *Ahead) Close() {
 	}
 	a.mu.Unlock()
 	a.wg.Wait()
+}
+
+func (a *Ahead) note(commit, what string) {
+	a.Progress.Emit(progress.Event{Kind: progress.Note, Commit: commit, Text: what})
 }

@@ -9,6 +9,7 @@ import (
 
 	"kbisect/internal/shell"
 	"kbisect/internal/simlab"
+	"kbisect/progress"
 )
 
 // TestAKernelThatFailedToBuildAheadIsNotBuiltAgain: the build ahead
@@ -36,11 +37,11 @@ func TestAKernelThatFailedToBuildAheadIsNotBuiltAgain(t *testing.T) {
 		}
 	})
 	found := make(chan struct{})
-	ahead := &Ahead{Build: r.pipe.Build, Base: ctx, Note: func(commit, what string) {
-		if commit == broken && strings.HasPrefix(what, "does not build") {
+	ahead := &Ahead{Build: r.pipe.Build, Base: ctx, Progress: progress.Func(func(e progress.Event) {
+		if e.Kind == progress.Note && e.Commit == broken && strings.HasPrefix(e.Text, "does not build") {
 			close(found)
 		}
-	}}
+	})}
 	defer ahead.Close()
 	r.pipe.Ahead = ahead
 	ahead.Queue(broken)

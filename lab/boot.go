@@ -19,7 +19,7 @@ func (p *Pipeline) bootRetrying(ctx context.Context, commit string, art remote.A
 	if boot == nil {
 		boot = func(ctx context.Context, art remote.Artifact) (Machine, remote.Facts, error) {
 			if p.abandoned {
-				p.say(Event{Commit: commit, Phase: PhaseBoot, Note: "waiting for the host: the step before it was stopped midway"})
+				p.say(commit, PhaseBoot, "waiting for the host: the step before it was stopped midway")
 				if err := WaitForHost(ctx, p.Job); err != nil {
 					return nil, remote.Facts{}, err
 				}
@@ -40,7 +40,7 @@ func (p *Pipeline) bootRetrying(ctx context.Context, commit string, art remote.A
 	retries, backoff := p.retries(), p.backoff()
 	wrong := "" // a kernel the lab booted instead of the one asked for
 	for try := 0; ; try++ {
-		p.say(Event{Commit: commit, Phase: PhaseBoot})
+		p.say(commit, PhaseBoot, "")
 		m, facts, err := boot(ctx, art)
 		var ke *remote.KernelError
 		if errors.As(err, &ke) && wrong != "" && ke.CameBackOn == wrong {
@@ -62,7 +62,7 @@ func (p *Pipeline) bootRetrying(ctx context.Context, commit string, art remote.A
 			wrong = facts.Release
 		}
 		wait := backoff << try
-		p.say(Event{Commit: commit, Phase: PhaseBoot, Note: fmt.Sprintf("retrying in %s: %v", wait, err)})
+		p.say(commit, PhaseBoot, fmt.Sprintf("retrying in %s: %v", wait, err))
 		if err := p.sleep(ctx, wait); err != nil {
 			return nil, facts, nil, err
 		}

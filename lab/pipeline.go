@@ -15,6 +15,7 @@ import (
 	"kbisect/internal/shell"
 	"kbisect/kbuild"
 	"kbisect/noise"
+	"kbisect/progress"
 	"kbisect/remote"
 )
 
@@ -27,22 +28,6 @@ const (
 	PhaseBoot    Phase = "boot"
 	PhaseMeasure Phase = "measure"
 )
-
-// Event is what the pipeline tells its progress view.
-type Event struct {
-	Commit string
-	Phase  Phase
-	// Sample is the number of samples taken so far in PhaseMeasure, Value
-	// the last one's (in the metric's unit, formatted with Kind).
-	Sample int
-	Value  float64
-	Kind   string
-	// Note says what happens, in a few words ("from the cache",
-	// "retrying in 30s: …").
-	Note string
-	// Host names the machine when a run has several.
-	Host string
-}
 
 // Machine is a booted test kernel the workload runs on.
 type Machine interface {
@@ -69,8 +54,9 @@ type Pipeline struct {
 	// host over SSH, BootArtifact). A *remote.KernelError is the
 	// kernel's failure, anything else the lab's.
 	Boot func(ctx context.Context, art remote.Artifact) (Machine, remote.Facts, error)
-	// Progress hears what the pipeline does (nil: nothing).
-	Progress func(Event)
+	// Progress hears what the pipeline does, as progress.Phase events
+	// (nil: nothing).
+	Progress progress.Sink
 	// Retries is how many times a failure of the lab (SSH, the host) is
 	// retried in one step before the run stops (default 2); Backoff the
 	// first wait (default 30s), doubled each time.
@@ -101,10 +87,18 @@ const (
 	verdictSkip = "skip"
 )
 
-func (p *Pipeline) say(e Event) {
-	e.Host = p.Name
+// say tells the progress what happens to commit in phase: note, in a
+// few words ("from the cache", "retrying in 30s: …"), or nothing.
+func (p *Pipeline) say(commit string, phase Phase, note string) {
 	if p.Progress != nil {
-		p.Progress(e)
+		p.Progress.Emit(progress.Event{Kind: progress.Phase, Commit: commit, Host: p.Name, Phase: string(phase), Text: note})
+	}
+}
+
+// sampled tells the progress the n-th sample's value, in its unit.
+func (p *Pipeline) sampled(commit string, n int, value string) {
+	if p.Progress != nil {
+		p.Progress.Emit(progress.Event{Kind: progress.Phase, Commit: commit, Host: p.Name, Phase: string(PhaseMeasure), Sample: n, Value: value})
 	}
 }
 
@@ -199,7 +193,7 @@ func (p *Pipeline) test(ctx context.Context, commit string, samples int, sub str
 		}
 	}()
 
-	p.say(Event{Commit: commit, Phase: PhaseBuild})
+	p.say(commit, PhaseBuild, "")
 	var a *kbuild.Artifact
 	var err error
 	if be := p.aheadFailed(ctx, commit); be != nil {
@@ -222,7 +216,7 @@ func (p *Pipeline) test(ctx context.Context, commit string, samples int, sub str
 	ev.Release, ev.Signature = a.Release, a.Signature
 	ev.Build = &BuildInfo{Artifact: a.Dir, Cached: a.Cached, Seconds: a.Took.Seconds()}
 	if a.Cached {
-		p.say(Event{Commit: commit, Phase: PhaseBuild, Note: "from the cache"})
+		p.say(commit, PhaseBuild, "from the cache")
 	}
 	if same := p.bySig[a.Signature]; same != nil && samples == 0 {
 		ev.Verdict, ev.SameAs = same.Verdict, same.Commit

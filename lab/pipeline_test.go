@@ -20,6 +20,7 @@ import (
 	"kbisect/internal/simlab"
 	"kbisect/kbuild"
 	"kbisect/noise"
+	"kbisect/progress"
 	"kbisect/remote"
 )
 
@@ -233,11 +234,11 @@ func TestTheSameKernelIsMeasuredOnce(t *testing.T) {
 func TestADroppedMeasurementCostsABootNotTheRun(t *testing.T) {
 	r := newSimRun(t, simlab.Options{Seed: 13, Commits: 80})
 	var notes []string
-	r.pipe.Progress = func(e Event) {
-		if e.Note != "" {
-			notes = append(notes, e.Note)
+	r.pipe.Progress = progress.Func(func(e progress.Event) {
+		if e.Text != "" {
+			notes = append(notes, e.Text)
 		}
-	}
+	})
 	r.lab.Host.DropMeasurement(2) // the second sample from now
 	ev, err := r.pipe.Evidence(context.Background(), r.lab.Tree.Expected.FirstBad)
 	if err != nil {
@@ -336,13 +337,13 @@ func TestATestStoppedMidBootLeavesTheHostToComeBack(t *testing.T) {
 	r := newSimRun(t, simlab.Options{Seed: 3, Commits: 120})
 	var mu sync.Mutex
 	var notes []string
-	r.pipe.Progress = func(e Event) {
+	r.pipe.Progress = progress.Func(func(e progress.Event) {
 		mu.Lock()
 		defer mu.Unlock()
-		if e.Note != "" {
-			notes = append(notes, e.Note)
+		if e.Text != "" {
+			notes = append(notes, e.Text)
 		}
-	}
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	traced := shell.WithTracer(ctx, func(where, command string) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"kbisect/configs"
+	"kbisect/progress"
 	"kbisect/qemu"
 	"kbisect/remote"
 )
@@ -25,8 +26,9 @@ type QEMULab struct {
 	Image qemu.Image
 	// Dir keeps the consoles (console/<release>.log) and known_hosts.
 	Dir string
-	// Say hears what the lab chose and why (acceleration, vCPUs).
-	Say func(string)
+	// Progress hears what the lab chose and why (acceleration, vCPUs),
+	// as lines.
+	Progress progress.Sink
 
 	vm      *qemu.VM
 	console *consoleSwitch
@@ -62,7 +64,7 @@ func (c *consoleSwitch) to(f *os.File) {
 }
 
 // NewQEMULab is the job's QEMU lab, its image checked.
-func NewQEMULab(job *configs.Job, dir string, say func(string)) (*QEMULab, error) {
+func NewQEMULab(job *configs.Job, dir string, sink progress.Sink) (*QEMULab, error) {
 	im := qemuImage(job)
 	if err := im.Check(); err != nil {
 		return nil, err
@@ -70,10 +72,10 @@ func NewQEMULab(job *configs.Job, dir string, say func(string)) (*QEMULab, error
 	if err := os.MkdirAll(filepath.Join(dir, "console"), 0o755); err != nil {
 		return nil, err
 	}
-	if say == nil {
-		say = func(string) {}
+	if sink == nil {
+		sink = progress.Discard
 	}
-	return &QEMULab{Job: job, Image: im, Dir: dir, Say: say}, nil
+	return &QEMULab{Job: job, Image: im, Dir: dir, Progress: sink}, nil
 }
 
 // Boot stops the guest that runs, starts one with the artifact's kernel,
@@ -90,17 +92,17 @@ func (q *QEMULab) Boot(ctx context.Context, art remote.Artifact) (Machine, remot
 			if err == nil || errors.As(err, &ke) || ctx.Err() != nil {
 				return m, f, err
 			}
-			q.Say(fmt.Sprintf("kexec in the guest failed (%v): a fresh guest boots %s", err, art.Release))
+			progress.Linef(q.Progress, "kexec in the guest failed (%v): a fresh guest boots %s", err, art.Release)
 		}
 	}
 	q.Close()
 	if q.accel == "" {
 		var why string
 		q.accel, why = qemu.Accel(ctx, job.Boot.QEMU.Accel, "", art.Image)
-		q.Say("QEMU acceleration: " + why)
+		progress.Linef(q.Progress, "QEMU acceleration: %s", why)
 		var note string
 		if q.cpus, note = qemu.CPUs(max(job.Boot.QEMU.CPUs, 1)); note != "" {
-			q.Say(note)
+			progress.Linef(q.Progress, "%s", note)
 		}
 	}
 	port, err := qemu.FreePort()

@@ -11,6 +11,7 @@ import (
 
 	"kbisect/configs"
 	"kbisect/internal/shell"
+	"kbisect/progress"
 	"kbisect/remote"
 )
 
@@ -29,7 +30,7 @@ func TestQEMULabBootsAKernelAndCallsAPanicTheKernels(t *testing.T) {
 	arts := e2eArtifacts(t, cache, 1)
 	art := arts[0]
 	job := e2eQEMUJob(labDir)
-	q, err := NewQEMULab(job, t.TempDir(), func(s string) { t.Log(s) })
+	q, err := NewQEMULab(job, t.TempDir(), progress.Func(func(e progress.Event) { t.Log(e.Text) }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func TestQEMULabKexecsTheNextKernel(t *testing.T) {
 	arts := e2eArtifacts(t, cache, 2)
 	job := e2eQEMUJob(labDir)
 	job.Boot.QEMU.Reboot = configs.RebootKexec
-	q, err := NewQEMULab(job, t.TempDir(), func(s string) { t.Log(s) })
+	q, err := NewQEMULab(job, t.TempDir(), progress.Func(func(e progress.Event) { t.Log(e.Text) }))
 	if err != nil {
 		t.Fatal(err)
 	}

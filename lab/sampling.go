@@ -82,7 +82,7 @@ func (p *Pipeline) measure(ctx context.Context, ev *Evidence, art remote.Artifac
 		}
 		drops++
 		wait := p.backoff() << (drops - 1)
-		p.say(Event{Commit: ev.Commit, Phase: PhaseMeasure, Note: fmt.Sprintf("the lab dropped the measurement (%v): booting again in %s", err, wait)})
+		p.say(ev.Commit, PhaseMeasure, fmt.Sprintf("the lab dropped the measurement (%v): booting again in %s", err, wait))
 		if err := p.sleep(ctx, wait); err != nil {
 			return err
 		}
@@ -121,7 +121,7 @@ func (p *Pipeline) sampleBoot(ctx context.Context, ev *Evidence, s *sampling, m 
 		}
 		n++
 		ev.Boots[len(ev.Boots)-1].Samples++
-		p.say(Event{Commit: ev.Commit, Phase: PhaseMeasure, Sample: len(ev.Values), Value: v, Kind: s.rule.MetricKind})
+		p.sampled(ev.Commit, len(ev.Values), noise.FormatValue(s.rule.MetricKind, v))
 		if !last || !s.canDecide {
 			continue
 		}

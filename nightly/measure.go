@@ -215,14 +215,10 @@ func (n *night) setupPipeline(ctx context.Context) error {
 		buildLog.Close()
 		return err
 	}
-	n.pipe = &lab.Pipeline{Job: job, Build: bo, StateDir: filepath.Join(n.dir, "tags"), Progress: func(e lab.Event) {
-		if n.o.Progress != nil {
-			n.o.Progress.Emit(e.Progress())
-		}
-	}}
+	n.pipe = &lab.Pipeline{Job: job, Build: bo, StateDir: filepath.Join(n.dir, "tags"), Progress: n.o.Progress}
 	var q *lab.QEMULab
 	if job.Boot.Method == configs.BootQEMU {
-		if q, err = lab.NewQEMULab(job, n.dir, func(s string) { n.say("%s", s) }); err != nil {
+		if q, err = lab.NewQEMULab(job, n.dir, n.o.Progress); err != nil {
 			buildLog.Close()
 			return err
 		}

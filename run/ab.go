@@ -110,9 +110,9 @@ func AB(ctx context.Context, o ABOptions) (*ABResult, error) {
 	}
 	ev := newEvents(o.Progress)
 	ev.g, ev.labels = g, map[string]string{plan.A: "A", plan.B: "B"}
-	p := &lab.Pipeline{Job: job, Build: bo, StateDir: state, Progress: ev.lab}
+	p := &lab.Pipeline{Job: job, Build: bo, StateDir: state, Progress: ev}
 	if job.Boot.Method == configs.BootQEMU {
-		q, err := lab.NewQEMULab(job, state, func(s string) { fmt.Fprintln(o.Messages, s) })
+		q, err := lab.NewQEMULab(job, state, ev)
 		if err != nil {
 			return nil, err
 		}

@@ -200,13 +200,13 @@ func (r *jobRun) prepare(ctx context.Context) error {
 		return err
 	}
 	r.ev.g = r.g
-	r.pipe = &lab.Pipeline{Job: job, Build: bo, StateDir: r.stateDir, Progress: r.ev.lab}
+	r.pipe = &lab.Pipeline{Job: job, Build: bo, StateDir: r.stateDir, Progress: r.ev}
 	r.tester = r.pipe
 	if job.Boot.Method == configs.BootQEMU {
 		if len(r.jobs) > 1 {
 			return usage.Errorf("run: boot.method qemu runs one local guest: give one --job")
 		}
-		if r.qemu, err = lab.NewQEMULab(job, r.stateDir, r.ev.say); err != nil {
+		if r.qemu, err = lab.NewQEMULab(job, r.stateDir, r.ev); err != nil {
 			return err
 		}
 		r.pipe.Boot = r.qemu.Boot
@@ -225,7 +225,7 @@ func (r *jobRun) prepare(ctx context.Context) error {
 			b := bo
 			b.Log = f
 			r.pool.Pipes = append(r.pool.Pipes, &lab.Pipeline{Job: j, Build: b, StateDir: r.stateDir, Slot: i + 1,
-				Name: j.Machine.Name, Progress: r.ev.lab})
+				Name: j.Machine.Name, Progress: r.ev})
 		}
 		if r.g2, err = bisect.OpenGraph(tree); err != nil {
 			return err
@@ -253,7 +253,7 @@ func (r *jobRun) prepare(ctx context.Context) error {
 		ab := bo
 		ab.Log = r.aheadLog
 		r.ahead = &lab.Ahead{Session: r.sess, Graph: r.g2, Build: ab, Slot: 0,
-			Note: r.ev.note, Base: ctx}
+			Progress: r.ev, Base: ctx}
 		r.pipe.Ahead = r.ahead
 		r.ev.ahead = r.ahead
 	}

@@ -49,18 +49,15 @@ func (e *events) subject(commit string) string {
 	return s
 }
 
-// lab hears the pipeline.
-func (e *events) lab(ev lab.Event) {
-	p := ev.Progress()
-	p.Subject, p.Label = e.subject(ev.Commit), e.labels[ev.Commit]
+// Emit passes the lab's events on with each commit's subject and label.
+func (e *events) Emit(p progress.Event) {
+	if p.Commit != "" && p.Kind == progress.Phase {
+		p.Subject, p.Label = e.subject(p.Commit), e.labels[p.Commit]
+	}
 	e.sink.Emit(p)
 }
 
 func (e *events) line(format string, args ...any) { progress.Linef(e.sink, format, args...) }
-
-func (e *events) note(commit, what string) {
-	e.sink.Emit(progress.Event{Kind: progress.Note, Commit: commit, Text: what})
-}
 
 func (e *events) done() { e.sink.Emit(progress.Event{Kind: progress.Done}) }
 
@@ -82,7 +79,7 @@ func (e *events) Tested(commit plumbing.Hash, out bisect.Outcome, elapsed time.D
 // Warn implements bisect.Progress.
 func (e *events) Warn(msg string) { e.sink.Emit(progress.Event{Kind: progress.Warning, Text: msg}) }
 
-var _ bisect.Progress = (*events)(nil)
-
-// say is a line of the QEMU lab.
-func (e *events) say(s string) { e.line("%s", s) }
+var (
+	_ bisect.Progress = (*events)(nil)
+	_ progress.Sink   = (*events)(nil)
+)
