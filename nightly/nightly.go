@@ -12,8 +12,8 @@
 // the night's reports. The bisection is the caller's (a Bisector), and so
 // is printing: progress goes to Options.Progress.
 //
-// It may import the lab, history, bisect, configs, noise and report
-// packages, never the CLI.
+// It may import bisect, configs, history, lab, noise, progress, report,
+// run (its helpers), worktree and the internal helpers; never the CLI.
 package nightly
 
 import (

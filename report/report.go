@@ -1,10 +1,17 @@
-// Package report renders what kbisect found for people and for CI: one
-// self-contained HTML file with hand-drawn SVG plots, and JUnit XML. It
-// takes a plain Document so that it depends on no kbisect package that
-// knows a bisection, a lab or a measurement: whoever ran the bisection or
-// the A/B comparison fills one in. It imports only internal/commitid, a
-// leaf that imports nothing of kbisect, for how a commit is shown; its
-// median stays its own, as noise's (where statistics live) is out of reach.
+// Package report owns every rendering of what kbisect found, for people
+// and for CI: a run (the answer as git prints it, the tested kernels, the
+// confirmation, the last good and first bad kernels compared), an A/B
+// comparison, a night and a machine's history, a measurement; as text
+// for mail (72 columns), markdown, JSON, one self-contained HTML page with
+// hand-drawn SVG plots, and JUnit XML. The HTML and JUnit writers take a
+// plain Document; the run's and the A/B's reports are filled from their
+// results or from a state directory at any time (FromState), the night's
+// and the history's from plain models the nightly fills.
+//
+// It runs nothing. It may import bisect (commit subjects and ancestry),
+// configs (the setup a report names), lab (the evidence it renders),
+// noise (tables, values, statistics) and the internal helpers; never run,
+// nightly, remote, kbuild or the CLI.
 package report
 
 import (

@@ -1,5 +1,9 @@
 // Command kbisect finds the kernel commit that made isolated real-time CPUs
-// noisy. See `kbisect --help`.
+// noisy. See `kbisect --help`, and docs/architecture.md for the packages.
+//
+// This package only parses flags, wires the packages, chooses a terminal
+// or CI view of the progress and maps results to exit codes: the use cases
+// are run's (run, ab, measure) and nightly's, every rendering is report's.
 package main
 
 import (

@@ -5,6 +5,9 @@
 // the noise the booted kernel carries. A job file ties them together. It
 // serves the tests of the whole per-commit pipeline and kbisect demo;
 // nothing in it sleeps for the time it simulates.
+//
+// It may import internal/simhost, internal/testrepo and the internal
+// helpers; only tests, the demo and simulate may import it.
 package simlab
 
 import (

@@ -1,5 +1,6 @@
 // Package sshtest starts a real OpenSSH sshd on 127.0.0.1 with throwaway
-// keys, for the tests of everything that talks to lab hosts.
+// keys, for the tests of everything that talks to lab hosts. It imports
+// no kbisect package, and only tests import it.
 package sshtest
 
 import (

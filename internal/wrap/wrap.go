@@ -1,5 +1,6 @@
 // Package wrap folds prose to a width, for reports pasted into mail (72
-// columns, as kernel mailing lists read them).
+// columns, as kernel mailing lists read them). It imports no kbisect
+// package.
 package wrap
 
 import "strings"
