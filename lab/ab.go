@@ -76,15 +76,8 @@ func (p *Pipeline) AB(ctx context.Context, plan ABPlan) (*ABResult, error) {
 	if plan.Rounds < 1 || plan.Samples < 1 {
 		return nil, fmt.Errorf("A/B: rounds and samples must be at least 1 (have %d and %d)", plan.Rounds, plan.Samples)
 	}
-	if err := p.init(); err != nil {
+	if err := p.initAlone(); err != nil {
 		return nil, err
-	}
-	if !p.ready {
-		r, err := Rule(p.Job, nil, nil)
-		if err != nil {
-			return nil, err
-		}
-		p.SetRule(r) // a ratio or auto rule decides nothing per round: fine
 	}
 	// One boot per round, whatever the job's verdict.boots says, and no
 	// verdict per round: the comparison is the verdict.

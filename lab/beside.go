@@ -24,15 +24,8 @@ func (p *Pipeline) Sample(ctx context.Context, commit string, n int, name string
 	if err := atomicfile.ReadJSON(path, &kept); err == nil && kept.Commit == commit {
 		return &kept, nil
 	}
-	if err := p.init(); err != nil {
+	if err := p.initAlone(); err != nil {
 		return nil, err
-	}
-	if !p.ready {
-		r, err := Rule(p.Job, nil, nil)
-		if err != nil {
-			return nil, err
-		}
-		p.SetRule(r)
 	}
 	p.measureOnly = true
 	defer func() { p.measureOnly = false }()

@@ -101,6 +101,24 @@ func (p *Pipeline) save(ev *Evidence) error {
 
 // init loads what earlier runs in the state directory measured: the
 // kernels by signature.
+// initAlone readies the pipeline to measure kernels without judging each
+// against the endpoints: a ratio or auto rule, which calibration sets for
+// a bisection, decides nothing per round, so the job's own rule serves
+// when none is set.
+func (p *Pipeline) initAlone() error {
+	if err := p.init(); err != nil {
+		return err
+	}
+	if !p.ready {
+		r, err := Rule(p.Job, nil, nil)
+		if err != nil {
+			return err
+		}
+		p.SetRule(r)
+	}
+	return nil
+}
+
 func (p *Pipeline) init() error {
 	if p.bySig != nil {
 		return nil

@@ -45,25 +45,17 @@ type execRun struct {
 	o  ExecOptions
 	ev *events
 
-	tree     *worktree.Tree
-	unlock   func()
-	g        *bisect.Graph
-	log      *bisect.StateLog
-	stateDir string
-	sess     *bisect.Session
-	start    *bisect.Record
+	tree   *worktree.Tree
+	unlock func()
+	bisection
+	start *bisect.Record
 	// head is where HEAD goes back to: where this run found it, or where
 	// the interrupted run it resumes found it.
 	head worktree.Head
 }
 
 func (r *execRun) close() {
-	if r.log != nil {
-		r.log.Close()
-	}
-	if r.g != nil {
-		r.g.Close()
-	}
+	r.bisection.close()
 	if r.unlock != nil {
 		r.unlock()
 	}

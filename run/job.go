@@ -28,13 +28,10 @@ import (
 type jobRun struct {
 	o JobOptions
 
-	job      *configs.Job   // the first job: build, workload, verdict
-	jobs     []*configs.Job // one per machine
-	jobSum   string
-	g        *bisect.Graph
-	log      *bisect.StateLog
-	stateDir string
-	sess     *bisect.Session
+	job    *configs.Job   // the first job: build, workload, verdict
+	jobs   []*configs.Job // one per machine
+	jobSum string
+	bisection
 	start    bisect.Record
 	pipe     *lab.Pipeline
 	tester   labTester
@@ -52,12 +49,7 @@ func (r *jobRun) close() {
 	if r.qemu != nil {
 		r.qemu.Close()
 	}
-	if r.log != nil {
-		r.log.Close()
-	}
-	if r.g != nil {
-		r.g.Close()
-	}
+	r.bisection.close()
 	if r.ahead != nil {
 		r.ahead.Close()
 	}

@@ -134,19 +134,8 @@ func TestJobOptionsThatCannotRunAreUsageErrors(t *testing.T) {
 // against git bisect run itself on a merge-heavy history.
 func TestExecNamesTheCommitGitBisectRunNamesAndPutsHeadBack(t *testing.T) {
 	h := testrepo.Generate(7, testrepo.Shape{Commits: 120, Subsystems: 2, CrissCross: true})
-	anc := h.Ancestors()
-	culprit := len(h.Commits) / 2
-	for !anc[h.Mainline].Has(culprit) {
-		culprit++
-	}
 	dir := t.TempDir()
-	hashes, err := h.Write(dir, func(i int) map[string]string {
-		state := "good"
-		if anc[i].Has(culprit) {
-			state = "bad"
-		}
-		return map[string]string{"state": state}
-	})
+	hashes, culprit, err := h.Regression(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,25 @@ import (
 	"strings"
 )
 
+// bisection is what both kinds of run keep open: the graph, the session
+// log in the state directory, and the session restored from it.
+type bisection struct {
+	g        *bisect.Graph
+	log      *bisect.StateLog
+	stateDir string
+	sess     *bisect.Session
+}
+
+// close closes the log and the graph (when the result has not taken it).
+func (b *bisection) close() {
+	if b.log != nil {
+		b.log.Close()
+	}
+	if b.g != nil {
+		b.g.Close()
+	}
+}
+
 // resolveRange turns the flags (or the replayed log) into the start record
 // and the replayed verdicts.
 func resolveRange(g *bisect.Graph, o Range, exec string) (bisect.Record, []bisect.Record, error) {

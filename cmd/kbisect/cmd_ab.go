@@ -10,15 +10,11 @@ import (
 	"kbisect/run"
 )
 
+// abOptions are kbisect ab's flags: the comparison's, and how to print.
 type abOptions struct {
-	Args            []string // stray arguments: an error
-	Job             string
-	A, B            string
-	Base            string
-	Revert, Patch   string
-	Rounds, Samples int
-	State           string
-	JSON, Verbose   bool
+	run.ABOptions
+	Args          []string // stray arguments: an error
+	JSON, Verbose bool
 }
 
 func abCommand() *cli.Command {
@@ -60,9 +56,9 @@ EXAMPLES
 		},
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
-			o := abOptions{Args: c.Args().Slice(), Job: c.String("job"), A: c.String("a"), B: c.String("b"), Base: c.String("base"),
-				Revert: c.String("revert"), Patch: c.String("patch"), Rounds: c.Int("rounds"), Samples: c.Int("samples"),
-				State: c.String("state"), JSON: c.Bool("json"), Verbose: c.Bool("verbose")}
+			o := abOptions{Args: c.Args().Slice(), JSON: c.Bool("json"), Verbose: c.Bool("verbose"), ABOptions: run.ABOptions{
+				Job: c.String("job"), A: c.String("a"), B: c.String("b"), Base: c.String("base"), Revert: c.String("revert"),
+				Patch: c.String("patch"), Rounds: c.Int("rounds"), Samples: c.Int("samples"), State: c.String("state")}}
 			return runAB(c.Context, o, c.App.Writer, c.App.ErrWriter)
 		},
 	}
@@ -92,8 +88,9 @@ func runAB(ctx context.Context, o abOptions, stdout, stderr io.Writer) error {
 		return err
 	}
 	ctx = traceTo(ctx, o.Verbose, stderr)
-	res, err := run.AB(ctx, run.ABOptions{Job: o.Job, A: o.A, B: o.B, Base: o.Base, Revert: o.Revert, Patch: o.Patch,
-		Rounds: o.Rounds, Samples: o.Samples, State: o.State, Messages: stderr, Progress: newView(stderr)})
+	ao := o.ABOptions
+	ao.Messages, ao.Progress = stderr, newView(stderr)
+	res, err := run.AB(ctx, ao)
 	switch {
 	case res == nil:
 		return err

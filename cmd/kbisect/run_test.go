@@ -29,19 +29,8 @@ type fixture struct {
 func newFixture(t *testing.T, seed int64) *fixture {
 	t.Helper()
 	h := testrepo.Generate(seed, testrepo.Shape{Commits: 300, Subsystems: 3, Octopus: true, CrissCross: true, TiePercent: 10})
-	anc := h.Ancestors()
-	culprit := len(h.Commits) / 2
-	for !anc[h.Mainline].Has(culprit) {
-		culprit++
-	}
 	dir := t.TempDir()
-	hashes, err := h.Write(dir, func(i int) map[string]string {
-		state := "good"
-		if anc[i].Has(culprit) {
-			state = "bad"
-		}
-		return map[string]string{"id": fmt.Sprintf("c%d", i), "state": state}
-	})
+	hashes, culprit, err := h.Regression(dir, func(i int) map[string]string { return map[string]string{"id": fmt.Sprintf("c%d", i)} })
 	if err != nil {
 		t.Fatal(err)
 	}

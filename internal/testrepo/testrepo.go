@@ -272,3 +272,28 @@ func run(dir string, argv ...string) error {
 	}
 	return nil
 }
+
+// Regression plants a regression in the history: its culprit is the first
+// commit past the middle that the mainline contains, and every commit
+// that has it as an ancestor is bad. Each commit's file "state" says
+// "good" or "bad", so `grep -q good state` is the test that finds it;
+// files adds the commit's other files (nil: none).
+func (h *History) Regression(dir string, files Files) (hashes []string, culprit int, err error) {
+	anc := h.Ancestors()
+	culprit = len(h.Commits) / 2
+	for !anc[h.Mainline].Has(culprit) {
+		culprit++
+	}
+	hashes, err = h.Write(dir, func(i int) map[string]string {
+		fs := map[string]string{}
+		if files != nil {
+			fs = files(i)
+		}
+		fs["state"] = "good"
+		if anc[i].Has(culprit) {
+			fs["state"] = "bad"
+		}
+		return fs
+	})
+	return hashes, culprit, err
+}
