@@ -2,14 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
+	"kbisect/report"
+	"kbisect/run"
 
 	"github.com/urfave/cli/v2"
-
-	"kbisect/lab"
-	"kbisect/remote"
 )
 
 func bootCommand() *cli.Command {
@@ -44,38 +41,10 @@ EXAMPLES
 }
 
 func runBoot(ctx context.Context, jobFile, artifact string, stdout, stderr io.Writer) error {
-	job, err := loadJob(jobFile, stderr)
+	facts, err := run.Boot(ctx, jobFile, artifact, stderr)
 	if err != nil {
 		return err
 	}
-	if _, err := lab.HostOptions(job); err != nil {
-		return usagef("boot: %v", err)
-	}
-	art, err := remote.LoadArtifact(artifact)
-	if err != nil {
-		return usagef("boot --artifact: %v", err)
-	}
-	if err := job.CheckEnv(nil); err != nil {
-		return usagef("boot: %v", err)
-	}
-	fmt.Fprintf(stderr, "installing and booting %s on %s (%s)\n", art.Release, job.Host.Address, job.Boot.Method)
-	h, facts, err := lab.BootArtifact(ctx, job, art, nil)
-	var ke *remote.KernelError
-	if errors.As(err, &ke) {
-		if ke.Console != "" {
-			fmt.Fprintf(stderr, "console:\n%s\n", ke.Console)
-		}
-		return fmt.Errorf("boot: kernel failure: %w", err)
-	}
-	if err != nil {
-		return fmt.Errorf("boot: %w", err)
-	}
-	defer h.Close()
-	fmt.Fprintf(stdout, "running:    %s (%s)\n", facts.Release, facts.Version)
-	fmt.Fprintf(stdout, "boot id:    %s\n", facts.BootID)
-	fmt.Fprintf(stdout, "cmdline:    %s\n", facts.Cmdline)
-	fmt.Fprintf(stdout, "isolated:   %s\n", orNone(facts.Isolated))
-	fmt.Fprintf(stdout, "nohz_full:  %s\n", orNone(facts.NohzFull))
-	fmt.Fprintf(stdout, "ok: %s runs with the job's boot parameters\n", facts.Release)
+	report.WriteBooted(stdout, facts)
 	return nil
 }

@@ -2,16 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"io"
-	"os"
-	"path/filepath"
+	"kbisect/report"
+	"kbisect/run"
 
 	"github.com/urfave/cli/v2"
-
-	"kbisect/kbuild"
-	"kbisect/lab"
 )
 
 func buildCommand() *cli.Command {
@@ -47,45 +42,14 @@ EXAMPLES
 }
 
 func runBuild(ctx context.Context, jobFile, rev string, slot int, asJSON bool, stdout, stderr io.Writer) error {
-	job, err := loadJob(jobFile, stderr)
-	if err != nil {
+	a, err := run.Build(ctx, jobFile, rev, slot, stderr)
+	switch {
+	case err != nil:
 		return err
+	case asJSON:
+		report.WriteJSON(stdout, a)
+	default:
+		report.WriteArtifact(stdout, a)
 	}
-	commit, err := lab.ResolveCommit(ctx, job, rev)
-	if err != nil {
-		return usagef("build --rev: %v", err)
-	}
-	logDir := filepath.Join(string(job.Build.CacheDir), "logs")
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		return err
-	}
-	logPath := filepath.Join(logDir, "build-"+commit[:12]+".log")
-	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644) // a cache hit must not wipe the build's log
-	if err != nil {
-		return err
-	}
-	defer log.Close()
-	fmt.Fprintf(stderr, "building %s (%s) in slot %d; make's output: %s\n", rev, commit[:12], slot, logPath)
-	opt := lab.BuildOptions(job, log)
-	if opt.Base, err = lab.BaseConfig(ctx, job, stderr); err != nil {
-		return err
-	}
-	a, err := kbuild.Build(ctx, opt, slot, commit)
-	if err != nil {
-		return fmt.Errorf("build %s: %w", rev, err)
-	}
-	if asJSON {
-		b, err := json.MarshalIndent(a, "", "  ")
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "%s\n", b)
-		return nil
-	}
-	from := fmt.Sprintf("built in %.1fs", a.Took.Seconds())
-	if a.Cached {
-		from = fmt.Sprintf("from the cache in %.1fs", a.Took.Seconds())
-	}
-	fmt.Fprintf(stdout, "artifact:  %s\nrelease:   %s\nsignature: %s\n%s (ccache: %v)\n", a.Dir, a.Release, a.Signature, from, a.CCache)
 	return nil
 }

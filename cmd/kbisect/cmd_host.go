@@ -2,15 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"io"
-	"time"
+	"kbisect/report"
+	"kbisect/run"
 
 	"github.com/urfave/cli/v2"
-
-	"kbisect/lab"
-	"kbisect/remote"
 )
 
 func hostCommand() *cli.Command {
@@ -42,61 +38,17 @@ EXAMPLES
 }
 
 func runHostCheck(ctx context.Context, jobFile string, asJSON bool, stdout, stderr io.Writer) error {
-	job, err := loadJob(jobFile, stderr)
+	c, err := run.CheckHost(ctx, jobFile, stderr)
 	if err != nil {
 		return err
 	}
-	if _, err := lab.HostOptions(job); err != nil {
-		return usagef("host check: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute) // a check never hangs
-	defer cancel()
-	h, err := lab.DialHost(ctx, job)
-	if err != nil {
-		return fmt.Errorf("host check: %w", err)
-	}
-	defer h.Close()
-	facts, err := h.Facts(ctx)
-	if err != nil {
-		return fmt.Errorf("host check: %w", err)
-	}
-	bad := facts.Check(lab.Expect(job, ""))
 	if asJSON {
-		b, err := json.MarshalIndent(struct {
-			Host  string       `json:"host"`
-			Facts remote.Facts `json:"facts"`
-			OK    bool         `json:"ok"`
-			Wrong []string     `json:"wrong"`
-		}{h.Name(), facts, len(bad) == 0, append([]string{}, bad...)}, "", "  ")
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "%s\n", b)
+		report.WriteJSON(stdout, report.HostJSON{Host: c.Host, Facts: c.Facts, OK: len(c.Wrong) == 0, Wrong: c.Wrong})
 	} else {
-		fmt.Fprintf(stdout, "host:       %s (host key verified)\n", h.Name())
-		fmt.Fprintf(stdout, "kernel:     %s\n", facts.Release)
-		fmt.Fprintf(stdout, "version:    %s\n", facts.Version)
-		fmt.Fprintf(stdout, "boot id:    %s\n", facts.BootID)
-		fmt.Fprintf(stdout, "cmdline:    %s\n", facts.Cmdline)
-		fmt.Fprintf(stdout, "isolated:   %s\n", orNone(facts.Isolated))
-		fmt.Fprintf(stdout, "nohz_full:  %s\n", orNone(facts.NohzFull))
-		fmt.Fprintf(stdout, "PREEMPT_RT: %v\n", facts.PreemptRT)
-		if len(bad) == 0 {
-			fmt.Fprintln(stdout, "ok: the job's boot parameters are in effect")
-		}
-		for _, b := range bad {
-			fmt.Fprintf(stdout, "wrong: %s\n", b)
-		}
+		report.WriteHostCheck(stdout, c.Host, c.Facts, c.Wrong)
 	}
-	if len(bad) > 0 {
+	if len(c.Wrong) > 0 {
 		return &resultError{code: exitFailure}
 	}
 	return nil
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
 }

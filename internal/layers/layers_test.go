@@ -36,9 +36,9 @@ func only(pkgs ...string) []string { return append(slices.Clone(internals), pkgs
 // new package is placed on purpose.
 var house = map[string]rule{
 	"cmd/kbisect":       {},
-	"run":               {mayImport: only("bisect", "configs", "lab", "noise", "report", "testcmd", "worktree", "kbuild", "progress")},
+	"run":               {mayImport: only("bisect", "configs", "lab", "noise", "report", "testcmd", "worktree", "kbuild", "remote", "progress")},
 	"nightly":           {mayImport: only("bisect", "configs", "history", "lab", "noise", "report", "run", "worktree", "progress")},
-	"report":            {mayImport: only("bisect", "configs", "lab", "noise")},
+	"report":            {mayImport: only("bisect", "configs", "lab", "noise", "kbuild", "remote")},
 	"lab":               {mayImport: only("bisect", "configs", "kbuild", "noise", "qemu", "remote", "worktree", "progress")},
 	"progress":          {mayImport: only()},
 	"testcmd":           {mayImport: only("bisect", "worktree"), forbid: []string{"lab", "remote", "kbuild", "noise"}},

@@ -1,0 +1,65 @@
+package report
+
+import (
+	"fmt"
+	"io"
+
+	"kbisect/kbuild"
+	"kbisect/remote"
+)
+
+// HostJSON is kbisect host check --json.
+type HostJSON struct {
+	Host  string       `json:"host"`
+	Facts remote.Facts `json:"facts"`
+	OK    bool         `json:"ok"`
+	Wrong []string     `json:"wrong"`
+}
+
+// WriteHostCheck writes what runs on the host, and what of the job's boot
+// parameters is not in effect.
+func WriteHostCheck(w io.Writer, host string, facts remote.Facts, wrong []string) {
+	fmt.Fprintf(w, "host:       %s (host key verified)\n", host)
+	fmt.Fprintf(w, "kernel:     %s\n", facts.Release)
+	fmt.Fprintf(w, "version:    %s\n", facts.Version)
+	fmt.Fprintf(w, "boot id:    %s\n", facts.BootID)
+	fmt.Fprintf(w, "cmdline:    %s\n", facts.Cmdline)
+	writeIsolation(w, facts)
+	fmt.Fprintf(w, "PREEMPT_RT: %v\n", facts.PreemptRT)
+	if len(wrong) == 0 {
+		fmt.Fprintln(w, "ok: the job's boot parameters are in effect")
+	}
+	for _, b := range wrong {
+		fmt.Fprintf(w, "wrong: %s\n", b)
+	}
+}
+
+// WriteBooted writes what kbisect boot proved runs.
+func WriteBooted(w io.Writer, facts remote.Facts) {
+	fmt.Fprintf(w, "running:    %s (%s)\n", facts.Release, facts.Version)
+	fmt.Fprintf(w, "boot id:    %s\n", facts.BootID)
+	fmt.Fprintf(w, "cmdline:    %s\n", facts.Cmdline)
+	writeIsolation(w, facts)
+	fmt.Fprintf(w, "ok: %s runs with the job's boot parameters\n", facts.Release)
+}
+
+func writeIsolation(w io.Writer, facts remote.Facts) {
+	fmt.Fprintf(w, "isolated:   %s\n", orNone(facts.Isolated))
+	fmt.Fprintf(w, "nohz_full:  %s\n", orNone(facts.NohzFull))
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// WriteArtifact writes where a built kernel is and how it was made.
+func WriteArtifact(w io.Writer, a *kbuild.Artifact) {
+	from := fmt.Sprintf("built in %.1fs", a.Took.Seconds())
+	if a.Cached {
+		from = fmt.Sprintf("from the cache in %.1fs", a.Took.Seconds())
+	}
+	fmt.Fprintf(w, "artifact:  %s\nrelease:   %s\nsignature: %s\n%s (ccache: %v)\n", a.Dir, a.Release, a.Signature, from, a.CCache)
+}

@@ -1,0 +1,118 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"kbisect/configs"
+	"kbisect/internal/usage"
+	"kbisect/kbuild"
+	"kbisect/lab"
+	"kbisect/remote"
+)
+
+// HostCheck is what kbisect host check found: the host as reached (its
+// key verified), what its running kernel says of itself, and what of the
+// job's boot parameters is not in effect.
+type HostCheck struct {
+	Host  string
+	Facts remote.Facts
+	Wrong []string
+}
+
+// CheckHost reaches the job's host and compares what runs there with the
+// job's boot parameters. It never takes more than two minutes.
+func CheckHost(ctx context.Context, jobFile string, messages io.Writer) (*HostCheck, error) {
+	job, err := configs.Open(jobFile, messages)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := lab.HostOptions(job); err != nil {
+		return nil, usage.Errorf("host check: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute) // a check never hangs
+	defer cancel()
+	h, err := lab.DialHost(ctx, job)
+	if err != nil {
+		return nil, fmt.Errorf("host check: %w", err)
+	}
+	defer h.Close()
+	facts, err := h.Facts(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("host check: %w", err)
+	}
+	return &HostCheck{Host: h.Name(), Facts: facts, Wrong: append([]string{}, facts.Check(lab.Expect(job, ""))...)}, nil
+}
+
+// Boot installs and boots a built kernel on the job's host, and proves
+// that it runs with the job's boot parameters (kbisect boot). A kernel
+// that fails says so with its console's tail on messages.
+func Boot(ctx context.Context, jobFile, artifact string, messages io.Writer) (remote.Facts, error) {
+	job, err := configs.Open(jobFile, messages)
+	if err != nil {
+		return remote.Facts{}, err
+	}
+	if _, err := lab.HostOptions(job); err != nil {
+		return remote.Facts{}, usage.Errorf("boot: %v", err)
+	}
+	art, err := remote.LoadArtifact(artifact)
+	if err != nil {
+		return remote.Facts{}, usage.Errorf("boot --artifact: %v", err)
+	}
+	if err := job.CheckEnv(nil); err != nil {
+		return remote.Facts{}, usage.Errorf("boot: %v", err)
+	}
+	fmt.Fprintf(messages, "installing and booting %s on %s (%s)\n", art.Release, job.Host.Address, job.Boot.Method)
+	h, facts, err := lab.BootArtifact(ctx, job, art, nil)
+	var ke *remote.KernelError
+	if errors.As(err, &ke) {
+		if ke.Console != "" {
+			fmt.Fprintf(messages, "console:\n%s\n", ke.Console)
+		}
+		return remote.Facts{}, fmt.Errorf("boot: kernel failure: %w", err)
+	}
+	if err != nil {
+		return remote.Facts{}, fmt.Errorf("boot: %w", err)
+	}
+	h.Close()
+	return facts, nil
+}
+
+// Build builds the kernel of one revision in a build slot, or takes it
+// from the cache (kbisect build); make's output goes to a log in the
+// cache directory, named on messages.
+func Build(ctx context.Context, jobFile, rev string, slot int, messages io.Writer) (*kbuild.Artifact, error) {
+	job, err := configs.Open(jobFile, messages)
+	if err != nil {
+		return nil, err
+	}
+	commit, err := lab.ResolveCommit(ctx, job, rev)
+	if err != nil {
+		return nil, usage.Errorf("build --rev: %v", err)
+	}
+	logDir := filepath.Join(string(job.Build.CacheDir), "logs")
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(logDir, "build-"+commit[:12]+".log")
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644) // a cache hit must not wipe the build's log
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close()
+	fmt.Fprintf(messages, "building %s (%s) in slot %d; make's output: %s\n", rev, commit[:12], slot, logPath)
+	opt := lab.BuildOptions(job, log)
+	if opt.Base, err = lab.BaseConfig(ctx, job, messages); err != nil {
+		return nil, err
+	}
+	a, err := kbuild.Build(ctx, opt, slot, commit)
+	if err != nil {
+		return nil, fmt.Errorf("build %s: %w", rev, err)
+	}
+	return a, nil
+}
