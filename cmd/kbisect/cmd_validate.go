@@ -1,14 +1,12 @@
 package main
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 
 	"github.com/urfave/cli/v2"
 
 	"kbisect/configs"
+	"kbisect/report"
 )
 
 func validateCommand() *cli.Command {
@@ -39,88 +37,26 @@ EXAMPLES
 	}
 }
 
-// fileReport is one file's result in validate --json.
-type fileReport struct {
-	File     string       `json:"file"`
-	OK       bool         `json:"ok"`
-	Errors   []diagReport `json:"errors"`
-	Warnings []diagReport `json:"warnings"`
-}
-
-type diagReport struct {
-	File    string `json:"file"`
-	Line    int    `json:"line,omitempty"`
-	Col     int    `json:"col,omitempty"`
-	Key     string `json:"key,omitempty"`
-	Message string `json:"message"`
-}
-
-func diagReports(ds []configs.Diagnostic) []diagReport {
-	out := []diagReport{}
-	for _, d := range ds {
-		out = append(out, diagReport{d.Pos.File, d.Pos.Line, d.Pos.Col, d.Key, d.Msg})
-	}
-	return out
-}
-
 func runValidate(files []string, asJSON bool, stdout io.Writer) error {
-	var reports []fileReport
-	failed := 0
+	out := report.ValidationJSON{OK: true}
 	for _, f := range files {
-		r := fileReport{File: f, OK: true}
-		var errs, warns, all []configs.Diagnostic
 		job, err := configs.Load(f, configs.LoadOptions{AllowDefaults: true})
-		var ce *configs.Errors
-		switch {
-		case errors.As(err, &ce):
-			r.OK = false
-			errs, warns, all = ce.List, ce.Warnings, ce.All
-		case err != nil:
-			return err
-		default:
-			warns, all = job.Warnings, job.Warnings
-		}
-		r.Errors, r.Warnings = diagReports(errs), diagReports(warns)
-		reports = append(reports, r)
-		if !r.OK {
-			failed++
-		}
-		if asJSON {
-			continue
-		}
-		for _, d := range all {
-			fmt.Fprintln(stdout, d)
-		}
-		switch {
-		case !r.OK:
-			fmt.Fprintf(stdout, "%s: %s\n", f, count(len(errs), "error"))
-		case job.Kind == configs.KindDefaults:
-			fmt.Fprintf(stdout, "%s: ok (defaults for the job files that include it)\n", f)
-		case len(warns) > 0:
-			fmt.Fprintf(stdout, "%s: ok (%s)\n", f, count(len(warns), "warning"))
-		default:
-			fmt.Fprintf(stdout, "%s: ok\n", f)
-		}
-	}
-	if asJSON {
-		b, err := json.MarshalIndent(map[string]any{"ok": failed == 0, "files": reports}, "", "  ")
+		c, err := report.CheckOf(f, job, err)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "%s\n", b)
+		out.Files, out.OK = append(out.Files, c), out.OK && c.OK
+		if !asJSON {
+			report.WriteCheck(stdout, c)
+		}
 	}
-	if failed > 0 {
+	if asJSON {
+		report.WriteJSON(stdout, out)
+	}
+	if !out.OK {
 		return &resultError{code: exitUsage}
 	}
 	return nil
-}
-
-// count writes "1 error", "3 errors".
-func count(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
 }
 
 func configCommand() *cli.Command {
