@@ -123,3 +123,14 @@ func TestGitLinesAreGitBisectRunsWithoutTimes(t *testing.T) {
 		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
 	}
 }
+
+func TestATracedCommandReadsAsShXShowsIt(t *testing.T) {
+	for _, c := range []struct{ where, command, want string }{
+		{"", "make -j2 bzImage", "+ make -j2 bzImage"},
+		{"root@lab", "\nset -e\n\nkexec -l /boot/vmlinuz\n  kexec -e\n", "+ root@lab: set -e\n    kexec -l /boot/vmlinuz\n      kexec -e"},
+	} {
+		if got := CommandText(c.where, c.command); got != c.want {
+			t.Errorf("CommandText(%q, %q) = %q, want %q", c.where, c.command, got, c.want)
+		}
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -89,22 +88,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 		}
 	}
 	t := l.Tree
-	fmt.Fprintf(stderr, `kbisect demo: a SIMULATED lab (made in %.1fs, in %s)
-  tree:    %d generated commits, %s..%s; planted regression %s %q;
-           %d commits that do not build, %d that change only documentation
-  kernel:  a small C program built by make and gcc, as kbisect builds a kernel
-  host:    an emulated 64-CPU PREEMPT_RT machine over SSH on 127.0.0.1:%d
-           (%s), answering osnoise with noise modelled on the seed report:
-           on the isolated CPUs, interruptions of ~%v before the regression;
-           after it an interrupt storm of ~%v interruptions, ~49ms per 950ms period
-  job:     %s
-
-`, time.Since(started).Seconds(), dir, len(t.Commits), t.Good, t.Bad, t.Regression[:12], subjectOf(t, t.Regression),
-		len(t.Broken), len(t.DocOnly), l.Host.Port, simlab.BootParams, t.GoodNoise, t.BadNoise, strings.Join(append([]string{l.JobFile}, l.JobFiles...), " "))
-	if o.Machines > 1 {
-		fmt.Fprintf(stderr, "  %d identical machines: while one measures the commit git asks for, the others\n"+
-			"  measure the commits that come next after either verdict\n\n", o.Machines)
-	}
+	l.Describe(stderr, time.Since(started), o.Machines)
 
 	ro := runOptions{Job: l.JobFile, Jobs: append([]string{l.JobFile}, l.JobFiles...), Goods: []string{t.Good}, Bad: t.Bad, State: filepath.Join(dir, "state"), JSON: asJSON, Verbose: o.Verbose}
 	res, err := runJob(ctx, ro, stderr)
@@ -127,13 +111,4 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 		}
 	}
 	return runErr
-}
-
-func subjectOf(t *simlab.Tree, commit string) string {
-	for i, c := range t.Commits {
-		if c == commit && i < len(t.Subjects) {
-			return t.Subjects[i]
-		}
-	}
-	return ""
 }

@@ -5,16 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os/exec"
-	"path"
-	"path/filepath"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"kbisect/nightly"
 	"kbisect/progress"
-	"kbisect/worktree"
 )
 
 // exitRegression is nightly's answer when the newest release is noisier
@@ -94,7 +89,7 @@ EXIT STATUS
 // runNightly runs one night and answers as the flags ask: the message,
 // or the night's result as JSON, and the exit status its answer means.
 func runNightly(ctx context.Context, o nightlyOptions, stdout, stderr io.Writer) error {
-	ctx = traceCommands(ctx, o.Verbose, func(s string) { fmt.Fprintln(stderr, s) })
+	ctx = traceTo(ctx, o.Verbose, stderr)
 	res := &nightly.Result{}
 	no, err := nightlySetup(ctx, o, stderr, res)
 	if err == nil {
@@ -128,43 +123,13 @@ func runNightly(ctx context.Context, o nightlyOptions, stdout, stderr io.Writer)
 	return nil
 }
 
-// nightlySetup checks the flags and the job file, and wires the night:
-// what is wrong here is a usage error, and the night does not start.
+// nightlySetup wires the night the flags ask for: what is wrong here is
+// a usage error, and the night does not start.
 func nightlySetup(ctx context.Context, o nightlyOptions, stderr io.Writer, res *nightly.Result) (nightly.Options, error) {
-	switch {
-	case o.Job == "":
-		return nightly.Options{}, usagef("nightly: --job FILE is required")
-	case o.Remote == "":
-		return nightly.Options{}, usagef("nightly: --remote URL is required (where the releases are fetched from)")
-	case strings.HasPrefix(o.Remote, "-"):
-		return nightly.Options{}, usagef("nightly --remote %q: a URL or a path, not an option", o.Remote)
+	no, err := nightly.Setup(ctx, nightly.Request{Job: o.Job, Remote: o.Remote, Branch: o.Branch, Tags: o.Tags, DB: o.DB}, stderr)
+	if no.Job != nil {
+		res.Machine = no.Job.Machine.Name
 	}
-	if o.Branch != "" {
-		if err := exec.Command("git", "check-ref-format", "--branch", o.Branch).Run(); err != nil || strings.ContainsAny(o.Branch, "*?[") {
-			return nightly.Options{}, usagef("nightly --branch %q: not a branch name", o.Branch)
-		}
-	}
-	if _, err := path.Match(o.Tags, "v6.12.1"); err != nil {
-		return nightly.Options{}, usagef("nightly --tags %q: %v", o.Tags, err)
-	}
-	job, err := loadJob(o.Job, stderr)
-	if err != nil {
-		return nightly.Options{}, err
-	}
-	if err := job.CheckEnv(nil); err != nil {
-		return nightly.Options{}, usagef("nightly --job %v (set it, or run validate to see where it is used)", err)
-	}
-	res.Machine = job.Machine.Name
-	tree := string(job.Build.Tree)
-	wt, err := worktree.Open(ctx, tree)
-	if err != nil {
-		return nightly.Options{}, usagef("build.tree %s: %v", tree, err)
-	}
-	db := o.DB
-	if db == "" {
-		db = filepath.Join(wt.GitDir, "kbisect", "history.db")
-	}
-	return nightly.Options{Job: job, JobFile: o.Job, GitDir: wt.GitDir, Remote: o.Remote, Branch: o.Branch, Tags: o.Tags, DB: db,
-		Bisect: nightlyBisector(o.Verbose, stderr), Log: stderr,
-		Progress: progress.NewLines(stderr)}, nil
+	no.Bisect, no.Log, no.Progress = nightlyBisector(o.Verbose, stderr), stderr, progress.NewLines(stderr)
+	return no, err
 }

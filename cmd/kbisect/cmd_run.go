@@ -228,7 +228,7 @@ func runRun(ctx context.Context, o runOptions, stdout, stderr io.Writer) error {
 // runJob runs a bisection of kernels with its view on stderr.
 func runJob(ctx context.Context, o runOptions, stderr io.Writer) (*run.Result, error) {
 	view := newView(stderr)
-	ctx = traceCommands(ctx, o.Verbose, func(s string) { view.Emit(progress.Event{Kind: progress.Command, Text: s}) })
+	ctx = traceInto(ctx, o.Verbose, view)
 	jo := run.JobOptions{Range: o.bisectRange(), Jobs: o.Jobs, State: o.State, NoBuildAhead: o.NoBuildAhead,
 		ReportDir: o.ReportDir, Messages: stderr, Interactive: tty.Interactive(stderr) && os.Getenv("CI") == "", Progress: view}
 	if len(jo.Jobs) == 0 {

@@ -12,6 +12,7 @@ package simlab
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -321,4 +322,36 @@ func durationText(d time.Duration) string {
 		return strconv.FormatInt(int64(d/time.Microsecond), 10) + "us"
 	}
 	return strconv.FormatInt(int64(d), 10) + "ns"
+}
+
+// Describe says what the lab is, for kbisect demo: a simulation, made in
+// made, with machines identical machines.
+func (l *Lab) Describe(w io.Writer, made time.Duration, machines int) {
+	t := l.Tree
+	fmt.Fprintf(w, `kbisect demo: a SIMULATED lab (made in %.1fs, in %s)
+  tree:    %d generated commits, %s..%s; planted regression %s %q;
+           %d commits that do not build, %d that change only documentation
+  kernel:  a small C program built by make and gcc, as kbisect builds a kernel
+  host:    an emulated 64-CPU PREEMPT_RT machine over SSH on 127.0.0.1:%d
+           (%s), answering osnoise with noise modelled on the seed report:
+           on the isolated CPUs, interruptions of ~%v before the regression;
+           after it an interrupt storm of ~%v interruptions, ~49ms per 950ms period
+  job:     %s
+
+`, made.Seconds(), l.Dir, len(t.Commits), t.Good, t.Bad, t.Regression[:12], t.Subject(t.Regression),
+		len(t.Broken), len(t.DocOnly), l.Host.Port, BootParams, t.GoodNoise, t.BadNoise, strings.Join(append([]string{l.JobFile}, l.JobFiles...), " "))
+	if machines > 1 {
+		fmt.Fprintf(w, "  %d identical machines: while one measures the commit git asks for, the others\n"+
+			"  measure the commits that come next after either verdict\n\n", machines)
+	}
+}
+
+// Subject is a commit's subject line ("" when it is not the tree's).
+func (t *Tree) Subject(commit string) string {
+	for i, c := range t.Commits {
+		if c == commit && i < len(t.Subjects) {
+			return t.Subjects[i]
+		}
+	}
+	return ""
 }
