@@ -9,7 +9,9 @@ import (
 	"strings"
 
 	"kbisect/configs"
+	"kbisect/history"
 	"kbisect/internal/usage"
+	"kbisect/report"
 	"kbisect/worktree"
 )
 
@@ -54,7 +56,33 @@ func Setup(ctx context.Context, r Request, messages io.Writer) (Options, error) 
 	}
 	o.GitDir = wt.GitDir
 	if o.DB == "" {
-		o.DB = filepath.Join(wt.GitDir, "kbisect", "history.db")
+		o.DB = defaultDB(wt.GitDir)
 	}
 	return o, nil
+}
+
+// defaultDB is where a tree's history is kept when no --db says.
+func defaultDB(gitDir string) string { return filepath.Join(gitDir, "kbisect", "history.db") }
+
+// MachineHistory reads the history of the job's machine from db ("": the
+// job's tree's), for kbisect history.
+func MachineHistory(ctx context.Context, jobFile, db string, messages io.Writer) (report.History, *configs.Job, error) {
+	job, err := configs.Open(jobFile, messages)
+	if err != nil {
+		return report.History{}, nil, err
+	}
+	if db == "" {
+		wt, err := worktree.Open(ctx, string(job.Build.Tree))
+		if err != nil {
+			return report.History{}, nil, usage.Errorf("build.tree %s: %v", job.Build.Tree, err)
+		}
+		db = defaultDB(wt.GitDir)
+	}
+	d, err := history.Open(ctx, db)
+	if err != nil {
+		return report.History{}, nil, err
+	}
+	defer d.Close()
+	h, err := ReadHistory(ctx, d, job.Machine.Name)
+	return h, job, err
 }

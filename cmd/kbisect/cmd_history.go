@@ -3,17 +3,14 @@ package main
 import (
 	"context"
 	"io"
-	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
-	"kbisect/history"
 	"kbisect/nightly"
 	"kbisect/noise"
 	"kbisect/report"
-	"kbisect/worktree"
 )
 
 func historyCommand() *cli.Command {
@@ -50,23 +47,7 @@ func runHistory(ctx context.Context, jobFile, format, dbPath, output string, std
 	if !slices.Contains([]string{"text", "html", "json"}, format) {
 		return usagef("history --format %q: text, html or json", format)
 	}
-	job, err := loadJob(jobFile, stderr)
-	if err != nil {
-		return err
-	}
-	if dbPath == "" {
-		wt, err := worktree.Open(ctx, string(job.Build.Tree))
-		if err != nil {
-			return usagef("build.tree %s: %v", job.Build.Tree, err)
-		}
-		dbPath = filepath.Join(wt.GitDir, "kbisect", "history.db")
-	}
-	db, err := history.Open(ctx, dbPath)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	h, err := nightly.ReadHistory(ctx, db, job.Machine.Name)
+	h, job, err := nightly.MachineHistory(ctx, jobFile, dbPath, stderr)
 	if err != nil {
 		return err
 	}
