@@ -119,3 +119,13 @@ type BisectResult struct {
 	// FirstBad is the first bad commit's hash, when found.
 	FirstBad string
 }
+
+// JSONAnswer is the result as kbisect nightly --json prints it: measured
+// is a list, empty when nothing was, never null.
+func (r *Result) JSONAnswer() *Result {
+	c := *r
+	if c.Measured == nil {
+		c.Measured = []Measured{}
+	}
+	return &c
+}

@@ -43,3 +43,9 @@ func WorstWord(aggregate string) string {
 	}
 	return aggregate
 }
+
+// ParsedJSON is kbisect parse --json: the measurement and its summary.
+type ParsedJSON struct {
+	*noise.Measurement
+	Summary noise.Summary `json:"summary"`
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"kbisect/configs"
 	"kbisect/qemu"
 )
 
@@ -43,16 +44,12 @@ EXAMPLES
 }
 
 func runLabImage(ctx context.Context, dir, suite, mirror, size string, stderr io.Writer) error {
-	var bytes int64
-	if _, err := fmt.Sscanf(size, "%dGiB", &bytes); err == nil {
-		bytes <<= 30
-	} else if _, err := fmt.Sscanf(size, "%dMiB", &bytes); err == nil {
-		bytes <<= 20
-	} else {
+	bytes, err := configs.ParseSize(size)
+	if err != nil || bytes < 1<<20 {
 		return usagef("lab image --size %q: give it in MiB or GiB (2GiB)", size)
 	}
 	start := time.Now()
-	if err := qemu.BuildImage(ctx, dir, suite, mirror, bytes, stderr); err != nil {
+	if err := qemu.BuildImage(ctx, dir, suite, mirror, int64(bytes), stderr); err != nil {
 		return err
 	}
 	fmt.Fprintf(stderr, "kbisect lab image: %s ready in %.0fs\n", qemu.Image{Dir: dir}.RootFS(), time.Since(start).Seconds())

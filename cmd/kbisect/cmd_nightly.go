@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 
@@ -10,6 +9,7 @@ import (
 
 	"kbisect/nightly"
 	"kbisect/progress"
+	"kbisect/report"
 )
 
 // exitRegression is nightly's answer when the newest release is noisier
@@ -98,11 +98,7 @@ func runNightly(ctx context.Context, o nightlyOptions, stdout, stderr io.Writer)
 		res.Result, res.Error = nightly.Aborted, err.Error()
 	}
 	if o.JSON {
-		if res.Measured == nil {
-			res.Measured = []nightly.Measured{}
-		}
-		b, _ := json.MarshalIndent(res, "", "  ")
-		fmt.Fprintln(stdout, string(b))
+		report.WriteJSON(stdout, res.JSONAnswer())
 		if err != nil {
 			return &reportedError{err}
 		}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"kbisect/noise"
+	"kbisect/report"
 )
 
 func parseCommand() *cli.Command {
@@ -75,15 +75,8 @@ func runParse(tool, file string, asJSON, markdown bool, stdin io.Reader, stdout 
 	}
 	switch {
 	case asJSON:
-		b, err := json.MarshalIndent(struct {
-			*noise.Measurement
-			Summary noise.Summary `json:"summary"`
-		}{m, noise.Summarize(m)}, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(stdout, "%s\n", b)
-		return err
+		report.WriteJSON(stdout, report.ParsedJSON{Measurement: m, Summary: noise.Summarize(m)})
+		return nil
 	case markdown:
 		return noise.WriteMarkdown(stdout, m)
 	}
