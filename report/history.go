@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"kbisect/internal/commitid"
+	"kbisect/noise"
 	"slices"
 	"strings"
 	"time"
@@ -182,7 +183,7 @@ func historyDocument(h History, metric, text string, generated time.Time) *Docum
 // whole range.
 func measuredRow(t Tested) Tested {
 	if len(t.Values) > 0 {
-		t.Median, t.Low, t.High = median(t.Values), slices.Min(t.Values), slices.Max(t.Values)
+		t.Median, t.Low, t.High = noise.Median(t.Values), slices.Min(t.Values), slices.Max(t.Values)
 	}
 	return t
 }

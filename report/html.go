@@ -8,6 +8,7 @@ import (
 	"math"
 
 	"kbisect/internal/commitid"
+	"kbisect/noise"
 )
 
 // page is what the HTML template shows: the document, and what is
@@ -109,7 +110,7 @@ func newABView(m Metric, ab *AB) *abView {
 			for _, x := range s.Values {
 				lo, hi = math.Min(lo, x), math.Max(hi, x)
 			}
-			sv.Median = m.Format(median(s.Values))
+			sv.Median = m.Format(noise.Median(s.Values))
 			sv.Range = m.Format(lo) + " – " + m.Format(hi)
 		}
 		v.Sides = append(v.Sides, sv)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"kbisect/internal/commitid"
+	"kbisect/noise"
 )
 
 // The JUnit schema as CI systems (Jenkins, GitLab, GitHub test reporters)
@@ -182,7 +183,7 @@ func abCases(m Metric, ab *AB, failOnDifference bool) []junitCase {
 			for _, v := range s.Values {
 				lo, hi = math.Min(lo, v), math.Max(hi, v)
 			}
-			out += fmt.Sprintf("median %s (%s – %s) over %d samples\n", m.Format(median(s.Values)), m.Format(lo), m.Format(hi), len(s.Values))
+			out += fmt.Sprintf("median %s (%s – %s) over %d samples\n", m.Format(noise.Median(s.Values)), m.Format(lo), m.Format(hi), len(s.Values))
 		}
 		if len(s.PerCPU) > 0 {
 			worst := s.PerCPU[0]

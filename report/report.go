@@ -17,7 +17,6 @@ package report
 
 import (
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -220,18 +219,4 @@ func group(s string) string {
 	}
 	b.WriteString(frac)
 	return b.String()
-}
-
-// median of values, which it does not modify; NaN when there are none.
-func median(values []float64) float64 {
-	if len(values) == 0 {
-		return math.NaN()
-	}
-	s := append([]float64(nil), values...)
-	sort.Float64s(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"kbisect/noise"
 	"math"
 	"regexp"
 	"strings"
@@ -27,7 +28,7 @@ func spread(center float64, n int) []float64 {
 func tested(commit, subject, verdict string, values []float64) Tested {
 	t := Tested{Commit: commit, Subject: subject, Verdict: verdict, Values: values}
 	if len(values) > 0 {
-		t.Median = median(values)
+		t.Median = noise.Median(values)
 		t.Low, t.High = math.Inf(1), math.Inf(-1)
 		for _, v := range values {
 			t.Low, t.High = math.Min(t.Low, v), math.Max(t.High, v)

@@ -156,7 +156,7 @@ func perCPU(ev *lab.Evidence, metric Metric) []CPUValue {
 
 // MedianRange is the median, least and greatest of values (not empty).
 func MedianRange(values []float64) (med, lo, hi float64) {
-	return median(values), slices.Min(values), slices.Max(values)
+	return noise.Median(values), slices.Min(values), slices.Max(values)
 }
 
 // summaryLines are the first paragraph of a text

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"kbisect/internal/commitid"
+	"kbisect/noise"
 )
 
 // Colours of the plots: verdicts as a reader expects them, and the two
@@ -377,7 +378,7 @@ func samplesPlot(m Metric, ab *AB) string {
 				num(a.pos(v)), num(mid+(f-0.5)*bandH*0.8), colors[k],
 				esc(fmt.Sprintf("%s, sample %d: %s", s.Name, i+1, m.Format(v))))
 		}
-		med := median(s.Values)
+		med := noise.Median(s.Values)
 		x := a.pos(med)
 		c.line(x, bandTop, x, bandTop+bandH, colorAxis, 2, "")
 		anchor, dx := "start", 4.0
