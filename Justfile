@@ -2,7 +2,7 @@
 
 # Fast tests, as CI runs them.
 test:
-    go test ./...
+    go test -timeout 30m ./...
 
 # Tests with the race detector.
 race:
