@@ -17,6 +17,7 @@ import (
 	"kbisect/noise"
 	"kbisect/progress"
 	"kbisect/remote"
+	"kbisect/verdict"
 )
 
 // Phase is what the pipeline is doing with a commit.
@@ -141,11 +142,11 @@ func (p *Pipeline) Test(ctx context.Context, commit plumbing.Hash) (bisect.Outco
 func outcome(ev *Evidence) bisect.Outcome {
 	switch ev.Verdict {
 	case string(noise.Good):
-		return bisect.Outcome{Verdict: bisect.Good, Note: ev.Reason}
+		return bisect.Outcome{Verdict: verdict.Good, Note: ev.Reason}
 	case string(noise.Bad):
-		return bisect.Outcome{Verdict: bisect.Bad, Note: ev.Reason}
+		return bisect.Outcome{Verdict: verdict.Bad, Note: ev.Reason}
 	}
-	return bisect.Outcome{Verdict: bisect.Skip, Note: ev.Reason}
+	return bisect.Outcome{Verdict: verdict.Skip, Note: ev.Reason}
 }
 
 // Evidence returns a commit's evidence: kept from an earlier run in the

@@ -10,6 +10,7 @@ import (
 
 	"kbisect/bisect"
 	"kbisect/noise"
+	"kbisect/verdict"
 )
 
 // speedKtest is ktest.pl's bisect: every step builds (the first cold),
@@ -37,9 +38,9 @@ func speedKtest(tb testing.TB, r *speedRange, lab speedLab) speedResult {
 		for range 10 {
 			sum += draw()
 		}
-		v := bisect.Good
+		v := verdict.Good
 		if sum/10 > lab.rule.Threshold {
-			v = bisect.Bad
+			v = verdict.Bad
 		}
 		res.tested = append(res.tested, fmt.Sprintf("%.8s:%v:10", step.Commit, v))
 		if err := s.Mark(step.Commit, v); err != nil {
@@ -197,8 +198,8 @@ func speedThreeHosts(tb testing.TB, r *speedRange, lab speedLab) speedResult {
 			return res
 		}
 		m := step.Commit
-		after := map[bisect.Verdict]plumbing.Hash{}
-		for _, v := range []bisect.Verdict{bisect.Bad, bisect.Good} {
+		after := map[verdict.Verdict]plumbing.Hash{}
+		for _, v := range []verdict.Verdict{verdict.Bad, verdict.Good} {
 			f := s.Fork(g2)
 			if err := f.Mark(m, v); err != nil {
 				tb.Fatal(err)
@@ -217,7 +218,7 @@ func speedThreeHosts(tb testing.TB, r *speedRange, lab speedLab) speedResult {
 			took time.Duration
 		}
 		other := map[plumbing.Hash]measured{}
-		for i, v := range []bisect.Verdict{bisect.Bad, bisect.Good} {
+		for i, v := range []verdict.Verdict{verdict.Bad, verdict.Good} {
 			if n := after[v]; !n.IsZero() {
 				d, xs, took := run(hosts[1+i], n, rule)
 				other[n] = measured{d, len(xs), took}
@@ -235,7 +236,7 @@ func speedThreeHosts(tb testing.TB, r *speedRange, lab speedLab) speedResult {
 			tb.Fatal(err)
 		}
 		follow, ok := other[after[vM]]
-		if vM != bisect.Skip && ok && next.Kind == bisect.StepTest && next.Commit == after[vM] {
+		if vM != verdict.Skip && ok && next.Kind == bisect.StepTest && next.Commit == after[vM] {
 			note(next.Commit, follow.d, follow.n)
 			end = max(end, res.wall+follow.took)
 			if err := s.Mark(next.Commit, speedVerdict(follow.d.Verdict)); err != nil {

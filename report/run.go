@@ -16,6 +16,7 @@ import (
 	"kbisect/internal/wrap"
 	"kbisect/lab"
 	"kbisect/noise"
+	"kbisect/verdict"
 )
 
 // Run is what a run --job found and why, read from its state
@@ -125,7 +126,7 @@ func (r *Run) rows() []runRow {
 		}
 	}
 	for _, t := range r.Result.Tested {
-		add(t.Commit.String(), t.Verdict.String(), r.evidence(t.Commit.String()))
+		add(t.Commit.String(), string(t.Verdict), r.evidence(t.Commit.String()))
 	}
 	hs := make([]plumbing.Hash, len(rows))
 	for i := range rows {
@@ -434,7 +435,7 @@ func (r *Run) lastGood() *lab.Evidence {
 		}
 	}
 	for i := len(r.Result.Tested) - 1; i >= 0; i-- {
-		if r.Result.Tested[i].Verdict == bisect.Good {
+		if r.Result.Tested[i].Verdict == verdict.Good {
 			if ev := r.evidence(r.Result.Tested[i].Commit.String()); ev != nil && len(ev.Samples) > 0 {
 				return ev
 			}
