@@ -94,9 +94,9 @@ func speedKbisect(tb testing.TB, r *speedRange, lab speedLab, a speedAhead) (res
 	}
 	for _, end := range []struct {
 		commit plumbing.Hash
-		want   noise.Verdict
+		want   verdict.Verdict
 		values *[]float64
-	}{{r.bad, noise.Bad, &rule.Bad}, {r.good, noise.Good, &rule.Good}} {
+	}{{r.bad, verdict.Bad, &rule.Bad}, {r.good, verdict.Good, &rule.Good}} {
 		if a.depth > 0 {
 			t = b.wait(t, end.commit)
 		}
@@ -177,7 +177,7 @@ func speedThreeHosts(tb testing.TB, r *speedRange, lab speedLab) speedResult {
 	note(r.bad, dBad, len(xsBad))
 	note(r.good, dGood, len(xsGood))
 	res.wall = max(tookBad, tookGood)
-	if dBad.Verdict != noise.Bad || dGood.Verdict != noise.Good {
+	if dBad.Verdict != verdict.Bad || dGood.Verdict != verdict.Good {
 		res.kind = bisect.StepNotReproduced
 		return res
 	}

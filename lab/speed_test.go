@@ -225,11 +225,11 @@ func speedMeasure(tb testing.TB, rule noise.Rule, draw func() float64) (noise.De
 }
 
 // speedVerdict is the verdict the pipeline hands the session.
-func speedVerdict(v noise.Verdict) verdict.Verdict {
+func speedVerdict(v verdict.Verdict) verdict.Verdict {
 	switch v {
-	case noise.Good:
+	case verdict.Good:
 		return verdict.Good
-	case noise.Bad:
+	case verdict.Bad:
 		return verdict.Bad
 	}
 	return verdict.Skip

@@ -8,6 +8,7 @@ import (
 	"math"
 
 	"kbisect/internal/commitid"
+	"kbisect/verdict"
 )
 
 // page is what the HTML template shows: the document, and what is
@@ -67,7 +68,7 @@ func WriteHTML(w io.Writer, d *Document) error {
 		for _, t := range d.Tested {
 			r := row{
 				Short: commitid.Short(t.Commit), Commit: t.Commit, Subject: t.Subject,
-				Verdict: t.Verdict, Class: verdictClass(t.Verdict),
+				Verdict: string(t.Verdict), Class: verdictClass(t.Verdict),
 				Endpoint: t.Endpoint, Culprit: t.Culprit, Note: t.Note,
 				Samples: len(t.Values),
 			}
@@ -138,10 +139,10 @@ func resultClass(result string) string {
 	return "neutral"
 }
 
-func verdictClass(v string) string {
+func verdictClass(v verdict.Verdict) string {
 	switch v {
-	case "good", "bad":
-		return v
+	case verdict.Good, verdict.Bad:
+		return string(v)
 	}
 	return "skip"
 }

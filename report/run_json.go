@@ -47,12 +47,12 @@ type FindGoodJSON struct {
 }
 
 type FindTryJSON struct {
-	Tag     string  `json:"tag"`
-	Commit  string  `json:"commit"`
-	Verdict string  `json:"verdict"`
-	Reason  string  `json:"reason"`
-	Median  float64 `json:"median,omitempty"`
-	Seconds float64 `json:"seconds"`
+	Tag     string          `json:"tag"`
+	Commit  string          `json:"commit"`
+	Verdict verdict.Verdict `json:"verdict"`
+	Reason  string          `json:"reason"`
+	Median  float64         `json:"median,omitempty"`
+	Seconds float64         `json:"seconds"`
 }
 
 type ConfirmationJSON struct {
