@@ -7,11 +7,13 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"kbisect/verdict"
 )
 
 // Outcome is what a tester says of one commit.
 type Outcome struct {
-	Verdict  Verdict
+	Verdict  verdict.Verdict
 	ExitCode *int   // the exit status of a test command, when there is one
 	Note     string // a short word on why, e.g. "exit 125"
 }
@@ -35,7 +37,7 @@ const (
 // Tested is one verdict of the session.
 type Tested struct {
 	Commit  plumbing.Hash
-	Verdict Verdict
+	Verdict verdict.Verdict
 	Seconds float64
 	Source  string
 }
@@ -69,7 +71,7 @@ func Drive(ctx context.Context, s *Session, log *StateLog, test TestFunc, p Prog
 		}
 		if r.Event == EventVerdict {
 			h, _ := parseHex(r.Commit)
-			v, _ := ParseVerdict(r.Verdict)
+			v, _ := verdict.Parse(string(r.Verdict))
 			res.Tested = append(res.Tested, Tested{Commit: h, Verdict: v, Seconds: r.Seconds, Source: r.Source})
 		}
 	}
@@ -132,14 +134,14 @@ func Drive(ctx context.Context, s *Session, log *StateLog, test TestFunc, p Prog
 			}
 			return res, err
 		}
-		if out.Verdict != Good && out.Verdict != Bad && out.Verdict != Skip {
+		if !out.Verdict.Valid() {
 			res.Kind = Aborted
 			return res, fmt.Errorf("tester gave no verdict for %s", step.Commit)
 		}
 		rec := Record{
 			Event:    EventVerdict,
 			Commit:   step.Commit.String(),
-			Verdict:  out.Verdict.String(),
+			Verdict:  out.Verdict,
 			Seconds:  elapsed.Seconds(),
 			ExitCode: out.ExitCode,
 			Source:   "test",

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"kbisect/verdict"
 )
 
 // GitLog renders a session log in the format of `git bisect log`, so that
@@ -50,7 +52,7 @@ func GitLog(g *Graph, records []Record, result *Step) (string, error) {
 		if r.Event != EventVerdict {
 			continue
 		}
-		comment(r.Verdict, r.Commit)
+		comment(string(r.Verdict), r.Commit)
 		fmt.Fprintf(&b, "git bisect %s %s\n", r.Verdict, r.Commit)
 	}
 	if result != nil {
@@ -121,7 +123,7 @@ type Replay struct {
 // ReplayMark is one verdict line of a git bisect log.
 type ReplayMark struct {
 	Line    int
-	Verdict Verdict
+	Verdict verdict.Verdict
 	Rev     string
 }
 
@@ -181,13 +183,13 @@ func ParseGitLog(name string, r io.Reader) (*Replay, error) {
 			if !started {
 				return nil, fmt.Errorf("%s:%d: %q before \"git bisect start\"", name, line, text)
 			}
-			v, _ := ParseVerdict(cmd)
+			v, _ := verdict.Parse(cmd)
 			for _, rev := range strings.Fields(args) {
-				if v == Bad && rep.Bad == "" {
+				if v == verdict.Bad && rep.Bad == "" {
 					rep.Bad = rev
 					continue
 				}
-				if v == Good && rep.Bad == "" && len(rep.Marks) == 0 {
+				if v == verdict.Good && rep.Bad == "" && len(rep.Marks) == 0 {
 					rep.Goods = append(rep.Goods, rev)
 					continue
 				}
@@ -212,7 +214,7 @@ func ParseGitLog(name string, r io.Reader) (*Replay, error) {
 		// The range given as verdicts after an empty start: the first good
 		// one starts it, the others are verdicts like any.
 		for i, m := range rep.Marks {
-			if m.Verdict == Good {
+			if m.Verdict == verdict.Good {
 				rep.Goods = []string{m.Rev}
 				rep.Marks = append(rep.Marks[:i:i], rep.Marks[i+1:]...)
 				break

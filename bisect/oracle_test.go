@@ -14,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"kbisect/internal/testrepo"
+	"kbisect/verdict"
 )
 
 // oracleCase is one bisection of a generated history: the truth (which
@@ -172,12 +173,12 @@ func runEngine(t testing.TB, c *oracleCase) gitOutcome {
 		if !ok {
 			t.Fatalf("engine chose %s, which is not in the history", sha)
 		}
-		v := Good
+		v := verdict.Good
 		switch {
 		case c.skips[i]:
-			v = Skip
+			v = verdict.Skip
 		case c.isBad(i):
-			v = Bad
+			v = verdict.Bad
 		}
 		if err := s.Mark(st.Commit, v); err != nil {
 			t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"kbisect/internal/testrepo"
+	"kbisect/verdict"
 )
 
 // stableRepo writes a linear history tagged as a stable tree: v6.11 at
@@ -252,9 +253,9 @@ func bisectSteps(t *testing.T, g *Graph, bad, good plumbingHash, isBad func(plum
 		if st.Kind != StepTest {
 			t.Fatalf("step %v", st.Kind)
 		}
-		v := Good
+		v := verdict.Good
 		if isBad(st.Commit) {
-			v = Bad
+			v = verdict.Bad
 		}
 		if err := s.Mark(st.Commit, v); err != nil {
 			t.Fatal(err)

@@ -7,45 +7,9 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"kbisect/verdict"
 )
-
-// Verdict is the outcome of testing one commit. Its zero value is invalid,
-// so a tester that forgets to set it cannot pass for "good".
-type Verdict uint8
-
-// The verdicts, with git's names.
-const (
-	_ Verdict = iota
-	Good
-	Bad
-	Skip
-)
-
-func (v Verdict) String() string {
-	switch v {
-	case Good:
-		return "good"
-	case Bad:
-		return "bad"
-	case Skip:
-		return "skip"
-	}
-	return fmt.Sprintf("verdict(%d)", uint8(v))
-}
-
-// ParseVerdict accepts good, bad and skip, and git's alternative terms old
-// and new.
-func ParseVerdict(s string) (Verdict, error) {
-	switch s {
-	case "good", "old":
-		return Good, nil
-	case "bad", "new":
-		return Bad, nil
-	case "skip":
-		return Skip, nil
-	}
-	return 0, fmt.Errorf("unknown verdict %q (want good, bad or skip)", s)
-}
 
 // StepKind says what the session wants next.
 type StepKind uint8
@@ -144,16 +108,16 @@ func (s *Session) Fork(g *Graph) *Session {
 }
 
 // Mark records a verdict on commit h.
-func (s *Session) Mark(h plumbing.Hash, v Verdict) error {
+func (s *Session) Mark(h plumbing.Hash, v verdict.Verdict) error {
 	switch v {
-	case Good:
+	case verdict.Good:
 		s.addGood(h)
-	case Bad:
+	case verdict.Bad:
 		s.bad = h
-	case Skip:
+	case verdict.Skip:
 		s.skips[h] = true
 	default:
-		return fmt.Errorf("mark %s: invalid verdict %v", h, v)
+		return fmt.Errorf("mark %s: invalid verdict %q", h, v)
 	}
 	return nil
 }

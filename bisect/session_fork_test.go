@@ -6,6 +6,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"kbisect/internal/testrepo"
+	"kbisect/verdict"
 )
 
 // TestAForkSaysWhatComesNextAfterEitherVerdict: the commit a fork picks
@@ -25,7 +26,7 @@ func TestAForkSaysWhatComesNextAfterEitherVerdict(t *testing.T) {
 		t.Cleanup(func() { g.Close() })
 		return g
 	}
-	for _, v := range []Verdict{Good, Bad, Skip} {
+	for _, v := range []verdict.Verdict{verdict.Good, verdict.Bad, verdict.Skip} {
 		s := NewSession(open(), plumbing.NewHash(hashes[h.Mainline]), []plumbing.Hash{plumbing.NewHash(hashes[0])}, false)
 		step, err := s.Next()
 		if err != nil || step.Kind != StepTest {

@@ -15,6 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"kbisect/internal/atomicfile"
+	"kbisect/verdict"
 )
 
 // LogVersion is the version of the session log format.
@@ -47,12 +48,12 @@ type Record struct {
 	Meta        map[string]string `json:"meta,omitempty"`
 
 	// verdict
-	Commit   string  `json:"commit,omitempty"`
-	Verdict  string  `json:"verdict,omitempty"`
-	Seconds  float64 `json:"seconds,omitempty"`
-	ExitCode *int    `json:"exit_code,omitempty"`
-	Source   string  `json:"source,omitempty"` // "exec", "replay", …
-	Note     string  `json:"note,omitempty"`
+	Commit   string          `json:"commit,omitempty"`
+	Verdict  verdict.Verdict `json:"verdict,omitempty"`
+	Seconds  float64         `json:"seconds,omitempty"`
+	ExitCode *int            `json:"exit_code,omitempty"`
+	Source   string          `json:"source,omitempty"` // "exec", "replay", …
+	Note     string          `json:"note,omitempty"`
 }
 
 // StateLog is the append-only session log in a state directory. Every
@@ -268,7 +269,7 @@ func Restore(g *Graph, records []Record) (*Session, *Record, error) {
 			if !ok {
 				return nil, nil, fmt.Errorf("session log record %d: commit %q is not a commit name", i+2, r.Commit)
 			}
-			v, err := ParseVerdict(r.Verdict)
+			v, err := verdict.Parse(string(r.Verdict))
 			if err != nil {
 				return nil, nil, fmt.Errorf("session log record %d: %w", i+2, err)
 			}

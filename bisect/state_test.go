@@ -2,6 +2,7 @@ package bisect
 
 import (
 	"fmt"
+	"kbisect/verdict"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -106,7 +107,7 @@ func TestParseGitLogReadsWhatGitWrites(t *testing.T) {
 		t.Errorf("start: %+v", rep)
 	}
 
-	want := []ReplayMark{{5, Good, x}, {6, Skip, y}, {7, Bad, g2}}
+	want := []ReplayMark{{5, verdict.Good, x}, {6, verdict.Skip, y}, {7, verdict.Bad, g2}}
 	if len(rep.Marks) != len(want) {
 		t.Fatalf("marks %+v", rep.Marks)
 	}

@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"kbisect/verdict"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -230,8 +231,9 @@ type Measurement struct {
 	Median    float64
 	Threshold float64
 	// Verdict is good, bad, skip or unsure, or drift: the baseline,
-	// measured again beside it, is bad too (the machine changed).
-	Verdict string
+	// measured again beside it, is bad too (the machine changed). The
+	// column holds its word (TEXT).
+	Verdict verdict.Verdict
 	Reason  string
 	// Baseline is the release it was judged against ("" for none: an
 	// absolute threshold decided it alone).
@@ -271,7 +273,7 @@ func (d *DB) AddMeasurement(ctx context.Context, w Where, m Measurement) (int64,
 			samples, median, threshold, verdict, reason, night, measured_at, state_dir, baseline_tag)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		m.Tag, m.Commit, m.Release, m.Signature, m.Metric, m.Kind, string(values), m.Median, m.Threshold,
-		m.Verdict, m.Reason, m.Night, m.MeasuredAt.UTC().Format(timeFormat), m.StateDir, m.Baseline)
+		string(m.Verdict), m.Reason, m.Night, m.MeasuredAt.UTC().Format(timeFormat), m.StateDir, m.Baseline)
 }
 
 // Measurements returns the machine's measurements on the tree, oldest

@@ -11,6 +11,7 @@ import (
 	"kbisect/bisect"
 	"kbisect/kbuild"
 	"kbisect/progress"
+	"kbisect/verdict"
 )
 
 // Ahead builds, while the host measures a commit, the commits that come
@@ -56,7 +57,7 @@ func (a *Ahead) Plan(step bisect.Step) {
 		return
 	}
 	var next []string
-	for _, v := range []bisect.Verdict{bisect.Bad, bisect.Good} {
+	for _, v := range []verdict.Verdict{verdict.Bad, verdict.Good} {
 		f := a.Session.Fork(a.Graph)
 		if err := f.Mark(step.Commit, v); err != nil {
 			continue

@@ -11,6 +11,7 @@ import (
 	"kbisect/internal/commitid"
 	"kbisect/noise"
 	"kbisect/remote"
+	"kbisect/verdict"
 )
 
 // Calibration is what the endpoints measured before the bisection: the
@@ -47,8 +48,8 @@ func (c *Calibration) judge(base noise.Rule, goodName, badName string) error {
 		// A relative rule has nothing to go by when the bad endpoint is
 		// no worse than the good one.
 		alike := fmt.Sprintf("median %s, no worse than the good endpoint's %s", noise.FormatValue(rule.MetricKind, noise.Median(c.Bad.Values)), noise.FormatValue(rule.MetricKind, noise.Median(c.Good.Values)))
-		dBad = noise.Decision{Verdict: noise.Unsure, N: len(c.Bad.Values), Median: noise.Median(c.Bad.Values), Reason: alike}
-		dGood = noise.Decision{Verdict: noise.Unsure, N: len(c.Good.Values), Median: noise.Median(c.Good.Values), Reason: fmt.Sprintf("median %s", noise.FormatValue(rule.MetricKind, noise.Median(c.Good.Values)))}
+		dBad = noise.Decision{Verdict: verdict.Unsure, N: len(c.Bad.Values), Median: noise.Median(c.Bad.Values), Reason: alike}
+		dGood = noise.Decision{Verdict: verdict.Unsure, N: len(c.Good.Values), Median: noise.Median(c.Good.Values), Reason: fmt.Sprintf("median %s", noise.FormatValue(rule.MetricKind, noise.Median(c.Good.Values)))}
 	} else {
 		if dBad, err = rule.Decide(c.Bad.Values); err != nil {
 			return err
@@ -63,23 +64,20 @@ func (c *Calibration) judge(base noise.Rule, goodName, badName string) error {
 	}{{c.Bad, dBad}, {c.Good, dGood}} {
 		d := e.d
 		e.ev.Decision = &d
-		e.ev.Verdict, e.ev.Reason = string(d.Verdict), d.Reason
-		if d.Verdict == noise.Unsure {
-			e.ev.Verdict = verdictSkip
-		}
+		e.ev.Verdict, e.ev.Reason = ofRule(d.Verdict), d.Reason
 	}
 	c.Reproduced, c.GoodIsBad = false, false
 	switch {
-	case dBad.Verdict != noise.Bad && base.Kind != noise.Absolute:
+	case dBad.Verdict != verdict.Bad && base.Kind != noise.Absolute:
 		c.GoodIsBad = true
 		c.Reason = fmt.Sprintf("the endpoints measure alike: bad %s: %s; %s threshold cannot tell whether the good endpoint %s already has the regression or the workload does not see it",
 			commitid.Short(badName), dBad.Reason, thresholdWord(base.Kind), commitid.Short(goodName))
-	case dBad.Verdict != noise.Bad:
+	case dBad.Verdict != verdict.Bad:
 		c.Reason = fmt.Sprintf("the bad endpoint %s is not bad: %s; check the threshold against these numbers, that the workload runs on the isolated CPUs (workload.cpus), and that the kernel booted with the machine's isolation parameters (boot.params) — the bad endpoint is never moved", commitid.Short(badName), dBad.Reason)
-	case dGood.Verdict == noise.Bad:
+	case dGood.Verdict == verdict.Bad:
 		c.GoodIsBad = true
 		c.Reason = fmt.Sprintf("the good endpoint %s is bad too: %s; the regression is older than it", commitid.Short(goodName), dGood.Reason)
-	case dGood.Verdict != noise.Good:
+	case dGood.Verdict != verdict.Good:
 		c.Reason = fmt.Sprintf("the good endpoint %s is not good: %s", commitid.Short(goodName), dGood.Reason)
 	default:
 		c.Reproduced = true
@@ -162,7 +160,7 @@ func calibrate(ctx context.Context, pipes []*Pipeline, good, bad string) (*Calib
 		if err := p.save(ev); err != nil {
 			return nil, err
 		}
-		if ev.Signature != "" && ev.Verdict != verdictSkip {
+		if ev.Signature != "" && ev.Verdict != verdict.Skip {
 			p.bySig[ev.Signature] = ev
 		}
 	}

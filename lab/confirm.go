@@ -10,6 +10,7 @@ import (
 	"kbisect/internal/atomicfile"
 	"kbisect/internal/commitid"
 	"kbisect/noise"
+	"kbisect/verdict"
 	"kbisect/worktree"
 )
 
@@ -121,9 +122,10 @@ func confirm(ctx context.Context, pipes []*Pipeline, culprit string, parents []s
 		c.Flags = append(c.Flags, fmt.Sprintf("the first bad commit does not change the kernel binary (signature %s, as its parent's): its verdict is noise, not its code", commitid.Short(c.Culprit.Signature)))
 	}
 	for _, side := range []struct {
-		name, want string
-		ev         *Evidence
-	}{{"the first bad commit", string(noise.Bad), c.Culprit}, {"its parent", string(noise.Good), c.Parent}} {
+		name string
+		want verdict.Verdict
+		ev   *Evidence
+	}{{"the first bad commit", verdict.Bad, c.Culprit}, {"its parent", verdict.Good, c.Parent}} {
 		if side.ev.Verdict != side.want {
 			c.Flags = append(c.Flags, fmt.Sprintf("measured again, %s %s is %s, not %s: %s", side.name, commitid.Short(side.ev.Commit), side.ev.Verdict, side.want, side.ev.Reason))
 		}
@@ -139,7 +141,7 @@ func confirm(ctx context.Context, pipes []*Pipeline, culprit string, parents []s
 			c.Flags = append(c.Flags, "the bad endpoint with it reverted: "+c.Reverted.Report.Conclusion)
 		}
 	}
-	c.Confirmed = worse && revertHelps && c.Culprit.Verdict == string(noise.Bad) && c.Parent.Verdict == string(noise.Good)
+	c.Confirmed = worse && revertHelps && c.Culprit.Verdict == verdict.Bad && c.Parent.Verdict == verdict.Good
 	if err := atomicfile.WriteJSON(p.confirmationPath(), c); err != nil {
 		return nil, err
 	}
@@ -166,13 +168,9 @@ func (p *Pipeline) side(res *ABResult, side string) *Evidence {
 	d, err := rule.Decide(ev.Values)
 	switch {
 	case err != nil:
-		ev.Verdict, ev.Reason = verdictSkip, err.Error()
-	case d.Verdict == noise.Good || d.Verdict == noise.Bad:
-		ev.Decision = &d
-		ev.Verdict, ev.Reason = string(d.Verdict), d.Reason
+		ev.Verdict, ev.Reason = verdict.Skip, err.Error()
 	default:
-		ev.Decision = &d
-		ev.Verdict, ev.Reason = verdictSkip, "unsure: "+d.Reason
+		setVerdict(ev, d)
 	}
 	return ev
 }

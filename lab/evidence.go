@@ -8,6 +8,7 @@ import (
 
 	"kbisect/internal/atomicfile"
 	"kbisect/noise"
+	"kbisect/verdict"
 )
 
 // Evidence is everything the pipeline learned about one commit.
@@ -16,8 +17,8 @@ type Evidence struct {
 	Release   string `json:"release,omitempty"`
 	Signature string `json:"signature,omitempty"`
 	// Verdict is good, bad or skip; Reason says why in a line.
-	Verdict string `json:"verdict"`
-	Reason  string `json:"reason"`
+	Verdict verdict.Verdict `json:"verdict"`
+	Reason  string          `json:"reason"`
 	// SameAs names the commit whose kernel had the same signature, when
 	// its measurement was reused.
 	SameAs   string          `json:"same_as,omitempty"`
@@ -137,7 +138,7 @@ func (p *Pipeline) init() error {
 		if err != nil {
 			return err
 		}
-		if ev.Signature != "" && ev.SameAs == "" && (ev.Verdict == string(noise.Good) || ev.Verdict == string(noise.Bad)) {
+		if ev.Signature != "" && ev.SameAs == "" && (ev.Verdict == verdict.Good || ev.Verdict == verdict.Bad) {
 			p.bySig[ev.Signature] = ev
 		}
 	}
@@ -164,4 +165,15 @@ func saveRaw(dir string, n, try int, raw noise.Raw) error {
 		return atomicfile.WriteFile(filepath.Join(dir, name+".err"), raw.Stderr)
 	}
 	return nil
+}
+
+// ofRule is the evidence's verdict for a noise rule's: good and bad
+// stand, and a rule not sure (Unsure) is a skip, since a bisection cannot
+// place an unsure kernel. It is the one place where a rule's verdict
+// becomes a bisection's.
+func ofRule(v verdict.Verdict) verdict.Verdict {
+	if v == verdict.Good || v == verdict.Bad {
+		return v
+	}
+	return verdict.Skip
 }

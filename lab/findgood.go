@@ -10,6 +10,7 @@ import (
 	"kbisect/internal/atomicfile"
 	"kbisect/internal/commitid"
 	"kbisect/noise"
+	"kbisect/verdict"
 )
 
 // Search is the walk back from a good endpoint that measured bad, to an
@@ -35,10 +36,10 @@ type Search struct {
 
 // Try is one release of the walk.
 type Try struct {
-	Tag     string `json:"tag"`
-	Commit  string `json:"commit"`
-	Verdict string `json:"verdict"`
-	Reason  string `json:"reason"`
+	Tag     string          `json:"tag"`
+	Commit  string          `json:"commit"`
+	Verdict verdict.Verdict `json:"verdict"`
+	Reason  string          `json:"reason"`
 	// Median of the samples, in the metric's unit (none when not
 	// measured).
 	Median  float64 `json:"median,omitempty"`
@@ -96,7 +97,7 @@ func findGood(ctx context.Context, pipes []*Pipeline, cal *Calibration, walk Wal
 			return nil, err
 		}
 		if !below {
-			s.Tried = append(s.Tried, Try{Tag: r.Tag, Commit: r.Commit.String(), Verdict: verdictSkip,
+			s.Tried = append(s.Tried, Try{Tag: r.Tag, Commit: r.Commit.String(), Verdict: verdict.Skip,
 				Reason: "not an ancestor of " + commitid.Short(s.Bad) + ": not on the way back"})
 			continue
 		}
@@ -128,10 +129,10 @@ func findGood(ctx context.Context, pipes []*Pipeline, cal *Calibration, walk Wal
 			case t.Reproduced:
 				c = t
 			case t.GoodIsBad:
-				ev.Verdict, ev.Reason = string(noise.Bad), fmt.Sprintf("no better than the bad endpoint: median %s, the bad endpoint's %s",
+				ev.Verdict, ev.Reason = verdict.Bad, fmt.Sprintf("no better than the bad endpoint: median %s, the bad endpoint's %s",
 					noise.FormatValue(base.MetricKind, noise.Median(ev.Values)), noise.FormatValue(base.MetricKind, noise.Median(cal.Bad.Values)))
 			default:
-				ev.Verdict, ev.Reason = verdictSkip, t.Reason
+				ev.Verdict, ev.Reason = verdict.Skip, t.Reason
 			}
 			try.Verdict, try.Reason = ev.Verdict, ev.Reason
 			if err := p.save(ev); err != nil {
@@ -143,7 +144,7 @@ func findGood(ctx context.Context, pipes []*Pipeline, cal *Calibration, walk Wal
 			walk.Tried(try)
 		}
 		switch try.Verdict {
-		case string(noise.Good):
+		case verdict.Good:
 			s.Found, s.Good = r.Tag, ev.Commit
 			if base.Kind == noise.Absolute {
 				c.Good, c.Rule.Good = ev, ev.Values
@@ -152,7 +153,7 @@ func findGood(ctx context.Context, pipes []*Pipeline, cal *Calibration, walk Wal
 			c.GoodIsBad = false
 			c.Reason = fmt.Sprintf("the good endpoint %s is bad: %s; %s is good: %s (%d kernels back)",
 				commitid.Short(cal.Good.Commit), cal.Good.Reason, r.Tag, ev.Reason, s.Kernels)
-		case string(noise.Bad):
+		case verdict.Bad:
 			s.Bad = ev.Commit
 			bads = append(bads, ev)
 		}
@@ -177,7 +178,7 @@ func findGood(ctx context.Context, pipes []*Pipeline, cal *Calibration, walk Wal
 			if err != nil {
 				return nil, err
 			}
-			if d.Verdict == noise.Bad {
+			if d.Verdict == verdict.Bad {
 				s.Bad = bads[i].Commit
 				break
 			}

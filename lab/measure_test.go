@@ -11,6 +11,7 @@ import (
 	"kbisect/configs"
 	"kbisect/internal/shell"
 	"kbisect/noise"
+	"kbisect/verdict"
 )
 
 func loadJob(t *testing.T, text string) *configs.Job {
@@ -104,7 +105,7 @@ verdict: {threshold: 2ms, samples: {min: 3, max: 8}}
 		t.Fatal(err)
 	}
 	runs, _ := os.ReadFile(filepath.Join(bin, "runs"))
-	if res.Decision == nil || res.Decision.Verdict != noise.Good || len(res.Values) != 3 || strings.Count(string(runs), "run") != 3 || len(seen) != 3 || seen[0] != 507e3 {
+	if res.Decision == nil || res.Decision.Verdict != verdict.Good || len(res.Values) != 3 || strings.Count(string(runs), "run") != 3 || len(seen) != 3 || seen[0] != 507e3 {
 		t.Errorf("decision %+v, values %v, runs %q", res.Decision, res.Values, runs)
 	}
 }

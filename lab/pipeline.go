@@ -17,6 +17,7 @@ import (
 	"kbisect/noise"
 	"kbisect/progress"
 	"kbisect/remote"
+	"kbisect/verdict"
 )
 
 // Phase is what the pipeline is doing with a commit.
@@ -82,11 +83,6 @@ type Pipeline struct {
 	bySig map[string]*Evidence
 }
 
-// Verdicts of the evidence that are not the noise rule's.
-const (
-	verdictSkip = "skip"
-)
-
 // say tells the progress what happens to commit in phase: note, in a
 // few words ("from the cache", "retrying in 30s: …"), or nothing.
 func (p *Pipeline) say(commit string, phase Phase, note string) {
@@ -140,12 +136,10 @@ func (p *Pipeline) Test(ctx context.Context, commit plumbing.Hash) (bisect.Outco
 
 func outcome(ev *Evidence) bisect.Outcome {
 	switch ev.Verdict {
-	case string(noise.Good):
-		return bisect.Outcome{Verdict: bisect.Good, Note: ev.Reason}
-	case string(noise.Bad):
-		return bisect.Outcome{Verdict: bisect.Bad, Note: ev.Reason}
+	case verdict.Good, verdict.Bad:
+		return bisect.Outcome{Verdict: ev.Verdict, Note: ev.Reason}
 	}
-	return bisect.Outcome{Verdict: bisect.Skip, Note: ev.Reason}
+	return bisect.Outcome{Verdict: verdict.Skip, Note: ev.Reason}
 }
 
 // Evidence returns a commit's evidence: kept from an earlier run in the
@@ -174,7 +168,7 @@ func (p *Pipeline) Evidence(ctx context.Context, commit string) (*Evidence, erro
 	if err := p.save(ev); err != nil {
 		return nil, err
 	}
-	if ev.Signature != "" && ev.SameAs == "" && (ev.Verdict == string(noise.Good) || ev.Verdict == string(noise.Bad)) {
+	if ev.Signature != "" && ev.SameAs == "" && (ev.Verdict == verdict.Good || ev.Verdict == verdict.Bad) {
 		p.bySig[ev.Signature] = ev
 	}
 	return ev, nil
@@ -245,11 +239,11 @@ func (p *Pipeline) aheadFailed(ctx context.Context, commit string) *kbuild.Build
 
 // failure is the verdict a kernel failure gets: skip, or bad when the job
 // says so.
-func (p *Pipeline) failure(onFailure string) string {
-	if onFailure == string(noise.Bad) {
-		return string(noise.Bad)
+func (p *Pipeline) failure(onFailure string) verdict.Verdict {
+	if onFailure == configs.FailureBad {
+		return verdict.Bad
 	}
-	return verdictSkip
+	return verdict.Skip
 }
 
 func (p *Pipeline) retries() int {

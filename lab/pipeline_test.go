@@ -22,6 +22,7 @@ import (
 	"kbisect/noise"
 	"kbisect/progress"
 	"kbisect/remote"
+	"kbisect/verdict"
 )
 
 // simRun is a bisection of a simulated lab through the real pipeline:
@@ -115,10 +116,10 @@ func TestTheLabFindsThePlantedRegression(t *testing.T) {
 		}
 		switch {
 		case !r.lab.Tree.Builds(tc.Commit.String()):
-			if tc.Verdict != bisect.Skip || !strings.HasPrefix(ev.Reason, "does not build: ") {
+			if tc.Verdict != verdict.Skip || !strings.HasPrefix(ev.Reason, "does not build: ") {
 				t.Errorf("%s does not build but is %v (%s)", tc.Commit, tc.Verdict, ev.Reason)
 			}
-		case r.lab.Tree.IsBad(tc.Commit.String()) != (tc.Verdict == bisect.Bad):
+		case r.lab.Tree.IsBad(tc.Commit.String()) != (tc.Verdict == verdict.Bad):
 			t.Errorf("%s is %v (%s); bad in the tree: %v", tc.Commit, tc.Verdict, ev.Reason, r.lab.Tree.IsBad(tc.Commit.String()))
 		}
 		if ev.SameAs == "" && ev.Verdict != "skip" {

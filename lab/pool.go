@@ -8,6 +8,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"kbisect/bisect"
+	"kbisect/verdict"
 )
 
 // Pool tests commits on several identical lab machines at once. When the
@@ -140,7 +141,7 @@ func (p *Pool) predict(commit plumbing.Hash) []string {
 		return nil
 	}
 	var out []string
-	for _, v := range []bisect.Verdict{bisect.Bad, bisect.Good} {
+	for _, v := range []verdict.Verdict{verdict.Bad, verdict.Good} {
 		f := p.Session.Fork(p.Graph)
 		if f.Mark(commit, v) != nil {
 			continue

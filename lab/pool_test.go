@@ -10,6 +10,7 @@ import (
 	"kbisect/configs"
 	"kbisect/internal/simhost"
 	"kbisect/internal/simlab"
+	"kbisect/verdict"
 )
 
 // TestThreeMachinesFindWhatOneFinds: with three identical machines the
@@ -68,7 +69,7 @@ func TestThreeMachinesFindWhatOneFinds(t *testing.T) {
 		}
 	}
 	for _, tc := range res.Tested {
-		if r.lab.Tree.Builds(tc.Commit.String()) && r.lab.Tree.IsBad(tc.Commit.String()) != (tc.Verdict == bisect.Bad) {
+		if r.lab.Tree.Builds(tc.Commit.String()) && r.lab.Tree.IsBad(tc.Commit.String()) != (tc.Verdict == verdict.Bad) {
 			t.Errorf("%s is %v", tc.Commit, tc.Verdict)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"kbisect/internal/commitid"
 	"kbisect/noise"
 	"kbisect/remote"
+	"kbisect/verdict"
 )
 
 // sampling is how a commit's kernel is sampled: with which workload, under
@@ -138,14 +139,13 @@ func (p *Pipeline) sampleBoot(ctx context.Context, ev *Evidence, s *sampling, m 
 }
 
 // setVerdict gives an evidence the decision's verdict: good, bad, or skip
-// when unsure.
+// when unsure (ofRule), the reason then saying so.
 func setVerdict(ev *Evidence, d noise.Decision) {
 	ev.Decision = &d
-	if d.Verdict == noise.Good || d.Verdict == noise.Bad {
-		ev.Verdict, ev.Reason = string(d.Verdict), d.Reason
-		return
+	ev.Verdict, ev.Reason = ofRule(d.Verdict), d.Reason
+	if ev.Verdict != d.Verdict {
+		ev.Reason = "unsure: " + d.Reason
 	}
-	ev.Verdict, ev.Reason = verdictSkip, "unsure: "+d.Reason
 }
 
 // sample takes one sample on the machine and keeps its raw output. A
@@ -162,7 +162,7 @@ func (p *Pipeline) sample(ctx context.Context, ev *Evidence, w noise.Workload, m
 		var se *noise.SetupError
 		if errors.As(err, &se) {
 			if se.Kernel {
-				ev.Verdict, ev.Reason = verdictSkip, "the kernel cannot run the workload: "+se.Msg
+				ev.Verdict, ev.Reason = verdict.Skip, "the kernel cannot run the workload: "+se.Msg
 				return 0, ev, nil
 			}
 			return 0, nil, fmt.Errorf("%s: %w", art.Release, err)

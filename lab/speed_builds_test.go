@@ -8,6 +8,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"kbisect/bisect"
+	"kbisect/verdict"
 )
 
 // speedSlot is a build slot: a worktree and an output directory of its
@@ -204,7 +205,7 @@ func speedNext(tb testing.TB, s *bisect.Session, g2 *bisect.Graph, commit plumbi
 	for range depth {
 		var next []node
 		for _, n := range level {
-			for _, v := range []bisect.Verdict{bisect.Bad, bisect.Good} {
+			for _, v := range []verdict.Verdict{verdict.Bad, verdict.Good} {
 				f := n.s.Fork(g2)
 				if err := f.Mark(n.c, v); err != nil {
 					tb.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"kbisect/bisect"
 	"kbisect/noise"
+	"kbisect/verdict"
 )
 
 // speedKtest is ktest.pl's bisect: every step builds (the first cold),
@@ -37,9 +38,9 @@ func speedKtest(tb testing.TB, r *speedRange, lab speedLab) speedResult {
 		for range 10 {
 			sum += draw()
 		}
-		v := bisect.Good
+		v := verdict.Good
 		if sum/10 > lab.rule.Threshold {
-			v = bisect.Bad
+			v = verdict.Bad
 		}
 		res.tested = append(res.tested, fmt.Sprintf("%.8s:%v:10", step.Commit, v))
 		if err := s.Mark(step.Commit, v); err != nil {
@@ -93,9 +94,9 @@ func speedKbisect(tb testing.TB, r *speedRange, lab speedLab, a speedAhead) (res
 	}
 	for _, end := range []struct {
 		commit plumbing.Hash
-		want   noise.Verdict
+		want   verdict.Verdict
 		values *[]float64
-	}{{r.bad, noise.Bad, &rule.Bad}, {r.good, noise.Good, &rule.Good}} {
+	}{{r.bad, verdict.Bad, &rule.Bad}, {r.good, verdict.Good, &rule.Good}} {
 		if a.depth > 0 {
 			t = b.wait(t, end.commit)
 		}
@@ -176,7 +177,7 @@ func speedThreeHosts(tb testing.TB, r *speedRange, lab speedLab) speedResult {
 	note(r.bad, dBad, len(xsBad))
 	note(r.good, dGood, len(xsGood))
 	res.wall = max(tookBad, tookGood)
-	if dBad.Verdict != noise.Bad || dGood.Verdict != noise.Good {
+	if dBad.Verdict != verdict.Bad || dGood.Verdict != verdict.Good {
 		res.kind = bisect.StepNotReproduced
 		return res
 	}
@@ -197,8 +198,8 @@ func speedThreeHosts(tb testing.TB, r *speedRange, lab speedLab) speedResult {
 			return res
 		}
 		m := step.Commit
-		after := map[bisect.Verdict]plumbing.Hash{}
-		for _, v := range []bisect.Verdict{bisect.Bad, bisect.Good} {
+		after := map[verdict.Verdict]plumbing.Hash{}
+		for _, v := range []verdict.Verdict{verdict.Bad, verdict.Good} {
 			f := s.Fork(g2)
 			if err := f.Mark(m, v); err != nil {
 				tb.Fatal(err)
@@ -217,7 +218,7 @@ func speedThreeHosts(tb testing.TB, r *speedRange, lab speedLab) speedResult {
 			took time.Duration
 		}
 		other := map[plumbing.Hash]measured{}
-		for i, v := range []bisect.Verdict{bisect.Bad, bisect.Good} {
+		for i, v := range []verdict.Verdict{verdict.Bad, verdict.Good} {
 			if n := after[v]; !n.IsZero() {
 				d, xs, took := run(hosts[1+i], n, rule)
 				other[n] = measured{d, len(xs), took}
@@ -235,7 +236,7 @@ func speedThreeHosts(tb testing.TB, r *speedRange, lab speedLab) speedResult {
 			tb.Fatal(err)
 		}
 		follow, ok := other[after[vM]]
-		if vM != bisect.Skip && ok && next.Kind == bisect.StepTest && next.Commit == after[vM] {
+		if vM != verdict.Skip && ok && next.Kind == bisect.StepTest && next.Commit == after[vM] {
 			note(next.Commit, follow.d, follow.n)
 			end = max(end, res.wall+follow.took)
 			if err := s.Mark(next.Commit, speedVerdict(follow.d.Verdict)); err != nil {

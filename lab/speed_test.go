@@ -20,6 +20,7 @@ import (
 	"kbisect/configs"
 	"kbisect/internal/testrepo"
 	"kbisect/noise"
+	"kbisect/verdict"
 )
 
 // The wall time of a whole bisection, in simulated time: the real
@@ -224,14 +225,14 @@ func speedMeasure(tb testing.TB, rule noise.Rule, draw func() float64) (noise.De
 }
 
 // speedVerdict is the verdict the pipeline hands the session.
-func speedVerdict(v noise.Verdict) bisect.Verdict {
+func speedVerdict(v verdict.Verdict) verdict.Verdict {
 	switch v {
-	case noise.Good:
-		return bisect.Good
-	case noise.Bad:
-		return bisect.Bad
+	case verdict.Good:
+		return verdict.Good
+	case verdict.Bad:
+		return verdict.Bad
 	}
-	return bisect.Skip
+	return verdict.Skip
 }
 
 // TestSpeedBuildsAheadAsLabAheadDoes walks the build model through

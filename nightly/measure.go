@@ -17,6 +17,7 @@ import (
 	"kbisect/noise"
 	"kbisect/report"
 	"kbisect/run"
+	"kbisect/verdict"
 )
 
 // judge measures a release and decides it:
@@ -48,11 +49,11 @@ func (n *night) judge(ctx context.Context, r bisect.Release, confirm bool) (hist
 	switch {
 	case len(cand.Values) == 0:
 		if cand.Verdict == "" {
-			cand.Verdict = verdictSkip
+			cand.Verdict = verdict.Skip
 		}
 		return n.record(ctx, r.Tag, &cand, "")
 	case b == nil && lab.Relative(n.job):
-		cand.Verdict = string(noise.Good)
+		cand.Verdict = verdict.Good
 		cand.Reason = fmt.Sprintf("the baseline, median %s: the %s threshold judges the next releases against its samples",
 			noise.FormatValue(cand.Kind, noise.Median(cand.Values)), n.job.Verdict.Threshold)
 		return n.record(ctx, r.Tag, &cand, "")
@@ -69,7 +70,7 @@ func (n *night) judge(ctx context.Context, r bisect.Release, confirm bool) (hist
 		_, _, cand.Verdict, cand.Reason = pairVerdicts(n.job, c)
 		against = b.tag
 	}
-	if !confirm || cand.Verdict != string(noise.Bad) || b.tonight {
+	if !confirm || cand.Verdict != verdict.Bad || b.tonight {
 		return n.record(ctx, r.Tag, &cand, against)
 	}
 	n.say("%s measures bad against %s, measured %s: %s is measured again tonight before this is called a regression",
@@ -110,8 +111,8 @@ func (n *night) alternate(ctx context.Context, r bisect.Release) (history.Measur
 	switch {
 	case errors.As(err, &re) && re.Side == "b":
 		ev := *re.Evidence
-		if ev.Verdict == "" || ev.Verdict == string(noise.Good) {
-			ev.Verdict = verdictSkip
+		if ev.Verdict == "" || ev.Verdict == verdict.Good {
+			ev.Verdict = verdict.Skip
 		}
 		return n.record(ctx, r.Tag, &ev, "")
 	case errors.As(err, &re):
@@ -139,7 +140,7 @@ func (n *night) recordPair(ctx context.Context, c *lab.Calibration, tag, how str
 	rel, base := *c.Bad, *c.Good
 	rel.Verdict, rel.Reason = relV, relWhy
 	base.Verdict, base.Reason = baseV, fmt.Sprintf("measured again beside %s (%s): %s", tag, how, baseWhy)
-	if relV == verdictDrift {
+	if relV == verdict.Drift {
 		rel.Reason = fmt.Sprintf("%s, measured good on %s, is bad now beside %s (%s): %s: median %s, was %s; %s: %s",
 			b.tag, b.at.Local().Format("2006-01-02"), tag, how, b.tag, noise.FormatValue(base.Kind, noise.Median(base.Values)),
 			noise.FormatValue(base.Kind, noise.Median(b.values)), tag, relWhy)
@@ -147,7 +148,7 @@ func (n *night) recordPair(ctx context.Context, c *lab.Calibration, tag, how str
 	if _, err := n.record(ctx, b.tag, &base, ""); err != nil {
 		return history.Measurement{}, err
 	}
-	if baseV == string(noise.Good) {
+	if baseV == verdict.Good {
 		b.values, b.at, b.stale, b.tonight = base.Values, time.Now(), false, true
 	}
 	return n.record(ctx, tag, &rel, b.tag)

@@ -17,6 +17,7 @@ import (
 	"kbisect/lab"
 	"kbisect/progress"
 	"kbisect/run"
+	"kbisect/verdict"
 )
 
 // night is one nightly run for one machine.
@@ -161,7 +162,7 @@ func (n *night) run(ctx context.Context) error {
 			return err
 		}
 		st = j.judged(m)
-		if !walking && !judged(m.Verdict) && m.Verdict != verdictDrift {
+		if !walking && !judged(m.Verdict) && m.Verdict != verdict.Drift {
 			n.say("%s could not be judged (%s): the next older release is measured", m.Tag, m.Reason)
 		}
 	}

@@ -23,6 +23,7 @@ import (
 	"kbisect/configs"
 	"kbisect/progress"
 	"kbisect/report"
+	"kbisect/verdict"
 )
 
 // Options say which night to run.
@@ -84,11 +85,11 @@ type Result struct {
 
 // Measured is a release measured by the night, as judged.
 type Measured struct {
-	Tag     string  `json:"tag"`
-	Commit  string  `json:"commit"`
-	Verdict string  `json:"verdict"`
-	Median  float64 `json:"median"`
-	Reason  string  `json:"reason"`
+	Tag     string          `json:"tag"`
+	Commit  string          `json:"commit"`
+	Verdict verdict.Verdict `json:"verdict"`
+	Median  float64         `json:"median"`
+	Reason  string          `json:"reason"`
 	// Baseline is the release it was judged against, when it was.
 	Baseline string `json:"baseline,omitempty"`
 }

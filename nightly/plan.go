@@ -3,7 +3,7 @@ package nightly
 import (
 	"kbisect/bisect"
 	"kbisect/history"
-	"kbisect/noise"
+	"kbisect/verdict"
 )
 
 // plan is what a night sets out to do, decided from the releases
@@ -124,15 +124,15 @@ func (j *judging) confirm() bool {
 // judged takes a release's measurement, as judged, and says what
 // follows.
 func (j *judging) judged(m history.Measurement) step {
-	if m.Verdict == verdictDrift {
+	if m.Verdict == verdict.Drift {
 		return step{kind: stepDrift, m: m}
 	}
 	if j.walking {
 		switch m.Verdict {
-		case string(noise.Good):
+		case verdict.Good:
 			j.lastGood = m.Tag
 			return j.bisect()
-		case string(noise.Bad):
+		case verdict.Bad:
 			j.firstBad = m.Tag
 		}
 		if len(j.fresh) == 0 {
@@ -141,9 +141,9 @@ func (j *judging) judged(m history.Measurement) step {
 		return j.next()
 	}
 	switch m.Verdict {
-	case string(noise.Good):
+	case verdict.Good:
 		return step{kind: stepGood, m: m}
-	case string(noise.Bad):
+	case verdict.Bad:
 		j.newest = m
 		if j.open {
 			return step{kind: stepStillPresent, m: m}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"kbisect/history"
+	"kbisect/verdict"
 )
 
 // TestPlanNight: a night first finishes what a stopped night left (a
@@ -96,10 +97,10 @@ func TestJudgingDecidesTheNightsNextStep(t *testing.T) {
 		{"drift on the walk back", []string{"v6.12.60", "v6.12.59"}, false, base, "v6.12.60=bad v6.12.59=drift",
 			"measure v6.12.60!, measure v6.12.59, drift v6.12.59"},
 	} {
-		verdict := map[string]string{}
+		verdicts := map[string]verdict.Verdict{}
 		for _, kv := range strings.Fields(c.verdicts) {
 			tag, v, _ := strings.Cut(kv, "=")
-			verdict[tag] = v
+			verdicts[tag] = verdict.Verdict(v)
 		}
 		j := newJudging(releases(c.fresh...), c.open, c.base)
 		var trace []string
@@ -110,7 +111,7 @@ func TestJudgingDecidesTheNightsNextStep(t *testing.T) {
 				mark = "!"
 			}
 			trace = append(trace, "measure "+st.release.Tag+mark)
-			st = j.judged(history.Measurement{Tag: st.release.Tag, Verdict: verdict[st.release.Tag]})
+			st = j.judged(history.Measurement{Tag: st.release.Tag, Verdict: verdicts[st.release.Tag]})
 		}
 		switch st.kind {
 		case stepDrift:

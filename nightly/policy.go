@@ -10,21 +10,15 @@ import (
 	"kbisect/configs"
 	"kbisect/history"
 	"kbisect/lab"
-	"kbisect/noise"
+	"kbisect/verdict"
 )
 
-// The verdicts a release gets beside noise's good and bad.
-const (
-	// verdictSkip is the verdict of a release that could not be judged.
-	verdictSkip = "skip"
-	// verdictDrift is a release's verdict, and its baseline's, when the
-	// baseline measured again beside it is bad too: the machine changed.
-	verdictDrift = "drift"
-)
-
-// judged says whether a verdict is one a night acts on.
-func judged(verdict string) bool {
-	return verdict == string(noise.Good) || verdict == string(noise.Bad)
+// judged says whether a verdict is one a night acts on: good or bad. A
+// release that could not be judged is skip; a release, and its baseline,
+// are drift when the baseline measured again beside it is bad too: the
+// machine changed.
+func judged(v verdict.Verdict) bool {
+	return v == verdict.Good || v == verdict.Bad
 }
 
 // baseline is what a new release is judged against: the newest release
@@ -48,7 +42,7 @@ type baseline struct {
 func baselineOf(past []history.Measurement, metric string, maxAge time.Duration, now time.Time) *baseline {
 	var b *baseline
 	for i := len(past) - 1; i >= 0; i-- {
-		if m := past[i]; m.Verdict == string(noise.Good) {
+		if m := past[i]; m.Verdict == verdict.Good {
 			b = &baseline{tag: m.Tag, commit: m.Commit, values: m.Values, at: m.MeasuredAt}
 			if m.Metric != metric {
 				b.stale, b.why = true, fmt.Sprintf("it was measured on %s, and the job now judges %s", m.Metric, metric)
@@ -61,7 +55,7 @@ func baselineOf(past []history.Measurement, metric string, maxAge time.Duration,
 	}
 	for i := len(past) - 1; i >= 0; i-- {
 		if m := past[i]; m.Tag == b.tag {
-			if m.Verdict != string(noise.Good) {
+			if m.Verdict != verdict.Good {
 				b.stale, b.why = true, fmt.Sprintf("its last measurement (%s) was %s", m.MeasuredAt.Local().Format("2006-01-02 15:04"), m.Verdict)
 			}
 			break
@@ -114,7 +108,7 @@ func pendingRegression(past []history.Measurement) (good, bad string) {
 	}
 	slices.SortStableFunc(rs, func(a, b rel) int { return bisect.CompareReleases(b.r, a.r) }) // newest first
 	for _, x := range rs {
-		if x.m.Verdict == string(noise.Good) {
+		if x.m.Verdict == verdict.Good {
 			return x.m.Tag, bad
 		}
 		bad = x.m.Tag
@@ -137,7 +131,7 @@ func unjudgedRelease(past []history.Measurement) string {
 			newest, at = &past[i], r
 		}
 	}
-	if newest != nil && (newest.Verdict == verdictDrift || (newest.Verdict == verdictSkip && newest.Baseline != "")) {
+	if newest != nil && (newest.Verdict == verdict.Drift || (newest.Verdict == verdict.Skip && newest.Baseline != "")) {
 		return newest.Tag
 	}
 	return ""
@@ -165,25 +159,25 @@ func openIncidents(incidents []history.Incident) []*history.Incident {
 //     baseline is the machine's drift; beside a baseline that is not
 //     surely good it is not judged (skip): nothing is bisected from a
 //     baseline in doubt.
-func pairVerdicts(job *configs.Job, c *lab.Calibration) (baseV, baseWhy, relV, relWhy string) {
+func pairVerdicts(job *configs.Job, c *lab.Calibration) (baseV verdict.Verdict, baseWhy string, relV verdict.Verdict, relWhy string) {
 	baseV, baseWhy, relV, relWhy = c.Good.Verdict, c.Good.Reason, c.Bad.Verdict, c.Bad.Reason
 	if lab.Relative(job) {
-		baseV = string(noise.Good)
+		baseV = verdict.Good
 		switch {
 		case c.Reproduced:
-			relV = string(noise.Bad)
-		case c.Bad.Decision != nil && c.Bad.Decision.Verdict == noise.Good, !c.Rule.Worse(c.Bad.Values, c.Good.Values):
-			relV = string(noise.Good)
+			relV = verdict.Bad
+		case c.Bad.Decision != nil && c.Bad.Decision.Verdict == verdict.Good, !c.Rule.Worse(c.Bad.Values, c.Good.Values):
+			relV = verdict.Good
 		default:
-			relV, relWhy = verdictSkip, "unsure: "+strings.TrimPrefix(relWhy, "unsure: ")
+			relV, relWhy = verdict.Skip, "unsure: "+strings.TrimPrefix(relWhy, "unsure: ")
 		}
 		return
 	}
 	switch {
-	case relV == string(noise.Bad) && baseV == string(noise.Bad):
-		return verdictDrift, baseWhy, verdictDrift, relWhy
-	case relV == string(noise.Bad) && baseV != string(noise.Good):
-		relV, relWhy = verdictSkip, fmt.Sprintf("%s; but the baseline measured again is not surely good (%s)", relWhy, baseWhy)
+	case relV == verdict.Bad && baseV == verdict.Bad:
+		return verdict.Drift, baseWhy, verdict.Drift, relWhy
+	case relV == verdict.Bad && baseV != verdict.Good:
+		relV, relWhy = verdict.Skip, fmt.Sprintf("%s; but the baseline measured again is not surely good (%s)", relWhy, baseWhy)
 	}
 	return
 }

@@ -11,6 +11,7 @@ import (
 	"kbisect/configs"
 	"kbisect/history"
 	"kbisect/lab"
+	"kbisect/verdict"
 )
 
 // release is a release tag as followedReleases finds it, its commit made
@@ -37,8 +38,8 @@ func tags(rs []bisect.Release) string { return strings.Join(tagNames(rs), " ") }
 
 // measured is a row of the history: the tag and its verdict, measured
 // daysAgo days before now.
-func measured(tag, verdict string, daysAgo int) history.Measurement {
-	return history.Measurement{Tag: tag, Commit: tag + "-commit", Metric: "noise", Verdict: verdict, Values: []float64{float64(daysAgo)},
+func measured(tag string, v verdict.Verdict, daysAgo int) history.Measurement {
+	return history.Measurement{Tag: tag, Commit: tag + "-commit", Metric: "noise", Verdict: v, Values: []float64{float64(daysAgo)},
 		MeasuredAt: now.Add(-time.Duration(daysAgo) * 24 * time.Hour)}
 }
 
@@ -165,7 +166,7 @@ func TestPairVerdicts(t *testing.T) {
 	for _, c := range []struct {
 		name, threshold      string
 		base, release        []float64
-		wantBase, wantRelase string
+		wantBase, wantRelase verdict.Verdict
 	}{
 		{"regression", "1ms", quiet, storm, "good", "bad"},
 		{"quiet", "1ms", quiet, quiet, "good", "good"},

@@ -1,6 +1,7 @@
 package noise
 
 import (
+	"kbisect/verdict"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -72,9 +73,9 @@ func autoRule(g, b []float64) Rule {
 func simulate(t testing.TB, c simCase, seed uint64, trials int) (seq, fixed simResult) {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	for i := 0; i < 2*trials; i++ {
-		kernel, truth := c.good, Good
+		kernel, truth := c.good, verdict.Good
 		if i%2 == 1 {
-			kernel, truth = c.bad, Bad
+			kernel, truth = c.bad, verdict.Bad
 		}
 		// A calibration that cannot tell the endpoints apart is measured
 		// again (a run would take more samples or stop as not reproduced).
@@ -96,7 +97,7 @@ func simulate(t testing.TB, c simCase, seed uint64, trials int) (seq, fixed simR
 		}
 		seq.samples += float64(len(samples))
 		switch d.Verdict {
-		case Unsure:
+		case verdict.Unsure:
 			seq.unsure++
 		case truth:
 		default:
@@ -106,9 +107,9 @@ func simulate(t testing.TB, c simCase, seed uint64, trials int) (seq, fixed simR
 		for len(samples) < 10 {
 			samples = append(samples, kernel.draw(rng))
 		}
-		fixedVerdict := Good
+		fixedVerdict := verdict.Good
 		if Median(samples[:10]) > d.Threshold {
-			fixedVerdict = Bad
+			fixedVerdict = verdict.Bad
 		}
 		fixed.samples += 10
 		if fixedVerdict != truth {

@@ -2,19 +2,10 @@ package noise
 
 import (
 	"fmt"
+	"kbisect/verdict"
 	"math"
 	"sort"
 	"strings"
-)
-
-// Verdict is the answer for one kernel.
-type Verdict string
-
-// Verdicts.
-const (
-	Good   Verdict = "good"
-	Bad    Verdict = "bad"
-	Unsure Verdict = "unsure"
 )
 
 // ThresholdKind says how a rule's threshold is set.
@@ -55,7 +46,7 @@ type Rule struct {
 
 // Decision is the rule's answer on the samples so far, with its numbers.
 type Decision struct {
-	Verdict Verdict `json:"verdict"`
+	Verdict verdict.Verdict `json:"verdict"`
 	// More says the verdict is unsure and the rule wants another sample.
 	More bool `json:"more,omitempty"`
 	N    int  `json:"n"`
@@ -107,17 +98,17 @@ func (r Rule) Decide(samples []float64) (Decision, error) {
 	}
 	switch {
 	case len(samples) < r.MinSamples:
-		d.Verdict, d.More = Unsure, true
+		d.Verdict, d.More = verdict.Unsure, true
 		d.Reason = fmt.Sprintf("%d of at least %d samples", len(samples), r.MinSamples)
 	case d.Evidence >= d.Bound:
-		d.Verdict, d.Reason = Bad, fmt.Sprintf("median %s beyond the threshold %s, sure at %g", r.format(d.Median), r.format(d.Threshold), r.Confidence)
+		d.Verdict, d.Reason = verdict.Bad, fmt.Sprintf("median %s beyond the threshold %s, sure at %g", r.format(d.Median), r.format(d.Threshold), r.Confidence)
 	case d.Evidence <= -d.Bound:
-		d.Verdict, d.Reason = Good, fmt.Sprintf("median %s within the threshold %s, sure at %g", r.format(d.Median), r.format(d.Threshold), r.Confidence)
+		d.Verdict, d.Reason = verdict.Good, fmt.Sprintf("median %s within the threshold %s, sure at %g", r.format(d.Median), r.format(d.Threshold), r.Confidence)
 	case len(samples) >= r.MaxSamples:
-		d.Verdict = Unsure
+		d.Verdict = verdict.Unsure
 		d.Reason = fmt.Sprintf("median %s against the threshold %s: not sure at %g after %d samples", r.format(d.Median), r.format(d.Threshold), r.Confidence, len(samples))
 	default:
-		d.Verdict, d.More = Unsure, true
+		d.Verdict, d.More = verdict.Unsure, true
 		d.Reason = fmt.Sprintf("median %s against the threshold %s: not sure yet", r.format(d.Median), r.format(d.Threshold))
 	}
 	return d, nil

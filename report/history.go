@@ -6,6 +6,7 @@ import (
 	"io"
 	"kbisect/internal/commitid"
 	"kbisect/noise"
+	"kbisect/verdict"
 	"slices"
 	"strings"
 	"time"
@@ -29,17 +30,17 @@ type HistoryTree struct {
 
 // HistoryMeasurement is one release measured on the machine, as judged.
 type HistoryMeasurement struct {
-	Tag        string    `json:"tag"`
-	Commit     string    `json:"commit"`
-	Metric     string    `json:"metric"`
-	Kind       string    `json:"kind"`
-	Values     []float64 `json:"values"`
-	Median     float64   `json:"median"`
-	Threshold  float64   `json:"threshold"`
-	Verdict    string    `json:"verdict"`
-	Reason     string    `json:"reason"`
-	Baseline   string    `json:"baseline,omitempty"`
-	MeasuredAt time.Time `json:"measured_at"`
+	Tag        string          `json:"tag"`
+	Commit     string          `json:"commit"`
+	Metric     string          `json:"metric"`
+	Kind       string          `json:"kind"`
+	Values     []float64       `json:"values"`
+	Median     float64         `json:"median"`
+	Threshold  float64         `json:"threshold"`
+	Verdict    verdict.Verdict `json:"verdict"`
+	Reason     string          `json:"reason"`
+	Baseline   string          `json:"baseline,omitempty"`
+	MeasuredAt time.Time       `json:"measured_at"`
 }
 
 // Incident is a regression the nightly found between two releases, and

@@ -9,6 +9,7 @@ import (
 
 	"kbisect/internal/commitid"
 	"kbisect/noise"
+	"kbisect/verdict"
 )
 
 // page is what the HTML template shows: the document, and what is
@@ -68,7 +69,7 @@ func WriteHTML(w io.Writer, d *Document) error {
 		for _, t := range d.Tested {
 			r := row{
 				Short: commitid.Short(t.Commit), Commit: t.Commit, Subject: t.Subject,
-				Verdict: t.Verdict, Class: verdictClass(t.Verdict),
+				Verdict: string(t.Verdict), Class: verdictClass(t.Verdict),
 				Endpoint: t.Endpoint, Culprit: t.Culprit, Note: t.Note,
 				Samples: len(t.Values),
 			}
@@ -139,10 +140,10 @@ func resultClass(result string) string {
 	return "neutral"
 }
 
-func verdictClass(v string) string {
+func verdictClass(v verdict.Verdict) string {
 	switch v {
-	case "good", "bad":
-		return v
+	case verdict.Good, verdict.Bad:
+		return string(v)
 	}
 	return "skip"
 }

@@ -10,6 +10,7 @@ import (
 
 	"kbisect/internal/commitid"
 	"kbisect/noise"
+	"kbisect/verdict"
 )
 
 // The JUnit schema as CI systems (Jenkins, GitLab, GitHub test reporters)
@@ -130,7 +131,7 @@ func testedCase(m Metric, t Tested) junitCase {
 		details += "\n" + t.Note
 	}
 	switch t.Verdict {
-	case "bad":
+	case verdict.Bad:
 		what, typ := "bad", "bad"
 		if t.Culprit {
 			what, typ = "first bad commit", "first-bad-commit"
@@ -140,7 +141,7 @@ func testedCase(m Metric, t Tested) junitCase {
 			msg += "; " + t.Note
 		}
 		c.Failure = &junitOutcome{Message: msg, Type: typ, Body: details}
-	case "skip":
+	case verdict.Skip:
 		msg := "skip"
 		if t.Note != "" {
 			msg += ": " + t.Note

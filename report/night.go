@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"kbisect/verdict"
 	"strings"
 	"time"
 )
@@ -112,15 +113,17 @@ func WriteNightJUnit(w io.Writer, n *Night) error {
 		Generated: n.Generated.UTC().Format(time.RFC3339)}
 	d.Metric.Name, d.Metric.Label, d.Metric.Kind = n.Metric, n.Metric, n.Kind
 	for _, m := range n.Measured {
-		verdict := m.Verdict
-		if verdict != "good" && verdict != "bad" {
-			verdict = "skip"
+		// A release not judged good or bad (unsure, drift) is a skip
+		// to CI.
+		v := m.Verdict
+		if v != verdict.Good && v != verdict.Bad {
+			v = verdict.Skip
 		}
 		note := m.Reason
 		if m.Baseline != "" {
 			note = "against " + m.Baseline + ": " + note
 		}
-		d.Tested = append(d.Tested, measuredRow(Tested{Commit: m.Commit, Subject: m.Tag, Verdict: verdict, Values: m.Values, Note: note}))
+		d.Tested = append(d.Tested, measuredRow(Tested{Commit: m.Commit, Subject: m.Tag, Verdict: v, Values: m.Values, Note: note}))
 	}
 	check := Check{Name: "no regression on " + n.Machine, Detail: n.Message}
 	switch n.Result {

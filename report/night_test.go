@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"kbisect/verdict"
 	"strings"
 	"testing"
 	"time"
@@ -18,10 +19,10 @@ func microseconds(kind string, v float64) string { return fmt.Sprintf("%.0f us",
 // the release that fixed it.
 func stableHistory() History {
 	at := time.Date(2026, 11, 30, 1, 15, 0, 0, time.Local)
-	row := func(tag, verdict string, median float64, baseline string) HistoryMeasurement {
+	row := func(tag, v string, median float64, baseline string) HistoryMeasurement {
 		return HistoryMeasurement{Tag: tag, Commit: strings.Repeat(tag[len(tag)-1:], 40), Metric: "noise", Kind: "time",
-			Values: []float64{median * 0.9, median, median * 1.2}, Median: median, Threshold: 1e6, Verdict: verdict,
-			Reason: verdict + " | why", Baseline: baseline, MeasuredAt: at}
+			Values: []float64{median * 0.9, median, median * 1.2}, Median: median, Threshold: 1e6, Verdict: verdict.Verdict(v),
+			Reason: v + " | why", Baseline: baseline, MeasuredAt: at}
 	}
 	return History{Machine: "system-0", Trees: []HistoryTree{{Remote: "https://git.example.org/stable.git", Branch: "linux-6.12.y",
 		Measurements: []HistoryMeasurement{row("v6.12.57", "good", 13e3, ""), row("v6.12.58", "bad", 49e6, "v6.12.57"),

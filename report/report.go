@@ -16,6 +16,7 @@
 package report
 
 import (
+	"kbisect/verdict"
 	"math"
 	"strconv"
 	"strings"
@@ -63,14 +64,14 @@ type Metric struct {
 
 // Tested is one tested commit of a bisection.
 type Tested struct {
-	Commit            string    // full hash
-	Subject           string    // first line of the commit message
-	Verdict           string    // "good", "bad", "skip"
-	Endpoint          bool      // an endpoint measured in calibration
-	Culprit           bool      // the first bad commit
-	Values            []float64 // one per sample (may be empty for skips)
-	Median, Low, High float64   // the interval drawn (e.g. min..max of samples); ignore when Values is empty
-	Note              string    // why, in a line
+	Commit            string          // full hash
+	Subject           string          // first line of the commit message
+	Verdict           verdict.Verdict // good, bad, skip
+	Endpoint          bool            // an endpoint measured in calibration
+	Culprit           bool            // the first bad commit
+	Values            []float64       // one per sample (may be empty for skips)
+	Median, Low, High float64         // the interval drawn (e.g. min..max of samples); ignore when Values is empty
+	Note              string          // why, in a line
 }
 
 // AB is a comparison of two kernels.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"kbisect/noise"
+	"kbisect/verdict"
 	"math"
 	"regexp"
 	"strings"
@@ -25,8 +26,8 @@ func spread(center float64, n int) []float64 {
 	return vs
 }
 
-func tested(commit, subject, verdict string, values []float64) Tested {
-	t := Tested{Commit: commit, Subject: subject, Verdict: verdict, Values: values}
+func tested(commit, subject string, v verdict.Verdict, values []float64) Tested {
+	t := Tested{Commit: commit, Subject: subject, Verdict: v, Values: values}
 	if len(values) > 0 {
 		t.Median = noise.Median(values)
 		t.Low, t.High = math.Inf(1), math.Inf(-1)

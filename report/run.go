@@ -16,6 +16,7 @@ import (
 	"kbisect/internal/wrap"
 	"kbisect/lab"
 	"kbisect/noise"
+	"kbisect/verdict"
 )
 
 // Run is what a run --job found and why, read from its state
@@ -87,45 +88,83 @@ func metricJSONOf(ev *lab.Evidence) *MetricJSON {
 // runRow is one tested kernel in the report.
 type runRow struct {
 	commit  plumbing.Hash
-	verdict string
+	verdict verdict.Verdict
+	from    rowSource
 	ev      *lab.Evidence
 	subject string
 	when    int64
+}
+
+// rowSource says where a row's verdict comes from.
+type rowSource uint8
+
+// The sources of a row.
+const (
+	// fromBisection: a commit the bisection tested.
+	fromBisection rowSource = iota
+	// fromEndpoint: an endpoint as calibration measured it.
+	fromEndpoint
+	// fromWalk: a release tried on the walk back to a good one.
+	fromWalk
+)
+
+// label is the row's verdict as the markdown table writes it: "good",
+// "bad (endpoint)", "skip (walk)".
+func (rw runRow) label() string {
+	switch rw.from {
+	case fromEndpoint:
+		return string(rw.verdict) + " (endpoint)"
+	case fromWalk:
+		return string(rw.verdict) + " (walk)"
+	}
+	return string(rw.verdict)
+}
+
+// mark is the row's verdict as the text report writes it: an endpoint
+// marked *, a release of the walk +.
+func (rw runRow) mark() string {
+	switch rw.from {
+	case fromEndpoint:
+		return string(rw.verdict) + "*"
+	case fromWalk:
+		return string(rw.verdict) + "+"
+	}
+	return string(rw.verdict)
 }
 
 // rows are the tested commits, endpoints included, in history order
 // (oldest first: by commit time, ancestors before descendants).
 func (r *Run) rows() []runRow {
 	var rows []runRow
-	add := func(commit, verdict string, ev *lab.Evidence) {
+	add := func(commit string, v verdict.Verdict, from rowSource, ev *lab.Evidence) {
 		h, ok := bisect.ParseHash(commit)
 		if !ok {
 			return
 		}
-		rows = append(rows, runRow{commit: h, verdict: verdict, ev: ev})
+		rows = append(rows, runRow{commit: h, verdict: v, from: from, ev: ev})
 	}
 	if r.Calibration != nil {
 		// An endpoint as it measured: a good one may be bad.
-		verdict := func(ev *lab.Evidence, def string) string {
+		measured := func(ev *lab.Evidence, def verdict.Verdict) verdict.Verdict {
 			if ev != nil && ev.Verdict != "" {
-				return ev.Verdict + " (endpoint)"
+				return ev.Verdict
 			}
-			return def + " (endpoint)"
+			return def
 		}
-		add(r.Start.Bad, verdict(r.Calibration.Bad, "bad"), r.Calibration.Bad)
+		add(r.Start.Bad, measured(r.Calibration.Bad, verdict.Bad), fromEndpoint, r.Calibration.Bad)
 		if s := r.Calibration.Search; s != nil {
-			add(s.Given, "bad (endpoint)", r.evidence(s.Given)) // as the walk found it
+			add(s.Given, verdict.Bad, fromEndpoint, r.evidence(s.Given)) // as the walk found it
 			for _, t := range s.Tried {
-				if t.Median != 0 || t.Verdict != "skip" || r.evidence(t.Commit) != nil {
-					add(t.Commit, t.Verdict+" (walk)", r.evidence(t.Commit))
+				if t.Median != 0 || t.Verdict != verdict.Skip || r.evidence(t.Commit) != nil {
+					add(t.Commit, t.Verdict, fromWalk, r.evidence(t.Commit))
 				}
 			}
 		} else {
-			add(r.Start.Good[0], verdict(r.Calibration.Good, "good"), r.Calibration.Good)
+			add(r.Start.Good[0], measured(r.Calibration.Good, verdict.Good), fromEndpoint, r.Calibration.Good)
 		}
 	}
 	for _, t := range r.Result.Tested {
-		add(t.Commit.String(), t.Verdict.String(), r.evidence(t.Commit.String()))
+		add(t.Commit.String(), t.Verdict, fromBisection, r.evidence(t.Commit.String()))
 	}
 	hs := make([]plumbing.Hash, len(rows))
 	for i := range rows {
@@ -259,8 +298,7 @@ func (r *Run) WriteText(w io.Writer) {
 			width = max(width, len([]rune(medianOf(rw.ev))))
 		}
 		for _, rw := range rows {
-			mark := strings.NewReplacer(" (endpoint)", "*", " (walk)", "+").Replace(rw.verdict)
-			line := fmt.Sprintf("  %s %-5s %-*s", rw.commit.String()[:12], mark, width, medianOf(rw.ev))
+			line := fmt.Sprintf("  %s %-5s %-*s", rw.commit.String()[:12], rw.mark(), width, medianOf(rw.ev))
 			fmt.Fprintf(w, "%s %s\n", line, fit(rw.subject, wrap.Width-len([]rune(line))-1))
 			if rw.ev != nil && (len(rw.ev.Values) == 0 || rw.ev.SameAs != "") {
 				para(w, "               ", "               ", "%s", rw.ev.Reason)
@@ -328,7 +366,7 @@ func (r *Run) WriteMarkdown(w io.Writer) {
 	if rows := r.rows(); len(rows) > 0 {
 		fmt.Fprintf(w, "\n| commit | verdict | %s: median [range] | subject |\n|---|---|---|---|\n", r.metricName())
 		for _, rw := range rows {
-			fmt.Fprintf(w, "| `%s` | %s | %s | %s |\n", rw.commit.String()[:12], rw.verdict, numbers(rw.ev), strings.ReplaceAll(rw.subject, "|", `\|`))
+			fmt.Fprintf(w, "| `%s` | %s | %s | %s |\n", rw.commit.String()[:12], rw.label(), numbers(rw.ev), strings.ReplaceAll(rw.subject, "|", `\|`))
 		}
 	}
 	good, bad := r.pair()
@@ -356,7 +394,7 @@ func (r *Run) search() string {
 	s := r.Calibration.Search
 	var tried []string
 	for _, t := range s.Tried {
-		tried = append(tried, t.Tag+" "+t.Verdict)
+		tried = append(tried, t.Tag+" "+string(t.Verdict))
 	}
 	given := commitid.Short(s.Given)
 	for _, gr := range r.Start.GoodRevs {
@@ -429,12 +467,12 @@ func (r *Run) compare(good, bad *lab.Evidence) (*noise.ABReport, error) {
 // good endpoint.
 func (r *Run) lastGood() *lab.Evidence {
 	if parents, err := r.Graph.Parents(r.Result.FirstBad); err == nil && len(parents) > 0 {
-		if ev := r.evidence(parents[0].String()); ev != nil && ev.Verdict == string(noise.Good) && len(ev.Samples) > 0 {
+		if ev := r.evidence(parents[0].String()); ev != nil && ev.Verdict == verdict.Good && len(ev.Samples) > 0 {
 			return ev
 		}
 	}
 	for i := len(r.Result.Tested) - 1; i >= 0; i-- {
-		if r.Result.Tested[i].Verdict == bisect.Good {
+		if r.Result.Tested[i].Verdict == verdict.Good {
 			if ev := r.evidence(r.Result.Tested[i].Commit.String()); ev != nil && len(ev.Samples) > 0 {
 				return ev
 			}

@@ -43,8 +43,8 @@ func (r *Run) Document(now time.Time) *Document {
 	}
 	d.Command = r.commandLine()
 	for _, rw := range r.rows() {
-		t := Tested{Commit: rw.commit.String(), Subject: rw.subject, Verdict: strings.Fields(rw.verdict)[0],
-			Endpoint: strings.Contains(rw.verdict, "endpoint"), Culprit: r.Result.Kind == bisect.Found && rw.commit == r.Result.FirstBad}
+		t := Tested{Commit: rw.commit.String(), Subject: rw.subject, Verdict: rw.verdict,
+			Endpoint: rw.from == fromEndpoint, Culprit: r.Result.Kind == bisect.Found && rw.commit == r.Result.FirstBad}
 		if ev := rw.ev; ev != nil {
 			t.Note = ev.Reason
 			if len(ev.Values) > 0 {

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"kbisect/bisect"
+	"kbisect/verdict"
 )
 
 // RunJSON is the --json answer, as in the design's contract.
@@ -46,12 +47,12 @@ type FindGoodJSON struct {
 }
 
 type FindTryJSON struct {
-	Tag     string  `json:"tag"`
-	Commit  string  `json:"commit"`
-	Verdict string  `json:"verdict"`
-	Reason  string  `json:"reason"`
-	Median  float64 `json:"median,omitempty"`
-	Seconds float64 `json:"seconds"`
+	Tag     string          `json:"tag"`
+	Commit  string          `json:"commit"`
+	Verdict verdict.Verdict `json:"verdict"`
+	Reason  string          `json:"reason"`
+	Median  float64         `json:"median,omitempty"`
+	Seconds float64         `json:"seconds"`
 }
 
 type ConfirmationJSON struct {
@@ -76,11 +77,11 @@ type ABCompareJSON struct {
 }
 
 type TestedJSON struct {
-	Commit  string      `json:"commit"`
-	Verdict string      `json:"verdict"`
-	Seconds float64     `json:"seconds"`
-	Source  string      `json:"source,omitempty"`
-	Metric  *MetricJSON `json:"metric,omitempty"`
+	Commit  string          `json:"commit"`
+	Verdict verdict.Verdict `json:"verdict"`
+	Seconds float64         `json:"seconds"`
+	Source  string          `json:"source,omitempty"`
+	Metric  *MetricJSON     `json:"metric,omitempty"`
 }
 
 // MetricJSON is what a kernel measured, for run --job: the samples'
@@ -105,7 +106,7 @@ func RunJSONOf(res bisect.Result, dir string, runErr error) RunJSON {
 		out.Candidates = append(out.Candidates, c.String())
 	}
 	for _, t := range res.Tested {
-		out.Tested = append(out.Tested, TestedJSON{Commit: t.Commit.String(), Verdict: t.Verdict.String(), Seconds: t.Seconds, Source: t.Source})
+		out.Tested = append(out.Tested, TestedJSON{Commit: t.Commit.String(), Verdict: t.Verdict, Seconds: t.Seconds, Source: t.Source})
 		if t.Source != "replay" {
 			out.Steps++
 		}

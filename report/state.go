@@ -16,6 +16,7 @@ import (
 	"kbisect/internal/atomicfile"
 	"kbisect/internal/usage"
 	"kbisect/lab"
+	"kbisect/verdict"
 )
 
 // WriteFiles writes the reports the job's report.formats ask for, as
@@ -125,7 +126,7 @@ func FromState(ctx context.Context, dir, format string, stdout io.Writer) error 
 		}
 		if r.Event == bisect.EventVerdict {
 			h, _ := bisect.ParseHash(r.Commit)
-			v, _ := bisect.ParseVerdict(r.Verdict)
+			v, _ := verdict.Parse(string(r.Verdict))
 			res.Tested = append(res.Tested, bisect.Tested{Commit: h, Verdict: v, Seconds: r.Seconds, Source: r.Source})
 		}
 	}

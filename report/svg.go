@@ -9,6 +9,7 @@ import (
 
 	"kbisect/internal/commitid"
 	"kbisect/noise"
+	"kbisect/verdict"
 )
 
 // Colours of the plots: verdicts as a reader expects them, and the two
@@ -242,11 +243,11 @@ func squareSwatch() string {
 	return `<rect x="{x}" y="{y}" width="9" height="9" transform="translate(-4.5 -4.5)" fill="` + colorAxis + `"/>`
 }
 
-func verdictColor(v string) string {
+func verdictColor(v verdict.Verdict) string {
 	switch v {
-	case "good":
+	case verdict.Good:
 		return colorGood
-	case "bad":
+	case verdict.Bad:
 		return colorBad
 	}
 	return colorSkip
@@ -255,7 +256,7 @@ func verdictColor(v string) string {
 // testedTooltip is what hovering a commit shows: everything the row of
 // the table says.
 func testedTooltip(m Metric, t Tested) string {
-	s := commitid.Short(t.Commit) + " " + t.Subject + "\n" + t.Verdict
+	s := commitid.Short(t.Commit) + " " + t.Subject + "\n" + string(t.Verdict)
 	if t.Culprit {
 		s += ", first bad commit"
 	}

@@ -61,7 +61,7 @@ func resolveRange(g *bisect.Graph, o Range, exec string) (bisect.Record, []bisec
 			if err != nil {
 				return start, nil, usage.Errorf("%s:%d: %v", o.Replay, m.Line, err)
 			}
-			marks = append(marks, bisect.Record{Event: bisect.EventVerdict, Commit: h.String(), Verdict: m.Verdict.String(), Source: "replay"})
+			marks = append(marks, bisect.Record{Event: bisect.EventVerdict, Commit: h.String(), Verdict: m.Verdict, Source: "replay"})
 		}
 	}
 	bad, err := g.Resolve(badRev)

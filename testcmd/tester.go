@@ -23,6 +23,7 @@ import (
 
 	"kbisect/bisect"
 	"kbisect/internal/shell"
+	"kbisect/verdict"
 	"kbisect/worktree"
 )
 
@@ -107,11 +108,11 @@ func (t *Tester) Test(ctx context.Context, commit plumbing.Hash) (bisect.Outcome
 	out := bisect.Outcome{ExitCode: &code, Note: fmt.Sprintf("exit %d", code)}
 	switch {
 	case code == 0:
-		out.Verdict = bisect.Good
+		out.Verdict = verdict.Good
 	case code == 125:
-		out.Verdict = bisect.Skip
+		out.Verdict = verdict.Skip
 	case code >= 1 && code <= 127:
-		out.Verdict = bisect.Bad
+		out.Verdict = verdict.Bad
 	default:
 		return bisect.Outcome{}, &AbortError{Commit: commit, Command: t.Command, Exit: code}
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
-	"kbisect/bisect"
+	"kbisect/verdict"
 	"kbisect/worktree"
 )
 
@@ -45,19 +45,19 @@ func TestTesterMapsExitCodesAsGitBisectRun(t *testing.T) {
 	tree, commit := oneCommitTree(t)
 	for _, c := range []struct {
 		cmd   string
-		want  bisect.Verdict
+		want  verdict.Verdict
 		abort bool
 	}{
-		{"exit 0", bisect.Good, false},
-		{"exit 1", bisect.Bad, false},
-		{"exit 124", bisect.Bad, false},
-		{"exit 125", bisect.Skip, false},
-		{"exit 126", bisect.Bad, false},
-		{"exit 127", bisect.Bad, false},
-		{"no-such-command-anywhere", bisect.Bad, false}, // the shell says 127
-		{"exit 128", 0, true},
-		{"exit 255", 0, true},
-		{"kill -TERM $$", 0, true},
+		{"exit 0", verdict.Good, false},
+		{"exit 1", verdict.Bad, false},
+		{"exit 124", verdict.Bad, false},
+		{"exit 125", verdict.Skip, false},
+		{"exit 126", verdict.Bad, false},
+		{"exit 127", verdict.Bad, false},
+		{"no-such-command-anywhere", verdict.Bad, false}, // the shell says 127
+		{"exit 128", "", true},
+		{"exit 255", "", true},
+		{"kill -TERM $$", "", true},
 	} {
 		var out bytes.Buffer
 		tester := &Tester{Tree: tree, Command: c.cmd, Stdout: &out, Stderr: &out}
@@ -148,14 +148,14 @@ func TestTesterRefusesACommandThatCannotRun(t *testing.T) {
 	marker := t.TempDir() + "/seen"
 	tester = &Tester{Tree: tree, Command: "test -e " + marker + " && exit 0; touch " + marker + "; exit 127", Stdout: os.Stderr, Stderr: os.Stderr, Good: good}
 	out, err := tester.Test(context.Background(), commit)
-	if err != nil || out.Verdict != bisect.Bad {
+	if err != nil || out.Verdict != verdict.Bad {
 		t.Fatalf("127 from the commit: %v, %v", out.Verdict, err)
 	}
 
 	// As in git, the check happens the first time 126 or 127 appears, even
 	// after other verdicts.
 	tester = &Tester{Tree: tree, Command: "test -e " + marker + ".2 || { touch " + marker + ".2; exit 1; }; exit 126", Stdout: os.Stderr, Stderr: os.Stderr, Good: good}
-	if out, err := tester.Test(context.Background(), commit); err != nil || out.Verdict != bisect.Bad {
+	if out, err := tester.Test(context.Background(), commit); err != nil || out.Verdict != verdict.Bad {
 		t.Fatalf("first run: %v %v", out.Verdict, err)
 	}
 	if _, err := tester.Test(context.Background(), commit); !errors.As(err, &broken) || broken.Exit != 126 {

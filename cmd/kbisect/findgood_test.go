@@ -48,7 +48,7 @@ func TestRunJobWalksBackWhenTheGoodEndpointIsBad(t *testing.T) {
 	}
 	var walked []string
 	for _, try := range fg.Tried {
-		walked = append(walked, try.Tag+" "+try.Verdict)
+		walked = append(walked, try.Tag+" "+string(try.Verdict))
 	}
 	// v6.12.55 and up carry the regression, v6.12.54 does not.
 	if got, want := strings.Join(walked, ", "), "v6.12.56 bad, v6.12.54 good"; got != want {

@@ -16,6 +16,7 @@ import (
 	"kbisect/internal/simhost"
 	"kbisect/internal/simlab"
 	"kbisect/nightly"
+	"kbisect/verdict"
 )
 
 // stableUpstream publishes a simulated lab's releases night by night: a
@@ -122,7 +123,7 @@ func (u *stableUpstream) firstBad() int {
 func measuredTags(out nightly.Result) string {
 	var s []string
 	for _, m := range out.Measured {
-		s = append(s, m.Tag+" "+m.Verdict)
+		s = append(s, m.Tag+" "+string(m.Verdict))
 	}
 	return strings.Join(s, ", ")
 }
@@ -270,7 +271,10 @@ func TestNightlyFinishesWhatAStoppedNightLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 	where := history.Where{Machine: "simlab", Remote: u.bare, Branch: "linux-6.12.y"}
-	for _, m := range []struct{ tag, verdict string }{{u.releases[k], "bad"}, {u.releases[k-1], "good"}} {
+	for _, m := range []struct {
+		tag     string
+		verdict verdict.Verdict
+	}{{u.releases[k], "bad"}, {u.releases[k-1], "good"}} {
 		if _, err := db.AddMeasurement(ctx, where, history.Measurement{Tag: m.tag, Commit: u.tagOf[m.tag], Metric: "noise", Kind: "time",
 			Values: []float64{1}, Verdict: m.verdict, Reason: "measured by the night that stopped"}); err != nil {
 			t.Fatal(err)

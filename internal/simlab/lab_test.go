@@ -16,8 +16,8 @@ import (
 	"kbisect/internal/simlab"
 	"kbisect/kbuild"
 	"kbisect/lab"
-	"kbisect/noise"
 	"kbisect/remote"
+	"kbisect/verdict"
 )
 
 // newLab makes a small lab and loads its job file.
@@ -113,7 +113,7 @@ func TestAKernelCarriesItsNoiseFromBuildToMeasurement(t *testing.T) {
 	}
 	// The job decides on the noise per period: a quiet kernel's is tens
 	// of µs.
-	if res.Decision == nil || res.Decision.Verdict != noise.Good || len(res.Values) != 3 || slices.Max(res.Values) > 100e3 || slices.Min(res.Values) < 2e3 {
+	if res.Decision == nil || res.Decision.Verdict != verdict.Good || len(res.Values) != 3 || slices.Max(res.Values) > 100e3 || slices.Min(res.Values) < 2e3 {
 		t.Errorf("the default kernel: %+v %v", res.Decision, res.Values)
 	}
 
@@ -134,7 +134,7 @@ func TestAKernelCarriesItsNoiseFromBuildToMeasurement(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The storm: ~49 ms of noise per 950 ms period.
-	if res.Decision == nil || res.Decision.Verdict != noise.Bad || slices.Min(res.Values) < 40e6 || slices.Max(res.Values) > 60e6 {
+	if res.Decision == nil || res.Decision.Verdict != verdict.Bad || slices.Min(res.Values) < 40e6 || slices.Max(res.Values) > 60e6 {
 		t.Errorf("the bad kernel: %+v %v", res.Decision, res.Values)
 	}
 }
