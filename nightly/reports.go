@@ -39,7 +39,7 @@ func (n *night) writeReports(ctx context.Context, failure error) ([]string, erro
 		return nil, err
 	}
 	night := &report.Night{Machine: n.job.Machine.Name, Result: string(n.res.Result), Message: msg, Metric: n.job.Verdict.Metric,
-		Kind: n.kind(), History: report.History{Machine: n.job.Machine.Name, Trees: []report.HistoryTree{tree}}, Format: noise.FormatValue,
+		Kind: n.kind(), History: report.History{Machine: n.job.Machine.Name, Trees: []report.HistoryTree{tree}},
 		Generated: time.Now()}
 	for _, m := range n.rows {
 		night.Measured = append(night.Measured, measurementOf(m))

@@ -75,19 +75,6 @@ func (i Incident) state() string {
 	return "open"
 }
 
-// ValueFormat writes a value of a metric's kind ("time", "count", ...)
-// in the text reports; kbisect's text output has its own wording of
-// values, which this package does not know.
-type ValueFormat func(kind string, v float64) string
-
-// textValue is format, or without one the HTML report's wording.
-func textValue(format ValueFormat) ValueFormat {
-	if format != nil {
-		return format
-	}
-	return func(kind string, v float64) string { return Metric{Kind: kind}.Format(v) }
-}
-
 // WriteHistoryJSON writes the history as history --format json.
 func WriteHistoryJSON(w io.Writer, h History) error {
 	b, err := json.MarshalIndent(h, "", "  ")
@@ -100,8 +87,8 @@ func WriteHistoryJSON(w io.Writer, h History) error {
 
 // WriteHistoryText writes the history as a table per tree, then the
 // tree's incidents.
-func WriteHistoryText(w io.Writer, h History, format ValueFormat) {
-	value := textValue(format)
+func WriteHistoryText(w io.Writer, h History) {
+	value := noise.FormatValue
 	if len(h.Trees) == 0 {
 		fmt.Fprintf(w, "%s: nothing measured yet (kbisect nightly fills the history)\n", h.Machine)
 		return
@@ -142,13 +129,13 @@ func WriteHistoryText(w io.Writer, h History, format ValueFormat) {
 // WriteHistoryHTML writes the history as one HTML page: the metric (the
 // job's verdict.metric) per release with its threshold, each incident's
 // first bad release marked, and the text history under it.
-func WriteHistoryHTML(w io.Writer, h History, metric string, format ValueFormat, generated time.Time) error {
-	return WriteHTML(w, historyDocument(h, metric, historyText(h, format), generated))
+func WriteHistoryHTML(w io.Writer, h History, metric string, generated time.Time) error {
+	return WriteHTML(w, historyDocument(h, metric, historyText(h), generated))
 }
 
-func historyText(h History, format ValueFormat) string {
+func historyText(h History) string {
 	var b strings.Builder
-	WriteHistoryText(&b, h, format)
+	WriteHistoryText(&b, h)
 	return b.String()
 }
 

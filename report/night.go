@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"kbisect/noise"
 	"kbisect/verdict"
 	"strings"
 	"time"
@@ -23,9 +24,7 @@ type Night struct {
 	// recorded.
 	Measured []HistoryMeasurement
 	// History is the machine's history on the tree the night follows.
-	History History
-	// Format writes the values in the text reports.
-	Format    ValueFormat
+	History   History
 	Generated time.Time
 }
 
@@ -42,7 +41,7 @@ func WriteNightText(w io.Writer, n *Night) error {
 		n.tonight(w, false)
 		fmt.Fprintln(w)
 	}
-	WriteHistoryText(w, n.History, n.Format)
+	WriteHistoryText(w, n.History)
 	return nil
 }
 
@@ -63,7 +62,7 @@ func WriteNightMarkdown(w io.Writer, n *Night) error {
 	fmt.Fprintln(w, "### History")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "```")
-	WriteHistoryText(w, n.History, n.Format)
+	WriteHistoryText(w, n.History)
 	fmt.Fprintln(w, "```")
 	return nil
 }
@@ -71,7 +70,7 @@ func WriteNightMarkdown(w io.Writer, n *Night) error {
 // tonight writes the rows of the releases measured that night, as
 // measured.
 func (n *Night) tonight(w io.Writer, markdown bool) {
-	value := textValue(n.Format)
+	value := noise.FormatValue
 	if markdown {
 		fmt.Fprintf(w, "| release | verdict | %s | judged against | why |\n|---|---|---|---|---|\n", n.Metric)
 		for _, m := range n.Measured {

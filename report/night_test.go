@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"kbisect/verdict"
 	"strings"
 	"testing"
@@ -12,8 +11,6 @@ import (
 
 // microseconds words a time the way a text report might, to tell it
 // from the HTML report's wording.
-func microseconds(kind string, v float64) string { return fmt.Sprintf("%.0f us", v/1000) }
-
 // stableHistory is a machine's history on a stable branch: a good
 // release, a bad one that opened an incident bisected to a commit, and
 // the release that fixed it.
@@ -33,18 +30,18 @@ func stableHistory() History {
 
 func TestHistoryText(t *testing.T) {
 	var b bytes.Buffer
-	WriteHistoryText(&b, stableHistory(), microseconds)
+	WriteHistoryText(&b, stableHistory())
 	want := `system-0, linux-6.12.y of https://git.example.org/stable.git:
-  v6.12.57         2026-11-30 01:15  good           13 us (threshold 1000 us)
-  v6.12.58         2026-11-30 01:15  bad         49000 us (threshold 1000 us) against v6.12.57  <- incident 1
-  v6.12.59         2026-11-30 01:15  good           14 us (threshold 1000 us) against v6.12.57
+  v6.12.57         2026-11-30 01:15  good           13 µs (threshold 1,000 µs)
+  v6.12.58         2026-11-30 01:15  bad        49,000 µs (threshold 1,000 µs) against v6.12.57  <- incident 1
+  v6.12.59         2026-11-30 01:15  good           14 µs (threshold 1,000 µs) against v6.12.57
   incident 1: v6.12.57 good, v6.12.58 bad: first bad commit abababababab "sched: spin in the tick"; fixed in v6.12.59
 `
 	if b.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
 	b.Reset()
-	WriteHistoryText(&b, History{Machine: "system-1"}, nil)
+	WriteHistoryText(&b, History{Machine: "system-1"})
 	if b.String() != "system-1: nothing measured yet (kbisect nightly fills the history)\n" {
 		t.Errorf("an empty history: %q", b.String())
 	}
@@ -102,7 +99,7 @@ func regressionNight() *Night {
 	h.Trees[0].Measurements = h.Trees[0].Measurements[:2]
 	h.Trees[0].Incidents[0].ClosedTag = ""
 	return &Night{Machine: "system-0", Result: "regression", Message: "system-0: a regression between v6.12.57 (good) and v6.12.58 (bad)\nreports in /lab",
-		Metric: "noise", Kind: "time", Measured: h.Trees[0].Measurements[1:], History: h, Format: microseconds,
+		Metric: "noise", Kind: "time", Measured: h.Trees[0].Measurements[1:], History: h,
 		Generated: time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC)}
 }
 
@@ -112,7 +109,7 @@ func TestNightTextAndMarkdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"kbisect nightly: system-0: regression\n\nsystem-0: a regression between",
-		"Measured tonight (noise: the median of the samples):\n  v6.12.58         bad         49000 us  against v6.12.57\n\nsystem-0, linux-6.12.y of",
+		"Measured tonight (noise: the median of the samples):\n  v6.12.58         bad        49,000 µs  against v6.12.57\n\nsystem-0, linux-6.12.y of",
 		"<- incident 1\n"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("the text lacks %q:\n%s", want, b.String())
@@ -123,7 +120,7 @@ func TestNightTextAndMarkdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"## kbisect nightly: system-0: regression\n\n", "(bad)  \nreports in /lab  \n",
-		"| v6.12.58 | bad | 49000 us | v6.12.57 | bad \\| why |\n", "### History\n\n```\nsystem-0, "} {
+		"| v6.12.58 | bad | 49,000 µs | v6.12.57 | bad \\| why |\n", "### History\n\n```\nsystem-0, "} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("the markdown lacks %q:\n%s", want, b.String())
 		}
@@ -167,7 +164,7 @@ func TestNightHTMLIsTheHistoryHeadedByTheNight(t *testing.T) {
 		}
 	}
 	b.Reset()
-	if err := WriteHistoryHTML(&b, stableHistory(), "noise", microseconds, time.Now()); err != nil {
+	if err := WriteHistoryHTML(&b, stableHistory(), "noise", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"kbisect history: system-0", "incident 1: v6.12.57 good, v6.12.58 bad, first bad commit", "fixed in v6.12.59"} {

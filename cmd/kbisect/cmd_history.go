@@ -9,7 +9,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"kbisect/nightly"
-	"kbisect/noise"
 	"kbisect/report"
 )
 
@@ -56,9 +55,9 @@ func runHistory(ctx context.Context, jobFile, format, dbPath, output string, std
 		case "json":
 			return report.WriteHistoryJSON(w, h)
 		case "html":
-			return report.WriteHistoryHTML(w, h, job.Verdict.Metric, noise.FormatValue, time.Now())
+			return report.WriteHistoryHTML(w, h, job.Verdict.Metric, time.Now())
 		}
-		report.WriteHistoryText(w, h, noise.FormatValue)
+		report.WriteHistoryText(w, h)
 		return nil
 	})
 }
