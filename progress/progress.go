@@ -5,11 +5,13 @@
 // run prints, for kbisect run --exec (NewGit). The CLI chooses one; the
 // packages that do the work only emit.
 //
-// It imports no kbisect package but internal/commitid.
+// It imports no kbisect package but the leaves internal/commitid,
+// internal/shell and verdict.
 package progress
 
 import (
 	"fmt"
+	"kbisect/verdict"
 	"time"
 )
 
@@ -56,7 +58,7 @@ type Event struct {
 	Value  string
 	Step   Step
 	// Verdict is good, bad or skip.
-	Verdict string
+	Verdict verdict.Verdict
 	Elapsed time.Duration
 	Text    string
 }

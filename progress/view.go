@@ -132,7 +132,7 @@ func (v *View) line(e Event, format string, args ...any) {
 // attrs are an event's fields, for a structured log.
 func attrs(e Event) []slog.Attr {
 	var a []slog.Attr
-	for _, kv := range []struct{ k, v string }{{"commit", e.Commit}, {"host", e.Host}, {"phase", e.Phase}, {"verdict", e.Verdict}} {
+	for _, kv := range []struct{ k, v string }{{"commit", e.Commit}, {"host", e.Host}, {"phase", e.Phase}, {"verdict", string(e.Verdict)}} {
 		if kv.v != "" {
 			a = append(a, slog.String(kv.k, kv.v))
 		}

@@ -2,6 +2,7 @@ package progress
 
 import (
 	"bytes"
+	"kbisect/verdict"
 	"regexp"
 	"strings"
 	"testing"
@@ -18,7 +19,7 @@ func step() []Event {
 		{Kind: Phase, Commit: commit, Phase: "boot"},
 		{Kind: Phase, Commit: commit, Phase: "measure", Sample: 1, Value: "49 ms"},
 		{Kind: Note, Commit: commit, Text: "building ahead"},
-		{Kind: Tested, Commit: commit, Verdict: "bad", Text: "median 49 ms over 15 ms", Elapsed: 75 * time.Second},
+		{Kind: Tested, Commit: commit, Verdict: verdict.Bad, Text: "median 49 ms over 15 ms", Elapsed: 75 * time.Second},
 		{Kind: Warning, Text: "a merge base"},
 		{Kind: Done},
 	}

@@ -73,7 +73,7 @@ func (e *events) Testing(step bisect.Step) {
 
 // Tested implements bisect.Progress.
 func (e *events) Tested(commit plumbing.Hash, out bisect.Outcome, elapsed time.Duration) {
-	e.sink.Emit(progress.Event{Kind: progress.Tested, Commit: commit.String(), Verdict: string(out.Verdict), Text: out.Note, Elapsed: elapsed})
+	e.sink.Emit(progress.Event{Kind: progress.Tested, Commit: commit.String(), Verdict: out.Verdict, Text: out.Note, Elapsed: elapsed})
 }
 
 // Warn implements bisect.Progress.

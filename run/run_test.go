@@ -41,7 +41,7 @@ func (r *recorder) Emit(e progress.Event) {
 		if r.tested == nil {
 			r.tested = map[string]string{}
 		}
-		r.tested[e.Commit] = e.Verdict
+		r.tested[e.Commit] = string(e.Verdict)
 	case progress.Phase:
 		r.phases++
 	case progress.Line:
