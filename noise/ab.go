@@ -2,13 +2,8 @@ package noise
 
 import (
 	"fmt"
-	"io"
 	"math"
 	"strconv"
-	"strings"
-	"text/tabwriter"
-
-	"kbisect/internal/wrap"
 )
 
 // Side is one kernel's samples in an A/B comparison: the same workload run
@@ -220,9 +215,9 @@ func minMax(v []float64) (float64, float64) {
 // conclude says in one line what the comparison shows.
 func (r *ABReport) conclude(info MetricInfo) string {
 	c := r.Comparison
-	p := pText(c.P)
+	p := PValueText(c.P)
 	if !c.Significant() {
-		s := fmt.Sprintf("no significant difference in %s (%s, %d vs %d %ss)", metricLabel(r.Metric), p, c.NA, c.NB, r.per())
+		s := fmt.Sprintf("no significant difference in %s (%s, %d vs %d %ss)", MetricLabel(r.Metric), p, c.NA, c.NB, r.PerWhat())
 		if len(c.Warnings) > 0 {
 			s += ": " + c.Warnings[0]
 		}
@@ -255,7 +250,7 @@ func (r *ABReport) factor(info MetricInfo, better bool, where string) string {
 	if info.HigherIsBad && (info.Kind == KindTime || info.Kind == KindCount) {
 		word = map[bool]string{true: "less noisy", false: "noisier"}[better]
 	}
-	values := fmt.Sprintf("(%s: %s against %s)", shortLabel(r.Metric), formatMetric(info.Kind, r.Metric, b), formatMetric(info.Kind, r.Metric, a))
+	values := fmt.Sprintf("(%s: %s against %s)", shortLabel(r.Metric), FormatMetric(info.Kind, r.Metric, b), FormatMetric(info.Kind, r.Metric, a))
 	lo, hi := math.Min(a, b), math.Max(a, b)
 	if info.Kind == KindPercent || !info.HigherIsBad || lo <= 0 {
 		return fmt.Sprintf("B is %s than A%s %s", word, where, values)
@@ -284,170 +279,21 @@ func shortLabel(metric string) string {
 	case "availability":
 		return "CPU availability"
 	}
-	return metricLabel(metric)
+	return MetricLabel(metric)
 }
 
-func pText(p float64) string {
+// PValueText writes a p-value as the reports say it: "p < 0.001", "p = 0.012".
+func PValueText(p float64) string {
 	if p < 0.001 {
 		return "p < 0.001"
 	}
 	return fmt.Sprintf("p = %.2g", p)
 }
 
-// WriteText writes the A/B summary in the layout of a regression report:
-// each side's ranges across CPUs and samples side by side, then the
-// comparison and the conclusion.
-func (r *ABReport) WriteText(w io.Writer) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Summary across all measured CPUs (%s):\n\n", r.sizes())
-	tw := tabwriter.NewWriter(&b, 0, 0, 3, ' ', 0)
-	fmt.Fprintf(tw, "\t%s\t%s\n", sideHead("A", r.A.Name), sideHead("B", r.B.Name))
-	for _, row := range r.rangeRows() {
-		fmt.Fprintf(tw, "  %s:\t%s\t%s\n", row[0], row[1], row[2])
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	b.WriteString("\n")
-	for _, line := range r.comparisonLines() {
-		b.WriteString(wrap.Lines(line, wrap.Width, "  ", "    ") + "\n")
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// WriteMarkdown writes the A/B summary as a markdown table and list.
-func (r *ABReport) WriteMarkdown(w io.Writer) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Summary across all measured CPUs (%s):\n\n", r.sizes())
-	fmt.Fprintf(&b, "| | %s | %s |\n|---|---:|---:|\n", sideHead("A", r.A.Name), sideHead("B", r.B.Name))
-	for _, row := range r.rangeRows() {
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", row[0], row[1], row[2])
-	}
-	b.WriteString("\n")
-	for _, line := range r.comparisonLines() {
-		b.WriteString("- " + line + "\n")
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// sideHead heads a side's column: "A: name", or "A" when the name is
-// said elsewhere.
-func sideHead(side, name string) string {
-	if name == "" {
-		return side
-	}
-	return side + ": " + name
-}
-
-func (r *ABReport) sizes() string {
-	cpus := fmt.Sprintf("%d CPUs", r.A.CPUs)
-	if r.A.CPUs == 1 {
-		cpus = "1 CPU"
-	}
-	if r.A.CPUs != r.B.CPUs {
-		cpus = fmt.Sprintf("%d and %d CPUs", r.A.CPUs, r.B.CPUs)
-	}
-	return fmt.Sprintf("%s, %d and %d samples", cpus, r.A.Samples, r.B.Samples)
-}
-
-func (r *ABReport) rangeRows() [][3]string {
-	var rows [][3]string
-	for i, ra := range r.A.Ranges {
-		if i >= len(r.B.Ranges) || r.B.Ranges[i].Metric != ra.Metric || ra.Metric == "hw" || ra.Metric == "nmi" || ra.Metric == "sirq" {
-			continue // the report's block keeps to what tells kernels apart
-		}
-		rb := r.B.Ranges[i]
-		rows = append(rows, [3]string{rangeLabel(ra.Metric), r.rangeText(ra), r.rangeText(rb)})
-	}
-	return rows
-}
-
-func rangeLabel(metric string) string {
-	switch metric {
-	case "max_single_noise":
-		return "Max single noise"
-	case "noise":
-		return "Noise per period"
-	case "availability":
-		return "CPU availability"
-	case "irq", "thread":
-		return strings.ToUpper(metric) + " count per period"
-	}
-	l := metricLabel(metric)
-	return strings.ToUpper(l[:1]) + l[1:]
-}
-
-func (r *ABReport) rangeText(rs RangeSummary) string {
-	lo, hi := formatMetric(rs.Kind, rs.Metric, rs.Min), formatMetric(rs.Kind, rs.Metric, rs.Max)
-	if lo == hi {
-		return lo
-	}
-	if rs.Kind == KindTime && unitSuffix(hi) == " µs" && unitSuffix(lo) != " µs" {
-		lo = trimZeros(strconv.FormatFloat(rs.Min/1e3, 'f', 3, 64)) + " µs" // "0 - 7 µs"
-	}
-	// "44,343 - 50,294 µs": the unit once.
-	if u := unitSuffix(lo); u != "" && u == unitSuffix(hi) {
-		lo = strings.TrimSuffix(lo, u)
-	}
-	return lo + " - " + hi
-}
-
-func unitSuffix(s string) string {
-	for _, u := range []string{" ns", " µs", " s", "%"} {
-		if strings.HasSuffix(s, u) {
-			return u
-		}
-	}
-	return ""
-}
-
-func (r *ABReport) comparisonLines() []string {
-	c := r.Comparison
-	per := fmt.Sprintf("%s of the %s CPU per sample", metricLabel(r.Metric), aggregateLabel(r.Aggregate))
-	lines := []string{
-		fmt.Sprintf("%s: median A %s, B %s", per, formatMetric(r.Kind, r.Metric, r.A.Median), formatMetric(r.Kind, r.Metric, r.B.Median)),
-		fmt.Sprintf("B − A: %s, %g%% interval [%s, %s]; Mann-Whitney %s (%d vs %d %s%s)",
-			signed(r.Kind, r.Metric, c.Shift), c.Confidence*100, signed(r.Kind, r.Metric, c.ShiftLow), signed(r.Kind, r.Metric, c.ShiftHigh),
-			pText(c.P), c.NA, c.NB, r.perText(), map[bool]string{true: ", exact", false: ""}[c.Exact]),
-	}
-	for _, w := range c.Warnings {
-		lines = append(lines, "warning: "+w)
-	}
-	return append(lines, r.Conclusion)
-}
-
-func (r *ABReport) per() string {
+// PerWhat is what one value of the comparison is: a sample, or a boot.
+func (r *ABReport) PerWhat() string {
 	if r.Per == "" {
 		return "sample"
 	}
 	return r.Per
-}
-
-func (r *ABReport) perText() string {
-	if r.per() == "boot" {
-		return "boots, each its samples' median"
-	}
-	return "samples"
-}
-
-func aggregateLabel(how string) string {
-	switch how {
-	case "max":
-		return "worst"
-	case "min":
-		return "best"
-	case "mean":
-		return "mean"
-	}
-	return how
-}
-
-func signed(kind, metric string, v float64) string {
-	s := formatMetric(kind, metric, v)
-	if v > 0 {
-		return "+" + s
-	}
-	return s
 }

@@ -1,7 +1,6 @@
 package noise
 
 import (
-	"bytes"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -59,15 +58,7 @@ func TestABOfTheSeedsKernelsSaysBIsLessNoisyOnEveryCPU(t *testing.T) {
 	if !strings.HasPrefix(r.Conclusion, "B is ") || !strings.Contains(r.Conclusion, "× less noisy than A on all 32 CPUs (noise per period: ") || !strings.HasSuffix(r.Conclusion, "p < 0.001") {
 		t.Errorf("conclusion %q", r.Conclusion)
 	}
-	var text bytes.Buffer
-	if err := r.WriteText(&text); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"Summary across all measured CPUs (32 CPUs, 10 and 10 samples):", "A: spinlock", "B: rwlock", "IRQ count per period:", "6,860", "Mann-Whitney p < 0.001 (10 vs 10 samples, exact)"} {
-		if !strings.Contains(strings.Join(strings.Fields(text.String()), " "), want) {
-			t.Errorf("text lacks %q:\n%s", want, text.String())
-		}
-	}
+
 }
 
 func TestABOfTwoLikeKernelsFindsNoDifference(t *testing.T) {

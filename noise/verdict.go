@@ -302,16 +302,18 @@ func formatNS(v float64) string {
 	case a < 1e3:
 		return fmt.Sprintf("%.0f ns", v)
 	case a < 1e4:
-		return trimZeros(fmt.Sprintf("%.2f", v/1e3)) + " µs"
+		return TrimZeros(fmt.Sprintf("%.2f", v/1e3)) + " µs"
 	case a < 1e5:
-		return trimZeros(fmt.Sprintf("%.1f", v/1e3)) + " µs"
+		return TrimZeros(fmt.Sprintf("%.1f", v/1e3)) + " µs"
 	case a < 1e9:
 		return groupThousands(math.Round(v/1e3)) + " µs"
 	}
-	return trimZeros(fmt.Sprintf("%.2f", v/1e9)) + " s"
+	return TrimZeros(fmt.Sprintf("%.2f", v/1e9)) + " s"
 }
 
-func trimZeros(s string) string {
+// TrimZeros drops the zeros after a decimal point, and the point when
+// nothing is left after it: "1.50" is "1.5", "2.00" is "2".
+func TrimZeros(s string) string {
 	for len(s) > 1 && s[len(s)-1] == '0' && strings.Contains(s, ".") {
 		s = s[:len(s)-1]
 	}

@@ -53,13 +53,13 @@ func WriteABText(w io.Writer, job *configs.Job, res *lab.ABResult) error {
 	fmt.Fprintf(w, "\nA: %s\nB: %s\n", p.ALabel, p.BLabel)
 	para(w, "", "", "%d rounds of %d samples a side, alternating A, B, each on a fresh boot.", p.Rounds, p.Samples)
 	fmt.Fprintln(w)
-	if err := shortNames(res.Report).WriteText(w); err != nil {
+	if err := WriteABSummary(w, shortNames(res.Report)); err != nil {
 		return err
 	}
 	for _, side := range measuredSides(res) {
 		fmt.Fprintf(w, "\n")
 		para(w, "", "", "%s (%s), the sample with the median %s:", side.name, side.ev.Release, side.ev.Metric)
-		if err := noise.WriteTable(w, MedianSample(side.ev)); err != nil {
+		if err := WriteTable(w, MedianSample(side.ev)); err != nil {
 			return err
 		}
 	}
@@ -87,12 +87,12 @@ func WriteABMarkdown(w io.Writer, job *configs.Job, res *lab.ABResult) error {
 	}
 	fmt.Fprintf(w, "**%s**\n\n", res.Report.Conclusion)
 	fmt.Fprintf(w, "- A: `%s`\n- B: `%s`\n- %d rounds of %d samples a side, alternating A, B, each on a fresh boot\n\n", p.ALabel, p.BLabel, p.Rounds, p.Samples)
-	if err := shortNames(res.Report).WriteMarkdown(w); err != nil {
+	if err := WriteABSummaryMarkdown(w, shortNames(res.Report)); err != nil {
 		return err
 	}
 	for _, side := range measuredSides(res) {
 		fmt.Fprintf(w, "\n**%s** (`%s`), the sample with the median %s:\n\n", side.name, side.ev.Release, side.ev.Metric)
-		if err := noise.WriteMarkdown(w, MedianSample(side.ev)); err != nil {
+		if err := WriteTableMarkdown(w, MedianSample(side.ev)); err != nil {
 			return err
 		}
 	}

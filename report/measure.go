@@ -13,7 +13,7 @@ import (
 // WriteSample writes one sample of kbisect measure: its per-CPU table.
 func WriteSample(w io.Writer, job *configs.Job, i int, m *noise.Measurement) {
 	fmt.Fprintf(w, "Sample %d (%s, CPUs %s, %s):\n", i, m.Tool, job.Workload.CPUs, job.Workload.Duration)
-	_ = noise.WriteTable(w, m)
+	_ = WriteTable(w, m)
 	fmt.Fprintln(w)
 }
 

@@ -318,11 +318,11 @@ func (r *Run) WriteText(w io.Writer) {
 		return
 	}
 	fmt.Fprintf(w, "\nA: %s\nB: %s\n", rep.A.Name, rep.B.Name)
-	_ = shortNames(rep).WriteText(w)
+	_ = WriteABSummary(w, shortNames(rep))
 	for _, ev := range []*lab.Evidence{good, bad} {
 		fmt.Fprintln(w)
 		para(w, "", "", "%s (%s), the sample with the median %s:", ev.Commit[:12], ev.Release, ev.Metric)
-		_ = noise.WriteTable(w, MedianSample(ev))
+		_ = WriteTable(w, MedianSample(ev))
 	}
 	if r.Result.Kind == bisect.NotReproduced {
 		fmt.Fprintf(w, "\nThe endpoints' samples and raw outputs are in %s; to measure them again, remove the state directory or give another --state.\n", filepath.Join(r.StateDir, "commits"))
@@ -375,11 +375,11 @@ func (r *Run) WriteMarkdown(w io.Writer) {
 	}
 	if rep, err := r.compare(good, bad); err == nil {
 		fmt.Fprintln(w)
-		_ = rep.WriteMarkdown(w)
+		_ = WriteABSummaryMarkdown(w, rep)
 	}
 	for _, ev := range []*lab.Evidence{good, bad} {
 		fmt.Fprintf(w, "\n`%s` (%s), the sample with the median %s:\n\n", ev.Commit[:12], ev.Release, ev.Metric)
-		_ = noise.WriteMarkdown(w, MedianSample(ev))
+		_ = WriteTableMarkdown(w, MedianSample(ev))
 	}
 	writeSetupMarkdown(w, r.Job, r.commandLine())
 }

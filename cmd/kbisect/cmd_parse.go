@@ -78,7 +78,7 @@ func runParse(tool, file string, asJSON, markdown bool, stdin io.Reader, stdout 
 		report.WriteJSON(stdout, report.ParsedJSON{Measurement: m, Summary: noise.Summarize(m)})
 		return nil
 	case markdown:
-		return noise.WriteMarkdown(stdout, m)
+		return report.WriteTableMarkdown(stdout, m)
 	}
-	return noise.WriteTable(stdout, m)
+	return report.WriteTable(stdout, m)
 }

@@ -1,13 +1,16 @@
-package noise
+package report
 
 import (
 	"bytes"
+	"kbisect/noise"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
 func TestTablesKeepTheMailLayoutWithUnits(t *testing.T) {
-	m, err := Parse(ToolOsnoise, fixture(t, "seed-000-spinlock-table.txt"))
+	m, err := noise.Parse(noise.ToolOsnoise, noiseFixture(t, "seed-000-spinlock-table.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +37,7 @@ func TestTablesKeepTheMailLayoutWithUnits(t *testing.T) {
 		}
 	}
 	b.Reset()
-	if err := WriteMarkdown(&b, m); err != nil {
+	if err := WriteTableMarkdown(&b, m); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(b.String(), "| CPU | PERIODS | RUNTIME(us) |") || !strings.Contains(b.String(), "| [016] | 1 | 950000 | 48551 | 94.88936 | 20 | - | 0 | 6863 | 19 | 5942 |\n") {
@@ -43,7 +46,7 @@ func TestTablesKeepTheMailLayoutWithUnits(t *testing.T) {
 }
 
 func TestLatencyTablesNameWhichLatency(t *testing.T) {
-	m, err := Parse(ToolRtlaTimerlat, fixture(t, "lab612rt-smp2-rtla-timerlat-top.txt"))
+	m, err := noise.Parse(noise.ToolRtlaTimerlat, noiseFixture(t, "lab612rt-smp2-rtla-timerlat-top.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +60,7 @@ func TestLatencyTablesNameWhichLatency(t *testing.T) {
 	if !strings.Contains(b.String(), "thread latency: worst 3,818 µs (CPU 1)") {
 		t.Errorf("%s", b.String())
 	}
-	hist, err := Parse(ToolRtlaOsnoise, fixture(t, "rtla-doc_osnoise-hist.txt"))
+	hist, err := noise.Parse(noise.ToolRtlaOsnoise, noiseFixture(t, "rtla-doc_osnoise-hist.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,5 +70,45 @@ func TestLatencyTablesNameWhichLatency(t *testing.T) {
 	}
 	if got := strings.Join(strings.Fields(strings.SplitN(b.String(), "\n", 2)[0]), " "); got != "CPU NOISE_SAMPLES NOISE_MIN(us) NOISE_AVG(us) NOISE_MAX(us)" {
 		t.Errorf("a histogram of single noises: header %q", got)
+	}
+}
+
+// noiseFixture is a real tool output kept with the parsers' tests.
+func noiseFixture(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "noise", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestABSummaryHasBothSidesTheComparisonAndTheConclusion(t *testing.T) {
+	side := func(name, file string) noise.Side {
+		m, err := noise.Parse(noise.ToolOsnoise, noiseFixture(t, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return noise.Side{Name: name, Samples: []*noise.Measurement{m, m, m, m, m}}
+	}
+	r, err := noise.CompareAB(side("spinlock", "seed-000-spinlock-table.txt"), side("rwlock", "seed-000-rwlock-table.txt"), "noise", "max", 0.95)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text, md bytes.Buffer
+	if err := WriteABSummary(&text, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteABSummaryMarkdown(&md, r); err != nil {
+		t.Fatal(err)
+	}
+	flat := strings.Join(strings.Fields(text.String()), " ")
+	for _, want := range []string{"Summary across all measured CPUs (", "5 and 5 samples):", "A: spinlock", "B: rwlock", "IRQ count per period:", "6,864", "Mann-Whitney", r.Conclusion} {
+		if !strings.Contains(flat, strings.Join(strings.Fields(want), " ")) {
+			t.Errorf("text lacks %q:\n%s", want, text.String())
+		}
+	}
+	if !strings.Contains(md.String(), "| | A: spinlock | B: rwlock |\n|---|---:|---:|\n") || !strings.Contains(md.String(), "- "+r.Conclusion+"\n") {
+		t.Errorf("markdown:\n%s", md.String())
 	}
 }
