@@ -168,18 +168,14 @@ func (r *execRun) openByRange(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.stateDir = o.State
-	if r.stateDir == "" {
-		r.stateDir = filepath.Join(r.tree.GitDir, "kbisect", "run-"+runID(start, o.Exec))
+	dir := o.State
+	if dir == "" {
+		dir = filepath.Join(r.tree.GitDir, "kbisect", "run-"+runID(start, o.Exec))
 	}
-	if r.stateDir, err = filepath.Abs(r.stateDir); err != nil {
-		return err
-	}
-	log, records, err := bisect.OpenState(r.stateDir)
+	records, err := r.openState(dir)
 	if err != nil {
 		return err
 	}
-	r.log = log
 	if err := r.tree.RequireClean(ctx); err != nil {
 		return err
 	}
@@ -212,7 +208,7 @@ func (r *execRun) openByRange(ctx context.Context) error {
 		}
 		initial = append(initial, replayMarks...)
 	}
-	return log.Init(initial...)
+	return r.log.Init(initial...)
 }
 
 func sameDir(a, b string) bool {

@@ -140,22 +140,18 @@ func (r *jobRun) prepare(ctx context.Context) error {
 		return err
 	}
 	start.Meta["job"], start.Meta["job_sha256"] = o.Jobs[0], r.jobSum
-	r.stateDir = o.State
-	if r.stateDir == "" {
+	dir := o.State
+	if dir == "" {
 		wt, err := worktree.Open(ctx, tree)
 		if err != nil {
 			return fmt.Errorf("build.tree %s: %w", tree, err)
 		}
-		r.stateDir = filepath.Join(wt.GitDir, "kbisect", "run-"+runID(start, "job:"+r.jobSum))
+		dir = filepath.Join(wt.GitDir, "kbisect", "run-"+runID(start, "job:"+r.jobSum))
 	}
-	if r.stateDir, err = filepath.Abs(r.stateDir); err != nil {
-		return err
-	}
-	log, records, err := bisect.OpenState(r.stateDir)
+	records, err := r.openState(dir)
 	if err != nil {
 		return err
 	}
-	r.log = log
 	if len(records) > 0 {
 		if err := sameRun(records[0], start, r.stateDir); err != nil {
 			return err
@@ -176,12 +172,12 @@ func (r *jobRun) prepare(ctx context.Context) error {
 				return err
 			}
 		}
-		if err := log.Init(append([]bisect.Record{start}, marks...)...); err != nil {
+		if err := r.log.Init(append([]bisect.Record{start}, marks...)...); err != nil {
 			return err
 		}
 	}
-	r.start = log.Records()[0]
-	if r.sess, _, err = bisect.Restore(r.g, log.Records()); err != nil {
+	r.start = r.log.Records()[0]
+	if r.sess, _, err = bisect.Restore(r.g, r.log.Records()); err != nil {
 		return err
 	}
 	if r.buildLog, err = os.OpenFile(filepath.Join(r.stateDir, "build.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {

@@ -26,6 +26,21 @@ type bisection struct {
 	sess     *bisect.Session
 }
 
+// openState opens the state directory dir (made absolute) and its
+// session log, and returns the records it holds.
+func (b *bisection) openState(dir string) ([]bisect.Record, error) {
+	var err error
+	if b.stateDir, err = filepath.Abs(dir); err != nil {
+		return nil, err
+	}
+	log, records, err := bisect.OpenState(b.stateDir)
+	if err != nil {
+		return nil, err
+	}
+	b.log = log
+	return records, nil
+}
+
 // close closes the log and the graph (when the result has not taken it).
 func (b *bisection) close() {
 	if b.log != nil {
