@@ -41,50 +41,6 @@ func (r *Run) evidence(commit string) *lab.Evidence {
 	return ev
 }
 
-// AddTo puts each tested commit's numbers and the confirmation into
-// the JSON answer.
-func (r *Run) AddTo(out *RunJSON) {
-	for i := range out.Tested {
-		if ev := r.evidence(out.Tested[i].Commit); ev != nil {
-			out.Tested[i].Metric = metricJSONOf(ev)
-		}
-	}
-	out.Command = r.commandLine()
-	if r.Calibration != nil && r.Calibration.Search != nil {
-		s := r.Calibration.Search
-		fg := &FindGoodJSON{Given: s.Given, From: s.From, Found: s.Found, Good: s.Good, Bad: s.Bad, Kernels: s.Kernels, Reason: s.Reason, Tried: []FindTryJSON{}}
-		for _, t := range s.Tried {
-			fg.Tried = append(fg.Tried, FindTryJSON{Tag: t.Tag, Commit: t.Commit, Verdict: t.Verdict, Reason: t.Reason, Median: t.Median, Seconds: t.Seconds})
-		}
-		out.FindGood = fg
-	}
-	if c := r.Confirmation; c != nil {
-		out.Confirmed = &c.Confirmed
-		out.Warnings = append(out.Warnings, c.Flags...)
-		out.Confirmation = &ConfirmationJSON{Confirmed: c.Confirmed, WithParent: abCompareOf(c.WithParent), Reverted: abCompareOf(c.Reverted), Flags: c.Flags}
-	}
-}
-
-func abCompareOf(res *lab.ABResult) *ABCompareJSON {
-	if res == nil || res.Report == nil {
-		return nil
-	}
-	p, c := res.Plan, res.Report.Comparison
-	return &ABCompareJSON{SideA: ABSideJSON{p.A, p.ALabel}, SideB: ABSideJSON{p.B, p.BLabel}, Rounds: p.Rounds, Samples: p.Samples,
-		Conclusion: res.Report.Conclusion, Direction: res.Report.Direction, P: c.P, Shift: c.Shift, ShiftLow: c.ShiftLow, ShiftHigh: c.ShiftHigh}
-}
-
-func metricJSONOf(ev *lab.Evidence) *MetricJSON {
-	if len(ev.Values) == 0 {
-		return &MetricJSON{Reason: ev.Reason, SameAs: ev.SameAs}
-	}
-	m := &MetricJSON{Name: ev.Metric, Kind: ev.Kind, Values: ev.Values, Reason: ev.Reason, SameAs: ev.SameAs}
-	if ev.Decision != nil {
-		m.Median, m.Threshold = ev.Decision.Median, ev.Decision.Threshold
-	}
-	return m
-}
-
 // runRow is one tested kernel in the report.
 type runRow struct {
 	commit  plumbing.Hash
