@@ -2,6 +2,7 @@ package configs
 
 import (
 	"fmt"
+	"kbisect/internal/cpulist"
 	"sort"
 	"strconv"
 	"strings"
@@ -137,25 +138,7 @@ func outsideMachine(cpu, nrCPUs int) error {
 }
 
 // String formats the set as a kernel cpulist.
-func (c CPUs) String() string {
-	var b strings.Builder
-	for i := 0; i < len(c); {
-		j := i
-		for j+1 < len(c) && c[j+1] == c[j]+1 {
-			j++
-		}
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		if j == i {
-			fmt.Fprintf(&b, "%d", c[i])
-		} else {
-			fmt.Fprintf(&b, "%d-%d", c[i], c[j])
-		}
-		i = j + 1
-	}
-	return b.String()
-}
+func (c CPUs) String() string { return cpulist.Format(c) }
 
 // Contains reports whether cpu is in the set.
 func (c CPUs) Contains(cpu int) bool {

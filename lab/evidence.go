@@ -72,27 +72,25 @@ func ReadEvidence(stateDir, commit string) (*Evidence, error) {
 // ReadCalibration reads the calibration of a state directory (nil when
 // there is none yet).
 func ReadCalibration(stateDir string) (*Calibration, error) {
-	var c Calibration
-	if err := atomicfile.ReadJSON(filepath.Join(stateDir, "calibration.json"), &c); err != nil {
-		if os.IsNotExist(err) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	return &c, nil
+	return readIfThere[Calibration](filepath.Join(stateDir, "calibration.json"))
 }
 
 // ReadConfirmation reads the confirmation of a state directory (nil when
 // there is none yet).
 func ReadConfirmation(stateDir string) (*Confirmation, error) {
-	var c Confirmation
-	if err := atomicfile.ReadJSON(filepath.Join(stateDir, "confirmation.json"), &c); err != nil {
+	return readIfThere[Confirmation](filepath.Join(stateDir, "confirmation.json"))
+}
+
+// readIfThere reads a JSON state file: nil when it is not there yet.
+func readIfThere[T any](path string) (*T, error) {
+	var v T
+	if err := atomicfile.ReadJSON(path, &v); err != nil {
 		if os.IsNotExist(err) {
 			return nil, nil
 		}
 		return nil, err
 	}
-	return &c, nil
+	return &v, nil
 }
 
 // save writes a commit's evidence atomically.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"kbisect/internal/cpulist"
 	"kbisect/internal/shell"
 )
 
@@ -355,21 +356,5 @@ func installHint(bin string) string {
 func cpuList(cpus []int) string {
 	s := append([]int(nil), cpus...)
 	sort.Ints(s)
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		j := i
-		for j+1 < len(s) && s[j+1] == s[j]+1 {
-			j++
-		}
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		if j == i {
-			fmt.Fprintf(&b, "%d", s[i])
-		} else {
-			fmt.Fprintf(&b, "%d-%d", s[i], s[j])
-		}
-		i = j + 1
-	}
-	return b.String()
+	return cpulist.Format(s)
 }

@@ -15,6 +15,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"kbisect/internal/shell"
 	"net"
 	"os"
 	"os/exec"
@@ -170,13 +171,7 @@ func (v *VM) Stop() error {
 	if ok, _ := v.Exited(); ok {
 		return nil
 	}
-	_ = syscall.Kill(-v.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-v.done:
-	case <-time.After(5 * time.Second):
-		_ = syscall.Kill(-v.cmd.Process.Pid, syscall.SIGKILL)
-		<-v.done
-	}
+	shell.StopGroup(v.cmd.Process.Pid, v.done, 5*time.Second)
 	return nil
 }
 

@@ -60,13 +60,7 @@ func (c *console) Write(p []byte) (int, error) {
 
 // stop ends the console command and returns the tail of what it printed.
 func (c *console) stop() string {
-	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-c.done:
-	case <-time.After(3 * time.Second):
-		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
-		<-c.done
-	}
+	shell.StopGroup(c.cmd.Process.Pid, c.done, 3*time.Second)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return strings.ReplaceAll(string(c.tail), "\r", "")
