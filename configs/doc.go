@@ -15,6 +15,7 @@
 // validated against each other. Open is Load for a command that goes on
 // to use the job: its problems are a usage error.
 //
-// It may import internal/usage (the class of usage errors), no other
-// kbisect package: everything else reads jobs from it.
+// It may import internal/usage (the class of usage errors) and
+// internal/cpulist, no other kbisect package: everything else reads jobs
+// from it.
 package configs

@@ -14,5 +14,6 @@
 // The job file's vocabulary (tool and metric names) is repeated here, not
 // imported: a test holds the two in step.
 //
-// It may import internal/shell and internal/wrap, no other kbisect package.
+// It may import verdict, internal/shell, internal/wrap and
+// internal/cpulist, no other kbisect package.
 package noise
