@@ -8,5 +8,6 @@
 // good release tries.
 //
 // It takes a tester as a function and knows nothing of kernels, SSH or
-// measurements. It may import only the internal helper packages.
+// measurements. It may import verdict and the internal helper packages
+// only.
 package bisect

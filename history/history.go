@@ -8,8 +8,8 @@
 // nightly runs on one controller (two machines) wait for each other's
 // writes instead of failing.
 //
-// It imports no kbisect package (the internal packages are all it may
-// import): nightly turns its measurements and bisections into rows.
+// It imports only verdict and the internal packages: nightly turns its
+// measurements and bisections into rows.
 package history
 
 import (

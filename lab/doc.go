@@ -11,7 +11,7 @@
 // the lower packages take: kbuild's options, remote's SSH and boot
 // options, qemu's guest, noise's workload and rule.
 //
-// It may import bisect, configs, kbuild, noise, qemu, remote, worktree,
-// internal/atomicfile and internal/commitid; the test command of git
-// bisect run is testcmd's, not lab's.
+// It may import bisect, configs, kbuild, noise, progress (what it tells
+// of its work), qemu, remote, verdict, worktree and the internal helpers;
+// the test command of git bisect run is testcmd's, not lab's.
 package lab

@@ -13,7 +13,8 @@
 // is printing: progress goes to Options.Progress.
 //
 // It may import bisect, configs, history, lab, noise, progress, report,
-// run (its helpers), worktree and the internal helpers; never the CLI.
+// run (its helpers), verdict, worktree and the internal helpers; never
+// the CLI.
 package nightly
 
 import (

@@ -4,7 +4,7 @@
 // group of its own or, on a terminal, in the terminal's foreground, and a
 // command left running by a killed kbisect stopped when the run resumes.
 //
-// It imports bisect (the verdicts), worktree (the checkout) and
+// It imports bisect (its outcomes), verdict, worktree (the checkout) and
 // internal/shell (the -v trace), and no package of the lab: the test
 // command is kbisect's simplest lab, one a laptop can run.
 package testcmd
