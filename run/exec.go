@@ -35,7 +35,9 @@ func Exec(ctx context.Context, o ExecOptions) (*Result, error) {
 		return aborted(r.stateDir, err), err
 	}
 	res, err := r.bisect(ctx)
-	r.g = nil // the result's now
+	if res.Graph != nil {
+		r.g = nil // the result's now
+	}
 	return res, err
 }
 

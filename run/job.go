@@ -78,12 +78,10 @@ func Job(ctx context.Context, o JobOptions) (*Result, error) {
 	}
 	r := &jobRun{o: o, ev: newEvents(o.Progress)}
 	res, err := r.run(ctx)
-	if res == nil || res.Graph == nil {
-		r.close()
-	} else {
+	if res.Graph != nil {
 		r.g = nil // the result's now
-		r.close()
 	}
+	r.close()
 	return res, err
 }
 
