@@ -25,7 +25,7 @@ func WaitForHost(ctx context.Context, job *configs.Job) error {
 	if err != nil {
 		return err
 	}
-	dial := func(ctx context.Context) (*remote.Host, error) { return remote.Dial(ctx, opt) }
+	dial := remote.DialerOf(opt)
 	h, _, err := remote.WaitForHost(ctx, dial, job.Boot.Timeout.D())
 	if err != nil {
 		return err
@@ -55,7 +55,7 @@ func BootArtifact(ctx context.Context, job *configs.Job, art remote.Artifact, co
 		return nil, remote.Facts{}, err
 	}
 	opt, _ := HostOptions(job)
-	redial := func(ctx context.Context) (*remote.Host, error) { return remote.Dial(ctx, opt) }
+	redial := remote.DialerOf(opt)
 	// The boot, a power cycle and the wait after it, with room to spare:
 	// nothing in it may hang the night.
 	bootCtx, cancelBoot := context.WithTimeout(ctx, 2*job.Boot.Timeout.D()+10*time.Minute)

@@ -145,7 +145,7 @@ func (q *QEMULab) Boot(ctx context.Context, art remote.Artifact) (Machine, remot
 		}
 		// Every try has a hard deadline: slirp accepts the connection
 		// while the guest boots, and the banner never comes.
-		dial := func(ctx context.Context) (*remote.Host, error) { return remote.Dial(ctx, opt) }
+		dial := remote.DialerOf(opt)
 		h, f, err := remote.Attempt(ctx, dial)
 		if err != nil {
 			select {
@@ -182,7 +182,7 @@ func (q *QEMULab) consoleFile(release string) (*os.File, error) {
 func (q *QEMULab) kexec(ctx context.Context, art remote.Artifact) (Machine, remote.Facts, error) {
 	job, vm := q.Job, q.vm
 	opt := q.sshOptions()
-	dial := func(ctx context.Context) (*remote.Host, error) { return remote.Dial(ctx, opt) }
+	dial := remote.DialerOf(opt)
 	h, _, err := remote.Attempt(ctx, dial)
 	if err != nil {
 		return nil, remote.Facts{}, err

@@ -65,6 +65,11 @@ func (e *KernelError) Error() string { return fmt.Sprintf("kernel %s: %s", e.Rel
 // Dialer connects to the host again after a reboot.
 type Dialer func(ctx context.Context) (*Host, error)
 
+// DialerOf is Dial with its options bound, as a boot redials the host.
+func DialerOf(opt Options) Dialer {
+	return func(ctx context.Context) (*Host, error) { return Dial(ctx, opt) }
+}
+
 // Boot boots the installed kernel on the host, waits for it to answer
 // with a new boot id, and verifies it runs as expected. It returns the new
 // connection and the new kernel's facts. The old connection is closed.
