@@ -185,6 +185,12 @@ func TestRunStopsATestLeftRunningByAKilledRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid, _ := waitForFile(pidFile, 10*time.Second)
+	// kbisect records the test it started just after starting it: kill
+	// it once that record is there (a kill between the two cannot be
+	// recovered from, and is not what this tests).
+	if !waitForGlob(filepath.Join(f.dir, ".git", "kbisect", "run-*", "test.pid"), 10*time.Second) {
+		t.Fatal("kbisect never recorded the test it started")
+	}
 	first.Process.Kill()
 	first.Wait()
 	if _, err := os.Stat("/proc/" + pid); err != nil {
@@ -340,6 +346,17 @@ func waitForFile(path string, within time.Duration) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// waitForGlob reports whether a file matching pattern exists within the
+// time given.
+func waitForGlob(pattern string, within time.Duration) bool {
+	for end := time.Now().Add(within); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if m, _ := filepath.Glob(pattern); len(m) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // waitForPath reports whether path exists within the time given.
