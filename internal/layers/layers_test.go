@@ -29,7 +29,7 @@ type rule struct {
 
 // internals are the small helper packages anyone may use; verdict, the
 // one verdict type, is a leaf like them.
-var internals = []string{"internal/cpulist", "internal/shell", "internal/wrap", "internal/usage", "internal/tty", "internal/commitid", "internal/atomicfile", "internal/statefile", "internal/tartree", "verdict"}
+var internals = []string{"internal/cpulist", "internal/shell", "internal/wrap", "internal/usage", "internal/tty", "internal/commitid", "internal/atomicfile", "internal/statefile", "internal/tartree", "internal/simnoise", "verdict"}
 
 // testSupport is what only tests, the demo and simulate may reach.
 var testSupport = []string{"internal/simlab", "internal/simhost", "internal/sshtest", "internal/testrepo"}
