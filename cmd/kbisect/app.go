@@ -44,6 +44,7 @@ kbisect run --good REV --bad REV --exec CMD [--repo DIR] [--first-parent] [--sta
 kbisect ab --job FILE (--a REV --b REV | --base REV (--revert SHA | --patch FILE)) [--rounds N] [--samples N] [--json]
 kbisect report --state DIR [--format text|markdown|json|html|junit] [-o FILE]
 kbisect demo [--seed N] [--commits N] [-v]
+kbisect simulate --good V --bad V [--spread S] [--boot-spread S] [--bad-boots R] [--spikes R:A-Bx] [--flips R] [--runs N] [--json]
 kbisect validate FILE…
 kbisect config show FILE
 kbisect parse --tool TOOL FILE [--json]
@@ -97,6 +98,7 @@ EXAMPLES
 			bootCommand(),
 			buildCommand(),
 			demoCommand(),
+			simulateCommand(),
 		},
 	}
 }

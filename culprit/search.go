@@ -1,0 +1,401 @@
+package culprit
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+)
+
+// Costs are what a measurement costs, in seconds: building a commit's
+// kernel (once), booting it, taking one sample.
+type Costs struct {
+	Build  float64 `json:"build"`
+	Boot   float64 `json:"boot"`
+	Sample float64 `json:"sample"`
+}
+
+// Options set a search.
+type Options struct {
+	// Confidence is the probability one commit must reach, confirmed, to
+	// be named the first bad commit (default 0.99).
+	Confidence float64
+	// MaxBoots is the budget of boots (calibration not counted); when it
+	// runs out the search is inconclusive. 0: 6 per step git would take,
+	// plus 20.
+	MaxBoots int
+	// MinSamples and MaxSamples bound the samples of one boot.
+	MinSamples, MaxSamples int
+	// ConfirmBoots is how many fresh boots each of the candidate, its
+	// parents and the bad endpoint without it get once the candidate
+	// reaches the confidence (default 2).
+	ConfirmBoots int
+	// Revert says the lab can build the bad endpoint with a commit
+	// reverted; Reverted then asks for it in confirmation.
+	Revert bool
+	Costs  Costs
+	// Prior weighs the commits (nil: all alike).
+	Prior []float64
+	// NoCulprit is the prior of "no commit of the range is bad"
+	// (default 0.01).
+	NoCulprit float64
+}
+
+func (o *Options) defaults(n int) error {
+	if o.Confidence == 0 {
+		o.Confidence = 0.99
+	}
+	if !(o.Confidence > 0.5 && o.Confidence < 1) {
+		return fmt.Errorf("confidence %g is not between 0.5 and 1", o.Confidence)
+	}
+	if o.MinSamples < 1 {
+		o.MinSamples = 3
+	}
+	if o.MaxSamples < o.MinSamples {
+		o.MaxSamples = o.MinSamples
+	}
+	if o.ConfirmBoots == 0 {
+		o.ConfirmBoots = 2
+	}
+	if o.MaxBoots == 0 {
+		o.MaxBoots = 6*int(math.Ceil(math.Log2(float64(n+1)))) + 20
+	}
+	if o.NoCulprit == 0 {
+		o.NoCulprit = 0.01
+	}
+	if o.Costs == (Costs{}) {
+		o.Costs = Costs{Build: 600, Boot: 120, Sample: 60}
+	}
+	if o.Prior != nil && len(o.Prior) != n {
+		return fmt.Errorf("a prior of %d weights for %d commits", len(o.Prior), n)
+	}
+	return nil
+}
+
+// StepKind says what the search wants next, or how it ended.
+type StepKind uint8
+
+// The kinds of step.
+const (
+	_ StepKind = iota
+	// Measure asks for one boot of Step.Commit (of the bad endpoint with
+	// it reverted when Reverted), sampled while More says so.
+	Measure
+	// Found: Step.Commit is the first bad commit, at Step.Probability,
+	// confirmed by fresh boots.
+	Found
+	// Inconclusive: the budget ran out, or what is left cannot be told
+	// apart (skipped commits); Step.Candidates lead.
+	Inconclusive
+	// NotReproduced: the range most likely holds no bad commit.
+	NotReproduced
+)
+
+// Step is the search's answer to "what next?".
+type Step struct {
+	Kind        StepKind
+	Commit      int
+	Reverted    bool
+	Confirming  bool
+	Probability float64
+	Candidates  []Candidate
+	Reason      string
+}
+
+// Observation is one boot the search took in: replayed in order, the
+// observations rebuild the same posterior.
+type Observation struct {
+	Commit   int       `json:"commit"`
+	Reverted bool      `json:"reverted,omitempty"`
+	Skipped  bool      `json:"skipped,omitempty"`
+	Samples  []float64 `json:"samples,omitempty"`
+	Evidence float64   `json:"evidence"`
+}
+
+// Search is a noise-robust bisection: a posterior over which commit of
+// the range is the first bad one, fed boot by boot, and the choice of the
+// measurement that says the most per second.
+type Search struct {
+	d     *DAG
+	m     Model
+	opt   Options
+	post  *posterior
+	built []bool
+	skip  []bool
+	boots []int
+	// reverted counts the boots of the bad endpoint with a commit
+	// reverted; noRevert marks reverts the lab could not make.
+	reverted map[int]int
+	noRevert map[int]bool
+	total    int
+	gain     gainTable
+	// confirmFrom is, per candidate that reached the confidence, the
+	// boots each kernel of its confirmation had then.
+	confirmFrom map[int]map[target]int
+	log         []Observation
+}
+
+type target struct {
+	commit   int
+	reverted bool
+}
+
+// New starts a search over the range d under the model m.
+func New(d *DAG, m Model, opt Options) (*Search, error) {
+	if err := opt.defaults(d.Len()); err != nil {
+		return nil, err
+	}
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Search{d: d, m: m, opt: opt, post: newPosterior(d, opt.Prior, opt.NoCulprit),
+		built: make([]bool, d.Len()), skip: make([]bool, d.Len()), boots: make([]int, d.Len()),
+		reverted: map[int]int{}, noRevert: map[int]bool{}, confirmFrom: map[int]map[target]int{}}
+	s.built[d.Len()-1] = true
+	s.m.prepare()
+	s.gain = newGainTable(s.m, opt.MinSamples)
+	return s, nil
+}
+
+// Model is the model the search judges boots by.
+func (s *Search) Model() Model { return s.m }
+
+// Boots is how many boots the search has taken in.
+func (s *Search) Boots() int { return s.total }
+
+// Log is every observation, in order.
+func (s *Search) Log() []Observation { return append([]Observation(nil), s.log...) }
+
+// Built records that a commit's kernel is built: booting it again costs
+// no build.
+func (s *Search) Built(commit int) { s.built[commit] = true }
+
+// More says whether the boot whose samples these are should give another
+// one: while it is unsure, below the most samples a boot may give, and
+// while more samples still pin its level down better than the level
+// itself scatters from boot to boot.
+func (s *Search) More(samples []float64) bool {
+	n := len(samples)
+	switch {
+	case n < s.opt.MinSamples:
+		return true
+	case n >= s.opt.MaxSamples:
+		return false
+	}
+	if s.m.Spread*s.m.Spread/float64(n) < s.m.BootSpread*s.m.BootSpread/4 {
+		return false
+	}
+	return math.Abs(s.m.Evidence(samples)) < 0.75*s.m.Cap()
+}
+
+// Observe takes in one boot of what step asked to measure, and returns
+// what it says (log "like bad" over "like good").
+func (s *Search) Observe(step Step, samples []float64) float64 {
+	return s.observe(Observation{Commit: step.Commit, Reverted: step.Reverted, Samples: samples})
+}
+
+// ObserveAt takes in a boot of a commit the search did not ask for: the
+// bad endpoint's calibration boots.
+func (s *Search) ObserveAt(commit int, samples []float64) float64 {
+	return s.observe(Observation{Commit: commit, Samples: samples})
+}
+
+// Skip records that what step asked for cannot be measured (the commit
+// does not build or boot, the revert does not apply): it is never asked
+// for again, and its candidacy rests on its neighbours.
+func (s *Search) Skip(step Step) {
+	s.observe(Observation{Commit: step.Commit, Reverted: step.Reverted, Skipped: true})
+}
+
+// Replay takes in an observation from an earlier run's log.
+func (s *Search) Replay(o Observation) { s.observe(o) }
+
+func (s *Search) observe(o Observation) float64 {
+	switch {
+	case o.Skipped && o.Reverted:
+		s.noRevert[o.Commit] = true
+	case o.Skipped:
+		s.skip[o.Commit] = true
+	default:
+		o.Evidence = s.m.Evidence(o.Samples)
+		s.total++
+		if o.Reverted {
+			s.reverted[o.Commit]++
+			s.post.addReverted(o.Commit, o.Evidence)
+		} else {
+			s.built[o.Commit] = true
+			s.boots[o.Commit]++
+			s.post.add(o.Commit, o.Evidence)
+		}
+	}
+	s.log = append(s.log, o)
+	return o.Evidence
+}
+
+// Probabilities are each commit's probability of being the first bad
+// one, and the probability that none is.
+func (s *Search) Probabilities() ([]float64, float64) { return s.post.probs() }
+
+// Leading lists the most probable culprits until they hold the
+// confidence's mass (at most k).
+func (s *Search) Leading(k int) []Candidate {
+	pc, _ := s.post.probs()
+	return leading(pc, s.opt.Confidence, k)
+}
+
+// BootsOf is how many boots a commit has had.
+func (s *Search) BootsOf(commit int) int { return s.boots[commit] }
+
+// Next says what to measure next, or how the search ends.
+func (s *Search) Next() Step {
+	pc, none := s.post.probs()
+	lead := leading(pc, 0, 1)[0]
+	conf := s.opt.Confidence
+	if none >= conf {
+		return Step{Kind: NotReproduced, Probability: none, Candidates: leading(pc, conf, 5),
+			Reason: fmt.Sprintf("the range most likely holds no bad commit (probability %.3g after %d boots): the bad endpoint measures like the good one", none, s.total)}
+	}
+	if lead.Probability >= conf {
+		if t, ok := s.confirmNext(lead.Commit); ok {
+			if t.reverted || !s.skip[t.commit] {
+				return Step{Kind: Measure, Commit: t.commit, Reverted: t.reverted, Confirming: true, Probability: lead.Probability}
+			}
+		} else {
+			return Step{Kind: Found, Commit: lead.Commit, Probability: lead.Probability, Candidates: leading(pc, conf, 5),
+				Reason: fmt.Sprintf("probability %.4g after %d boots, confirmed by fresh boots of it and its parents", lead.Probability, s.total)}
+		}
+	}
+	if s.total >= s.opt.MaxBoots {
+		return Step{Kind: Inconclusive, Probability: lead.Probability, Candidates: leading(pc, conf, 10),
+			Reason: fmt.Sprintf("the budget of %d boots ran out with no commit at probability %g (the most probable: %.3g)", s.opt.MaxBoots, conf, lead.Probability)}
+	}
+	x, g := s.choose(pc)
+	if x < 0 || g < 1e-3 {
+		return Step{Kind: Inconclusive, Probability: lead.Probability, Candidates: leading(pc, conf, 10),
+			Reason: "no commit that can be measured tells the leading candidates apart (they are skipped, or next to skipped commits)"}
+	}
+	return Step{Kind: Measure, Commit: x, Probability: lead.Probability}
+}
+
+// confirmNext is the next kernel the confirmation of c needs, parents
+// first, then c, then the bad endpoint without c, so that they alternate;
+// false when each has had its fresh boots.
+func (s *Search) confirmNext(c int) (target, bool) {
+	targets := []target{}
+	for _, p := range s.d.parents[c] {
+		if !s.skip[p] {
+			targets = append(targets, target{commit: int(p)})
+		}
+	}
+	targets = append(targets, target{commit: c})
+	if s.opt.Revert && c != s.d.Len()-1 && !s.noRevert[c] {
+		targets = append(targets, target{commit: c, reverted: true})
+	}
+	from := s.confirmFrom[c]
+	if from == nil {
+		from = map[target]int{}
+		for _, t := range targets {
+			from[t] = s.count(t)
+		}
+		s.confirmFrom[c] = from
+	}
+	best, fewest := target{}, math.MaxInt
+	for _, t := range targets {
+		if _, ok := from[t]; !ok {
+			from[t] = s.count(t)
+		}
+		if fresh := s.count(t) - from[t]; fresh < s.opt.ConfirmBoots && fresh < fewest {
+			best, fewest = t, fresh
+		}
+	}
+	return best, fewest != math.MaxInt
+}
+
+func (s *Search) count(t target) int {
+	if t.reverted {
+		return s.reverted[t.commit]
+	}
+	return s.boots[t.commit]
+}
+
+// choose picks the commit whose next boot says the most about the
+// culprit per second: the information a boot gives about a commit's
+// state (bad with probability q) over what it costs, a build included
+// when its kernel is not built yet.
+func (s *Search) choose(pc []float64) (int, float64) {
+	q := s.d.badness(pc)
+	boot := s.opt.Costs.Boot + float64(s.opt.MinSamples)*s.opt.Costs.Sample
+	best, bestValue, bestGain := -1, 0.0, 0.0
+	for x, qx := range q {
+		if s.skip[x] {
+			continue
+		}
+		g := s.gain.at(qx)
+		cost := boot
+		if !s.built[x] {
+			cost += s.opt.Costs.Build
+		}
+		v := g / math.Max(cost, 1e-9)
+		if v > bestValue || (v == bestValue && best >= 0 && math.Abs(qx-0.5) < math.Abs(q[best]-0.5)) {
+			best, bestValue, bestGain = x, v, g
+		}
+	}
+	return best, bestGain
+}
+
+// gainTable is what one boot of n samples tells, in bits, about a
+// commit that is bad with probability q, tabulated on q's log-odds.
+type gainTable struct {
+	lo, step float64
+	bits     []float64
+}
+
+// newGainTable draws boots from the model as it believes boots scatter,
+// on each side, and averages how much each would move the belief.
+func newGainTable(m Model, n int) gainTable {
+	rng := rand.New(rand.NewPCG(1, 19))
+	m.prepare()
+	const draws = 200
+	var lg, lb [draws]float64
+	for i := 0; i < draws; i++ {
+		lg[i] = m.logEvidence(m.drawBoot(rng, false, n))
+		lb[i] = m.logEvidence(m.drawBoot(rng, true, n))
+	}
+	t := gainTable{lo: -16, step: 0.25}
+	for k := 0; k <= 128; k++ {
+		z := t.lo + float64(k)*t.step
+		q := 1 / (1 + math.Exp(-z))
+		after := 0.0
+		for i := 0; i < draws; i++ {
+			after += q*h2(sigmoid(z+lb[i])) + (1-q)*h2(sigmoid(z+lg[i]))
+		}
+		t.bits = append(t.bits, math.Max(0, h2(q)-after/draws))
+	}
+	return t
+}
+
+func (t gainTable) at(q float64) float64 {
+	if q <= 1e-9 || q >= 1-1e-9 {
+		return 0
+	}
+	z := math.Log(q / (1 - q))
+	f := (z - t.lo) / t.step
+	if f <= 0 {
+		return t.bits[0] * math.Exp(f*t.step)
+	}
+	k := int(f)
+	if k >= len(t.bits)-1 {
+		return t.bits[len(t.bits)-1] * math.Exp(-(f-float64(len(t.bits)-1))*t.step)
+	}
+	w := f - float64(k)
+	return t.bits[k]*(1-w) + t.bits[k+1]*w
+}
+
+func sigmoid(z float64) float64 { return 1 / (1 + math.Exp(-z)) }
+
+// h2 is the binary entropy in bits.
+func h2(q float64) float64 {
+	if q <= 0 || q >= 1 {
+		return 0
+	}
+	return -(q*math.Log2(q) + (1-q)*math.Log2(1-q))
+}

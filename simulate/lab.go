@@ -1,0 +1,88 @@
+package simulate
+
+import (
+	"math/rand/v2"
+
+	"kbisect/internal/simnoise"
+)
+
+// lab is one simulated bisection's machine: a linear range of n commits
+// (0 … n−1, the bad endpoint last; the good endpoint, −1, before them)
+// whose commits from culprit on are bad, and the clock and counters of
+// what the strategy spent.
+type lab struct {
+	n, culprit int
+	good, bad  float64
+	noise      simnoise.Model
+	rng        *rand.Rand
+	costs      Costs
+	built      map[int]bool
+	reverts    map[int]bool
+	spent      spent
+}
+
+// spent is what a strategy used in one bisection.
+type spent struct {
+	builds, boots, samples int
+	seconds                float64
+}
+
+func newLab(cfg *Config, culprit int, rng *rand.Rand) *lab {
+	return &lab{n: cfg.Commits, culprit: culprit, good: cfg.Good, bad: cfg.Bad, noise: cfg.Noise, rng: rng, costs: cfg.Costs,
+		built: map[int]bool{}, reverts: map[int]bool{}}
+}
+
+// isBad says whether commit c is bad; the good endpoint is −1.
+func (l *lab) isBad(c int) bool { return c >= l.culprit }
+
+// build builds a commit's kernel, once.
+func (l *lab) build(c int) {
+	if !l.built[c] {
+		l.built[c] = true
+		l.spent.builds++
+		l.spent.seconds += l.costs.Build
+	}
+}
+
+// boot builds (when needed) and boots commit c, or the bad endpoint with
+// c reverted: that kernel is good only when c is the culprit.
+func (l *lab) boot(c int, reverted bool) *machine {
+	bad := l.isBad(c)
+	if reverted {
+		if !l.reverts[c] {
+			l.reverts[c] = true
+			l.spent.builds++
+			l.spent.seconds += l.costs.Build
+		}
+		bad = c != l.culprit
+	} else {
+		l.build(c)
+	}
+	l.spent.boots++
+	l.spent.seconds += l.costs.Boot
+	level, other := l.good, l.bad
+	if bad {
+		level, other = other, level
+	}
+	return &machine{l: l, b: l.noise.NewBoot(l.rng, level, other)}
+}
+
+// machine is a booted kernel.
+type machine struct {
+	l *lab
+	b *simnoise.Boot
+}
+
+func (m *machine) sample() float64 {
+	m.l.spent.samples++
+	m.l.spent.seconds += m.l.costs.Sample
+	return m.b.Sample()
+}
+
+func (m *machine) samples(n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = m.sample()
+	}
+	return out
+}

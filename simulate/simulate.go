@@ -1,0 +1,249 @@
+// Package simulate plans a bisection before a night is spent on it: the
+// real search, rule and confirmation driven against a noise model in
+// simulated time (no builds, no SSH), thousands of bisections a minute,
+// so a user learns how often each strategy names the right commit on
+// this machine's noise and what it costs in boots and hours.
+package simulate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+
+	"kbisect/internal/simnoise"
+	"kbisect/noise"
+)
+
+// Costs are what the lab spends, in seconds: a build, a boot, a sample.
+type Costs struct {
+	Build  float64 `json:"build"`
+	Boot   float64 `json:"boot"`
+	Sample float64 `json:"sample"`
+}
+
+// Config is one simulation: the range, the two kinds of kernel and the
+// noise around them, how each commit is sampled, and what things cost.
+type Config struct {
+	Commits int
+	Runs    int
+	Seed    uint64
+	// Good and Bad are the medians of a sample on a good and a bad
+	// kernel, in the metric's unit (ns for times); higher is worse.
+	Good, Bad float64
+	// Kind is the metric's kind (noise.KindTime, …), for the rule.
+	Kind  string
+	Noise simnoise.Model
+	// Threshold is the absolute threshold of the rule and the plain
+	// bisections (default: halfway on a log scale).
+	Threshold              float64
+	MinSamples, MaxSamples int
+	Confidence             float64
+	MaxBoots               int
+	Costs                  Costs
+	// Strategies to run, by name (nil: all).
+	Strategies []string
+}
+
+// Validate fills the defaults and says what cannot be simulated.
+func (c *Config) Validate() error {
+	if c.Commits == 0 {
+		c.Commits = 8192
+	}
+	if c.Runs == 0 {
+		c.Runs = 1000
+	}
+	if c.MinSamples == 0 {
+		c.MinSamples = 3
+	}
+	if c.MaxSamples == 0 {
+		c.MaxSamples = 10
+	}
+	if c.Confidence == 0 {
+		c.Confidence = 0.99
+	}
+	if c.Costs == (Costs{}) {
+		c.Costs = Costs{Build: 600, Boot: 120, Sample: 60}
+	}
+	if c.Kind == "" {
+		c.Kind = noise.KindTime
+	}
+	if c.Threshold == 0 {
+		c.Threshold = math.Sqrt(c.Good * c.Bad)
+	}
+	switch {
+	case c.Commits < 1 || c.Commits > 1<<20:
+		return fmt.Errorf("--commits %d: simulate 1 to %d commits", c.Commits, 1<<20)
+	case c.Runs < 1:
+		return fmt.Errorf("--runs %d: simulate at least one bisection", c.Runs)
+	case !(c.Good > 0) || !(c.Bad > c.Good) || math.IsInf(c.Bad, 0):
+		return fmt.Errorf("--good %g, --bad %g: the bad kernel's samples must be larger than the good one's, both positive", c.Good, c.Bad)
+	case c.MinSamples < 1 || c.MaxSamples < c.MinSamples:
+		return fmt.Errorf("samples %d to %d: at least 1, the smaller first", c.MinSamples, c.MaxSamples)
+	case !(c.Confidence > 0.5 && c.Confidence < 1):
+		return fmt.Errorf("--confidence %g is not between 0.5 and 1", c.Confidence)
+	case c.Costs.Build < 0 || c.Costs.Boot < 0 || c.Costs.Sample < 0:
+		return errors.New("costs cannot be negative")
+	}
+	if err := c.Noise.Validate(); err != nil {
+		return err
+	}
+	for _, name := range c.Strategies {
+		if strategyNamed(name) == nil {
+			return fmt.Errorf("no strategy %q; the strategies are kbisect, rule, git-bisect and median-10", name)
+		}
+	}
+	return nil
+}
+
+func strategyNamed(name string) *strategy {
+	for i := range strategies {
+		if strategies[i].name == name {
+			return &strategies[i]
+		}
+	}
+	return nil
+}
+
+// Result is what every strategy did over the runs. Counts are integers;
+// means are per bisection.
+type Result struct {
+	Runs       int              `json:"runs"`
+	Commits    int              `json:"commits"`
+	Seed       uint64           `json:"seed"`
+	Good       float64          `json:"good"`
+	Bad        float64          `json:"bad"`
+	Kind       string           `json:"kind"`
+	Threshold  float64          `json:"threshold"`
+	Noise      string           `json:"noise"`
+	MinSamples int              `json:"min_samples"`
+	MaxSamples int              `json:"max_samples"`
+	Confidence float64          `json:"confidence"`
+	Costs      Costs            `json:"costs"`
+	Strategies []StrategyResult `json:"strategies"`
+}
+
+// StrategyResult is one strategy's tally.
+type StrategyResult struct {
+	Name          string  `json:"name"`
+	About         string  `json:"about"`
+	Right         int     `json:"right"`
+	WrongFound    int     `json:"wrong_found"`
+	Inconclusive  int     `json:"inconclusive"`
+	NotReproduced int     `json:"not_reproduced"`
+	MeanBoots     float64 `json:"mean_boots"`
+	MeanBuilds    float64 `json:"mean_builds"`
+	MeanSamples   float64 `json:"mean_samples"`
+	MeanHours     float64 `json:"mean_hours"`
+	// P95Boots is the 95th percentile of the boots of one bisection.
+	P95Boots int `json:"p95_boots"`
+}
+
+// Run simulates cfg.Runs bisections with every strategy. Each run draws
+// its culprit from the seed; each strategy meets the same culprit with
+// its own stream of noise, so runs can be repeated and compared one by
+// one. done, when set, hears how many runs are finished.
+func Run(ctx context.Context, cfg Config, done func(int)) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	picked := strategies
+	if cfg.Strategies != nil {
+		picked = nil
+		for _, name := range cfg.Strategies {
+			picked = append(picked, *strategyNamed(name))
+		}
+	}
+	outs := make([][]outcome, len(picked))
+	costs := make([][]spent, len(picked))
+	truth := make([]int, cfg.Runs)
+	for i := range picked {
+		outs[i], costs[i] = make([]outcome, cfg.Runs), make([]spent, cfg.Runs)
+	}
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	finished := 0
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for run := range jobs {
+				culprit := rand.New(rand.NewPCG(cfg.Seed, uint64(run))).IntN(cfg.Commits)
+				truth[run] = culprit
+				for i, st := range picked {
+					l := newLab(&cfg, culprit, rand.New(rand.NewPCG(cfg.Seed^0x9e3779b97f4a7c15, uint64(run)*64+uint64(i))))
+					outs[i][run] = st.run(&cfg, l)
+					costs[i][run] = l.spent
+				}
+				mu.Lock()
+				finished++
+				if done != nil {
+					done(finished)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	var err error
+feed:
+	for run := 0; run < cfg.Runs; run++ {
+		select {
+		case jobs <- run:
+		case <-ctx.Done():
+			err = ctx.Err()
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Runs: cfg.Runs, Commits: cfg.Commits, Seed: cfg.Seed, Good: cfg.Good, Bad: cfg.Bad, Kind: cfg.Kind, Threshold: cfg.Threshold,
+		Noise: cfg.Noise.String(), MinSamples: cfg.MinSamples, MaxSamples: cfg.MaxSamples, Confidence: cfg.Confidence, Costs: cfg.Costs}
+	for i, st := range picked {
+		res.Strategies = append(res.Strategies, tally(st, outs[i], costs[i], truth))
+	}
+	return res, nil
+}
+
+func tally(st strategy, outs []outcome, costs []spent, truth []int) StrategyResult {
+	r := StrategyResult{Name: st.name, About: st.about}
+	boots := make([]int, len(outs))
+	for run, o := range outs {
+		switch {
+		case o.kind == "found" && o.culprit == truth[run]:
+			r.Right++
+		case o.kind == "found":
+			r.WrongFound++
+		case o.kind == "inconclusive":
+			r.Inconclusive++
+		default:
+			r.NotReproduced++
+		}
+		c := costs[run]
+		boots[run] = c.boots
+		r.MeanBoots += float64(c.boots)
+		r.MeanBuilds += float64(c.builds)
+		r.MeanSamples += float64(c.samples)
+		r.MeanHours += c.seconds / 3600
+	}
+	n := float64(len(outs))
+	r.MeanBoots, r.MeanBuilds, r.MeanSamples, r.MeanHours = r.MeanBoots/n, r.MeanBuilds/n, r.MeanSamples/n, r.MeanHours/n
+	r.P95Boots = percentile(boots, 0.95)
+	return r
+}
+
+func percentile(xs []int, p float64) int {
+	s := append([]int(nil), xs...)
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+	return s[int(math.Ceil(p*float64(len(s))))-1]
+}
