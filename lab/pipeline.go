@@ -187,6 +187,29 @@ func (p *Pipeline) test(ctx context.Context, commit string, samples int, sub str
 		}
 	}()
 
+	art, err := p.built(ctx, ev)
+	if err != nil {
+		return nil, err
+	}
+	if art == nil {
+		return ev, nil // it does not build: ev says why
+	}
+	if same := p.bySig[ev.Signature]; same != nil && samples == 0 {
+		ev.Verdict, ev.SameAs = same.Verdict, same.Commit
+		ev.Reason = fmt.Sprintf("the same kernel as %s (signature %s): %s", commitid.Short(same.Commit), commitid.Short(ev.Signature), same.Reason)
+		ev.Values, ev.Decision, ev.Metric, ev.Kind = same.Values, same.Decision, same.Metric, same.Kind
+		return ev, nil
+	}
+	if err := p.measure(ctx, ev, *art, samples); err != nil {
+		return nil, err
+	}
+	return ev, nil
+}
+
+// built builds ev's commit (the cache first) and fills in what the build
+// says; a kernel that does not build gives no artifact and ev says why.
+func (p *Pipeline) built(ctx context.Context, ev *Evidence) (*remote.Artifact, error) {
+	commit := ev.Commit
 	p.say(commit, PhaseBuild, "")
 	var a *kbuild.Artifact
 	var err error
@@ -203,7 +226,7 @@ func (p *Pipeline) test(ctx context.Context, commit string, samples int, sub str
 	case errors.As(err, &be):
 		ev.Verdict = p.failure(p.Job.Build.OnFailure)
 		ev.Reason = "does not build: " + firstOr(be.Lines, err.Error())
-		return ev, nil
+		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("build %s: %w", commitid.Short(commit), err)
 	}
@@ -212,20 +235,11 @@ func (p *Pipeline) test(ctx context.Context, commit string, samples int, sub str
 	if a.Cached {
 		p.say(commit, PhaseBuild, "from the cache")
 	}
-	if same := p.bySig[a.Signature]; same != nil && samples == 0 {
-		ev.Verdict, ev.SameAs = same.Verdict, same.Commit
-		ev.Reason = fmt.Sprintf("the same kernel as %s (signature %s): %s", commitid.Short(same.Commit), commitid.Short(a.Signature), same.Reason)
-		ev.Values, ev.Decision, ev.Metric, ev.Kind = same.Values, same.Decision, same.Metric, same.Kind
-		return ev, nil
-	}
 	art, err := remote.LoadArtifact(a.Dir)
 	if err != nil {
 		return nil, err
 	}
-	if err := p.measure(ctx, ev, art, samples); err != nil {
-		return nil, err
-	}
-	return ev, nil
+	return &art, nil
 }
 
 // aheadFailed makes way for the pipeline's build (Ahead.Wait) and says
@@ -265,4 +279,47 @@ func firstOr(lines []string, def string) string {
 		return lines[0]
 	}
 	return def
+}
+
+// BootOnce builds a commit's kernel (the cache first), boots it once and
+// samples it while more says so: one boot, the unit of evidence of a
+// noise-robust search, which judges the samples itself. Its raw outputs
+// go to commits/<hash>/<sub>. A kernel that does not build, boot or run
+// the workload comes back with verdict skip (or bad, as the job says)
+// and the reason; an error is the lab's.
+func (p *Pipeline) BootOnce(ctx context.Context, commit, sub string, more func(values []float64) bool) (*Evidence, error) {
+	if err := p.init(); err != nil {
+		return nil, err
+	}
+	if !p.ready {
+		r, err := Rule(p.Job, nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		p.SetRule(r)
+	}
+	start := time.Now()
+	ev := &Evidence{Commit: commit, raw: filepath.Join(p.StateDir, "commits", commit, sub)}
+	defer func() {
+		ev.Seconds = time.Since(start).Seconds()
+		if ctx.Err() != nil {
+			p.abandoned = true
+		}
+	}()
+	art, err := p.built(ctx, ev)
+	if err != nil {
+		return nil, err
+	}
+	if art == nil {
+		return ev, nil // it does not build: ev says why
+	}
+	s, err := p.planSampling(*art, 0)
+	if err != nil {
+		return nil, err
+	}
+	s.boots, s.more = 1, more
+	if err := p.measureWith(ctx, ev, s); err != nil {
+		return nil, err
+	}
+	return ev, nil
 }

@@ -24,6 +24,9 @@ type sampling struct {
 	// perBoot is every boot's share of the minimum; the last boot goes on
 	// while the rule is unsure.
 	perBoot int
+	// more, when set, replaces the rule: one boot, sampled while more
+	// says so (a noise-robust search judges the boot itself).
+	more func(values []float64) bool
 }
 
 // planSampling plans a commit's samples under the pipeline's rule:
@@ -52,10 +55,15 @@ func (p *Pipeline) measure(ctx context.Context, ev *Evidence, art remote.Artifac
 	if err != nil {
 		return err
 	}
+	return p.measureWith(ctx, ev, s)
+}
+
+// measureWith measures as s plans.
+func (p *Pipeline) measureWith(ctx context.Context, ev *Evidence, s *sampling) error {
 	ev.Metric, ev.Kind = p.Job.Verdict.Metric, s.rule.MetricKind
 	drops := 0
 	for b, taken := 0, 0; b < s.boots; {
-		m, facts, kerr, err := p.bootRetrying(ctx, ev.Commit, art)
+		m, facts, kerr, err := p.bootRetrying(ctx, ev.Commit, s.art)
 		if err != nil {
 			return err
 		}
@@ -91,6 +99,8 @@ func (p *Pipeline) measure(ctx context.Context, ev *Evidence, art remote.Artifac
 	}
 	d := ev.Decision
 	switch {
+	case s.more != nil:
+		ev.Reason = fmt.Sprintf("%d samples", len(ev.Values))
 	case d == nil && p.measureOnly:
 		ev.Reason = fmt.Sprintf("%d samples", len(ev.Values))
 	case d == nil && !s.canDecide:
@@ -112,7 +122,7 @@ func (p *Pipeline) sampleBoot(ctx context.Context, ev *Evidence, s *sampling, m 
 	if err := p.sleep(ctx, p.Job.Boot.Settle.D()); err != nil {
 		return 0, false, err
 	}
-	for (last || taken+n < s.perBoot) && len(ev.Values) < s.rule.MaxSamples {
+	for s.wants(ev.Values, last, taken+n) {
 		v, done, err := p.sample(ctx, ev, s.w, m, s.art)
 		if done != nil {
 			return n, true, nil
@@ -123,7 +133,7 @@ func (p *Pipeline) sampleBoot(ctx context.Context, ev *Evidence, s *sampling, m 
 		n++
 		ev.Boots[len(ev.Boots)-1].Samples++
 		p.sampled(ev.Commit, len(ev.Values), noise.FormatValue(s.rule.MetricKind, v))
-		if !last || !s.canDecide {
+		if !last || !s.canDecide || s.more != nil {
 			continue
 		}
 		d, err := s.rule.Decide(ev.Values)
@@ -136,6 +146,16 @@ func (p *Pipeline) sampleBoot(ctx context.Context, ev *Evidence, s *sampling, m 
 		}
 	}
 	return n, false, nil
+}
+
+// wants says whether a boot gives another sample: while more says so,
+// else until the boot's share is taken (on the last boot, until the rule
+// decides), never past the rule's maximum.
+func (s *sampling) wants(values []float64, last bool, taken int) bool {
+	if s.more != nil {
+		return s.more(values)
+	}
+	return (last || taken < s.perBoot) && len(values) < s.rule.MaxSamples
 }
 
 // setVerdict gives an evidence the decision's verdict: good, bad, or skip
