@@ -25,9 +25,14 @@ const (
 	DefaultSamplesMax     = 10
 	DefaultBoots          = 1
 	DefaultConfidence     = 0.95
-	DefaultFindGoodMax    = 8
-	DefaultBaselineMaxAge = Duration(7 * 24 * time.Hour)
-	DefaultNightlyRounds  = 3
+	// DefaultSearch is the search a job file that names none gets.
+	DefaultSearch = SearchRule
+	// DefaultSearchConfidence is the probability the posterior search
+	// must reach: a wrong culprit after a night is the worst answer.
+	DefaultSearchConfidence = 0.99
+	DefaultFindGoodMax      = 8
+	DefaultBaselineMaxAge   = Duration(7 * 24 * time.Hour)
+	DefaultNightlyRounds    = 3
 )
 
 // DefaultReportFormats are written when report.formats is not set.
@@ -107,7 +112,13 @@ func (l *loader) setDefaults() {
 	def("verdict.samples.min", func() { v.Samples.Min = DefaultSamplesMin })
 	def("verdict.samples.max", func() { v.Samples.Max = max(DefaultSamplesMax, v.Samples.Min) })
 	def("verdict.boots", func() { v.Boots = DefaultBoots })
-	def("verdict.confidence", func() { v.Confidence = DefaultConfidence })
+	def("verdict.search", func() { v.Search = DefaultSearch })
+	def("verdict.confidence", func() {
+		v.Confidence = DefaultConfidence
+		if v.Search == SearchPosterior {
+			v.Confidence = DefaultSearchConfidence
+		}
+	})
 
 	r := &j.Report
 	def("report.formats", func() { r.Formats = append([]string(nil), DefaultReportFormats...) })

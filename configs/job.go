@@ -180,7 +180,21 @@ type Verdict struct {
 	Samples    Samples   `yaml:"samples,omitempty"`
 	Boots      int       `yaml:"boots,omitempty"`
 	Confidence float64   `yaml:"confidence,omitempty"`
+	// Search is how the first bad commit is searched for: "posterior"
+	// (boots as evidence, a posterior over the commits, the answer with
+	// its probability) or "rule" (git's bisection, each commit decided by
+	// the sequential rule).
+	Search string `yaml:"search,omitempty"`
+	// MaxBoots is the posterior search's budget of boots (0: 6 a step
+	// git would take, plus 20); when it runs out the run is inconclusive.
+	MaxBoots int `yaml:"max_boots,omitempty"`
 }
+
+// The searches.
+const (
+	SearchPosterior = "posterior"
+	SearchRule      = "rule"
+)
 
 // Samples bounds how many samples one commit gets: at least Min, and up
 // to Max while the verdict is unsure.

@@ -189,6 +189,10 @@ func (l *loader) validateVerdict() {
 		l.intRange("verdict.samples.max", v.Samples.Max, 1, 10000)
 	}
 	l.intRange("verdict.boots", v.Boots, 1, 100)
+	l.oneOf("verdict.search", v.Search, []string{SearchPosterior, SearchRule})
+	if v.MaxBoots != 0 {
+		l.intRange("verdict.max_boots", v.MaxBoots, 10, 100000)
+	}
 	if v.Confidence <= 0.5 || v.Confidence >= 1 {
 		l.errorf(l.at("verdict.confidence"), "verdict.confidence", "%g is not between 0.5 and 1 (e.g. 0.95)", v.Confidence)
 	}

@@ -242,6 +242,13 @@ func (s *Search) Leading(k int) []Candidate {
 	return leading(pc, s.opt.Confidence, k)
 }
 
+// Badness is each commit's probability of being bad: the mass of the
+// culprits among its ancestors-or-self.
+func (s *Search) Badness() []float64 {
+	pc, _ := s.post.probs()
+	return s.d.badness(pc)
+}
+
 // BootsOf is how many boots a commit has had.
 func (s *Search) BootsOf(commit int) int { return s.boots[commit] }
 

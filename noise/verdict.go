@@ -354,3 +354,16 @@ func (r Rule) Worse(a, b []float64) bool {
 	to, _ := r.badness()
 	return Median(mapped(a, to)) > Median(mapped(b, to))
 }
+
+// Badness maps a value of the rule's metric to a quantity that grows as
+// the kernel gets worse (the value itself, the share stolen, or the
+// inverse), never below floor: what a noise-robust search compares on a
+// log scale.
+func (r Rule) Badness(x, floor float64) float64 {
+	to, _ := r.badness()
+	b := to(x)
+	if math.IsNaN(b) || b < floor {
+		return floor
+	}
+	return math.Min(b, math.MaxFloat64)
+}

@@ -29,7 +29,8 @@ const (
 	// Note is what happens beside the step, such as a build ahead:
 	// Commit and Text. A terminal leaves it to the status line.
 	Note
-	// Testing is a bisection step starting: Commit, Subject, Step.
+	// Testing is a bisection step starting: Commit, Subject, Step; or
+	// Text in place of Step, when the search is not git's.
 	Testing
 	// Tested is its verdict: Commit, Verdict, Text (why), Elapsed.
 	Tested

@@ -81,6 +81,11 @@ func (v *View) testing(e Event) {
 	v.estimate = e.Step.Estimate
 	v.commit, v.subject, v.samples, v.phase, v.label = e.Commit, e.Subject, 0, "build", e.Label
 	v.stepStart = v.now()
+	if e.Text != "" {
+		// A search that is not git's says where it stands its own way.
+		v.line(e, "%s\n[%s] %s", e.Text, e.Commit, e.Subject)
+		return
+	}
 	left := fmt.Sprintf("%d revision%s left to test after this (roughly %d step%s)", e.Step.Left, plural(e.Step.Left), e.Step.Estimate, plural(e.Step.Estimate))
 	if e.Step.MergeBase {
 		left = "a merge base must be tested"

@@ -29,6 +29,8 @@ type Run struct {
 	Result       bisect.Result // Kind "" while in progress
 	Calibration  *lab.Calibration
 	Confirmation *lab.Confirmation
+	// Search is where a posterior search stands (nil for the rule's).
+	Search *lab.SearchSummary
 }
 
 // evidence returns what the state directory holds for a commit (nil when
@@ -120,7 +122,11 @@ func (r *Run) rows() []runRow {
 		}
 	}
 	for _, t := range r.Result.Tested {
-		add(t.Commit.String(), t.Verdict, fromBisection, r.evidence(t.Commit.String()))
+		ev := r.evidence(t.Commit.String())
+		if r.Search != nil {
+			ev = r.searchEvidence(t.Commit.String())
+		}
+		add(t.Commit.String(), t.Verdict, fromBisection, ev)
 	}
 	hs := make([]plumbing.Hash, len(rows))
 	for i := range rows {
@@ -220,9 +226,17 @@ func fit(s string, n int) string {
 // kernels on either side of the answer compared, with their per-CPU
 // tables.
 func (r *Run) WriteText(w io.Writer) {
-	WriteGitResult(w, r.Graph, r.Result)
+	if r.Search != nil && r.Result.Kind == bisect.Inconclusive {
+		r.writeCandidates(w)
+	} else {
+		WriteGitResult(w, r.Graph, r.Result)
+	}
 	if r.Result.Kind == "" {
 		fmt.Fprintln(w, "in progress: no answer yet")
+	}
+	if s := r.posteriorText(); s != "" {
+		fmt.Fprintln(w)
+		para(w, "", "", "%s", s)
 	}
 	if s := r.search(); s != "" {
 		fmt.Fprintln(w)
@@ -248,13 +262,25 @@ func (r *Run) WriteText(w io.Writer) {
 	if rows := r.rows(); len(rows) > 0 {
 		// The median only, to keep to a mail's width: the ranges are in
 		// the markdown, JSON and HTML reports.
-		fmt.Fprintf(w, "\nTested kernels, oldest first (%s: the median of n samples):\n", r.metricName())
+		if r.Search != nil {
+			fmt.Fprintf(w, "\nTested kernels, oldest first (%s: the median of each boot's median, the boots, and the probability the kernel is bad):\n", r.metricName())
+		} else {
+			fmt.Fprintf(w, "\nTested kernels, oldest first (%s: the median of n samples):\n", r.metricName())
+		}
 		width := 0
 		for _, rw := range rows {
-			width = max(width, len([]rune(medianOf(rw.ev))))
+			cell := medianOf(rw.ev)
+			if sc := r.searchCell(rw.commit.String()); sc != "" && rw.ev != nil {
+				cell = fmt.Sprintf("%s, %s", noise.FormatValue(rw.ev.Kind, noise.Median(rw.ev.Values)), sc)
+			}
+			width = max(width, len([]rune(cell)))
 		}
 		for _, rw := range rows {
-			line := fmt.Sprintf("  %s %-5s %-*s", rw.commit.String()[:12], rw.mark(), width, medianOf(rw.ev))
+			cell := medianOf(rw.ev)
+			if sc := r.searchCell(rw.commit.String()); sc != "" && rw.ev != nil {
+				cell = fmt.Sprintf("%s, %s", noise.FormatValue(rw.ev.Kind, noise.Median(rw.ev.Values)), sc)
+			}
+			line := fmt.Sprintf("  %s %-5s %-*s", rw.commit.String()[:12], rw.mark(), width, cell)
 			fmt.Fprintf(w, "%s %s\n", line, fit(rw.subject, wrap.Width-len([]rune(line))-1))
 			if rw.ev != nil && (len(rw.ev.Values) == 0 || rw.ev.SameAs != "") {
 				para(w, "               ", "               ", "%s", rw.ev.Reason)
@@ -297,6 +323,15 @@ func (r *Run) WriteMarkdown(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 	case bisect.Inconclusive:
+		if r.Search != nil {
+			fmt.Fprintln(w, "**Inconclusive:** the evidence does not single out one commit; the most likely:")
+			for _, c := range r.Search.Candidates {
+				if c.Probability >= 0.001 {
+					fmt.Fprintf(w, "- `%s` %s\n", c.Commit, prob(c.Probability))
+				}
+			}
+			break
+		}
 		fmt.Fprintln(w, "**Inconclusive:** the first bad commit is one of the skipped commits:")
 		for _, c := range r.Result.Candidates {
 			fmt.Fprintf(w, "- `%s`\n", c)
@@ -307,6 +342,9 @@ func (r *Run) WriteMarkdown(w io.Writer) {
 		fmt.Fprintln(w, "**In progress:** no answer yet.")
 	}
 	if s := r.search(); s != "" {
+		fmt.Fprintf(w, "\n%s\n", s)
+	}
+	if s := r.posteriorText(); s != "" {
 		fmt.Fprintf(w, "\n%s\n", s)
 	}
 	if c := r.Confirmation; c != nil {

@@ -30,6 +30,9 @@ type RunJSON struct {
 	// FindGood is the walk back from a good endpoint that measured bad,
 	// for run --job.
 	FindGood *FindGoodJSON `json:"find_good,omitempty"`
+	// Posterior is, for a posterior search, every candidate's probability
+	// and what each measured commit's boots said.
+	Posterior *lab.SearchSummary `json:"posterior,omitempty"`
 	// Command reproduces (or resumes) the run.
 	Command string `json:"command,omitempty"`
 	Error   string `json:"error,omitempty"`
@@ -157,7 +160,12 @@ func (r *Run) AddTo(out *RunJSON) {
 		if ev := r.evidence(out.Tested[i].Commit); ev != nil {
 			out.Tested[i].Metric = metricJSONOf(ev)
 		}
+		if ev := r.searchEvidence(out.Tested[i].Commit); ev != nil {
+			out.Tested[i].Metric = &MetricJSON{Name: ev.Metric, Kind: ev.Kind, Values: ev.Values, Median: ev.Decision.Median,
+				Reason: "the median of each boot's samples; " + r.searchCell(out.Tested[i].Commit)}
+		}
 	}
+	out.Posterior = r.Search
 	out.Command = r.commandLine()
 	if r.Calibration != nil && r.Calibration.Search != nil {
 		s := r.Calibration.Search

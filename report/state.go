@@ -137,6 +137,9 @@ func FromState(ctx context.Context, dir, format string, stdout io.Writer) error 
 	if rep.Confirmation, err = lab.ReadConfirmation(dir); err != nil {
 		return err
 	}
+	if rep.Search, err = lab.ReadSearchSummary(dir); err != nil {
+		return err
+	}
 	_, ended := os.Stat(filepath.Join(dir, "result.json"))
 	switch {
 	case rep.Calibration != nil && !rep.Calibration.Reproduced && rep.Calibration.GoodIsBad && rep.Calibration.Search == nil && ended != nil:
@@ -146,6 +149,8 @@ func FromState(ctx context.Context, dir, format string, stdout io.Writer) error 
 		res.Kind, res.Reason = bisect.NotReproduced, rep.Calibration.Reason
 	case job != nil && rep.Calibration == nil:
 		// Calibrating: nothing decided yet.
+	case rep.Search != nil:
+		res = resultOfSearch(rep.Search)
 	default:
 		step, err := sess.Next()
 		if err != nil {

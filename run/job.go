@@ -197,6 +197,15 @@ func (r *jobRun) prepare(ctx context.Context) error {
 		}
 		r.pipe.Boot = r.qemu.Boot
 	}
+	if job.Verdict.Search == configs.SearchPosterior {
+		// The posterior search asks for one boot at a time and knows
+		// the next only once that boot is in: no builds ahead, one
+		// machine.
+		if len(r.jobs) > 1 {
+			fmt.Fprintf(o.Messages, "kbisect: verdict.search posterior measures on one machine, %s; the other job files are not used\n", job.Machine.Name)
+		}
+		return nil
+	}
 	if len(r.jobs) > 1 {
 		// Several identical machines: each tests its commit, building in
 		// its own slot; the pool keeps them busy with the next steps.
@@ -302,6 +311,10 @@ func sameMachines(files []string, jobs []*configs.Job) error {
 
 // bisect calibrates on the endpoints, drives the bisection and reports.
 func (r *jobRun) bisect(ctx context.Context) (*Result, error) {
+	if r.job.Verdict.Search == configs.SearchPosterior {
+		res, cal, sum, err := r.searchPosterior(ctx)
+		return r.finish(ctx, res, cal, nil, sum, err)
+	}
 	good := r.start.Good[0]
 	r.ev.line("calibrating on the endpoints: bad %s, good %s", commitid.Short(r.start.Bad), commitid.Short(good))
 	if r.ahead != nil {
@@ -334,8 +347,16 @@ func (r *jobRun) bisect(ctx context.Context) (*Result, error) {
 	if err == nil && res.Kind == bisect.Found {
 		conf, err = r.confirm(ctx, res.FirstBad)
 	}
+	return r.finish(ctx, res, cal, conf, nil, err)
+}
+
+// finish saves the result and writes the reports.
+func (r *jobRun) finish(ctx context.Context, res bisect.Result, cal *lab.Calibration, conf *lab.Confirmation, sum *lab.SearchSummary, err error) (*Result, error) {
 	r.ev.done()
-	rep := &report.Run{Graph: r.g, Job: r.job, StateDir: r.stateDir, Start: r.start, Result: res, Calibration: cal, Confirmation: conf}
+	if err == nil && sum != nil {
+		err = r.logDecided(res)
+	}
+	rep := &report.Run{Graph: r.g, Job: r.job, StateDir: r.stateDir, Start: r.start, Result: res, Calibration: cal, Confirmation: conf, Search: sum}
 	out := report.RunJSONOf(res, r.stateDir, err)
 	rep.AddTo(&out)
 	if serr := saveResult(r.g, r.log, res, out); serr != nil {

@@ -1,0 +1,165 @@
+package lab
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"kbisect/internal/atomicfile"
+)
+
+// SearchRecord is one line of a noise-robust search's journal: a boot of
+// an endpoint at calibration, a boot the search asked for, or a kernel
+// that could not be measured. Replayed in order, the journal rebuilds the
+// search.
+type SearchRecord struct {
+	// Kind is "good" or "bad" (a calibration boot of that endpoint),
+	// "boot", or "skip".
+	Kind   string `json:"kind"`
+	Commit string `json:"commit"`
+	// Reverted: the bad endpoint with Commit reverted (Built is that
+	// kernel's commit).
+	Reverted bool   `json:"reverted,omitempty"`
+	Built    string `json:"built,omitempty"`
+	// Values are the boot's samples, as the job's metric measured them.
+	Values  []float64 `json:"values,omitempty"`
+	Release string    `json:"release,omitempty"`
+	BootID  string    `json:"boot_id,omitempty"`
+	Reason  string    `json:"reason,omitempty"`
+	Seconds float64   `json:"seconds"`
+	Time    string    `json:"time"`
+}
+
+// The kinds of search records.
+const (
+	SearchGood = "good"
+	SearchBad  = "bad"
+	SearchBoot = "boot"
+	SearchSkip = "skip"
+)
+
+// SearchJournal is the journal file, search.jsonl in the state
+// directory: each record is written and synced before the next step.
+type SearchJournal struct {
+	f       *os.File
+	records []SearchRecord
+}
+
+// OpenSearchJournal opens the state directory's journal, reading what
+// earlier runs wrote; a last line cut short by a crash is dropped.
+func OpenSearchJournal(dir string) (*SearchJournal, error) {
+	path := filepath.Join(dir, "search.jsonl")
+	data, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
+	j := &SearchJournal{}
+	keep := 0
+	for line := 1; keep < len(data); line++ {
+		end := bytes.IndexByte(data[keep:], '\n')
+		if end < 0 {
+			break // the line a crash cut short, before its newline
+		}
+		var r SearchRecord
+		if err := json.Unmarshal(data[keep:keep+end], &r); err != nil {
+			return nil, fmt.Errorf("%s:%d: %v (the journal of this state directory is damaged; give another --state)", path, line, err)
+		}
+		j.records = append(j.records, r)
+		keep += end + 1
+	}
+	if keep < len(data) {
+		if err := os.Truncate(path, int64(keep)); err != nil {
+			return nil, err
+		}
+	}
+	if j.f, err = os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+// Records are the journal's records, oldest first.
+func (j *SearchJournal) Records() []SearchRecord { return j.records }
+
+// Append writes a record and syncs it to disk.
+func (j *SearchJournal) Append(r SearchRecord) error {
+	if r.Time == "" {
+		r.Time = time.Now().UTC().Format(time.RFC3339)
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	if _, err := j.f.Write(append(b, '\n')); err != nil {
+		return err
+	}
+	if err := j.f.Sync(); err != nil {
+		return err
+	}
+	j.records = append(j.records, r)
+	return nil
+}
+
+// Close closes the journal.
+func (j *SearchJournal) Close() error { return j.f.Close() }
+
+// SearchSummary is where a noise-robust search stands: search.json in the
+// state directory, rewritten after every boot, read by the reports.
+type SearchSummary struct {
+	// Result is found, inconclusive or not-reproduced once it ended.
+	Result      string  `json:"result,omitempty"`
+	Reason      string  `json:"reason,omitempty"`
+	Confidence  float64 `json:"confidence"`
+	Probability float64 `json:"probability"`
+	// None is the probability that no commit of the range is bad.
+	None  float64 `json:"none"`
+	Boots int     `json:"boots"`
+	// CalibrationBoots are the endpoints' boots the model was learned
+	// from (not counted in Boots).
+	CalibrationBoots int                `json:"calibration_boots"`
+	Candidates       []SearchCandidate  `json:"candidates"`
+	Commits          []SearchCommit     `json:"commits"`
+	Model            map[string]float64 `json:"model"`
+	// RangeCommits is how many commits the range holds.
+	RangeCommits int `json:"range_commits"`
+}
+
+// SearchCandidate is a commit and its probability of being the first
+// bad one.
+type SearchCandidate struct {
+	Commit      string  `json:"commit"`
+	Probability float64 `json:"probability"`
+}
+
+// SearchCommit is what the search measured of one commit: each boot's
+// median, what the boots say together, and the probability it is bad.
+type SearchCommit struct {
+	Commit   string    `json:"commit"`
+	Reverted bool      `json:"reverted,omitempty"`
+	Medians  []float64 `json:"medians"`
+	Evidence float64   `json:"evidence"`
+	PBad     float64   `json:"p_bad"`
+	// Calibration is how many of the boots were the endpoint's at
+	// calibration (the bad endpoint's).
+	Calibration int `json:"calibration,omitempty"`
+}
+
+// WriteSearchSummary writes search.json atomically.
+func WriteSearchSummary(dir string, s *SearchSummary) error {
+	return atomicfile.WriteJSON(filepath.Join(dir, "search.json"), s)
+}
+
+// ReadSearchSummary reads search.json (nil when the run did not search
+// that way).
+func ReadSearchSummary(dir string) (*SearchSummary, error) {
+	return readIfThere[SearchSummary](filepath.Join(dir, "search.json"))
+}
+
+// WriteCalibration writes a calibration into the state directory, for
+// the reports: a posterior search calibrates its own way.
+func WriteCalibration(dir string, c *Calibration) error {
+	return atomicfile.WriteJSON(filepath.Join(dir, "calibration.json"), c)
+}

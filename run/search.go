@@ -1,0 +1,369 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"kbisect/bisect"
+	"kbisect/culprit"
+	"kbisect/internal/commitid"
+	"kbisect/lab"
+	"kbisect/noise"
+	"kbisect/progress"
+	"kbisect/verdict"
+	"kbisect/worktree"
+)
+
+// posteriorRun is the posterior search of one run --job: the range as a
+// DAG, the journal every boot goes to before the next, the model learned
+// from the endpoints' boots, and the search.
+type posteriorRun struct {
+	r       *jobRun
+	pipe    *lab.Pipeline
+	rng     *bisect.Range
+	dag     *culprit.DAG
+	index   map[string]int
+	journal *lab.SearchJournal
+	rule    noise.Rule
+	search  *culprit.Search
+	// reverts are the bad endpoint's kernels with a commit reverted, by
+	// the commit's index, once made.
+	reverts map[int]string
+	goods   [][]float64
+	bads    [][]float64
+	cal     *lab.Calibration
+}
+
+// searchPosterior calibrates on the endpoints' boots and searches the
+// range for the first bad commit until one reaches the confidence,
+// confirmed, or the budget runs out. It resumes from the journal.
+func (r *jobRun) searchPosterior(ctx context.Context) (bisect.Result, *lab.Calibration, *lab.SearchSummary, error) {
+	p := &posteriorRun{r: r, pipe: r.pipe, index: map[string]int{}, reverts: map[int]string{}}
+	res := bisect.Result{Kind: bisect.Aborted}
+	var err error
+	if p.journal, err = lab.OpenSearchJournal(r.stateDir); err != nil {
+		return res, nil, nil, err
+	}
+	defer p.journal.Close()
+	if p.rule, err = lab.Rule(r.job, nil, nil); err != nil {
+		return res, nil, nil, err
+	}
+	if err := p.openRange(); err != nil {
+		return res, nil, nil, err
+	}
+	model, reason, err := p.calibrate(ctx)
+	if err != nil {
+		return res, p.cal, nil, err
+	}
+	if model == nil {
+		res.Kind, res.Reason = bisect.NotReproduced, reason
+		return res, p.cal, nil, nil
+	}
+	r.ev.line("calibrated: %s", reason)
+	v := r.job.Verdict
+	p.search, err = culprit.New(p.dag, *model, culprit.Options{Confidence: v.Confidence, MaxBoots: v.MaxBoots,
+		MinSamples: v.Samples.Min, MaxSamples: v.Samples.Max, Revert: true, Costs: p.costs()})
+	if err != nil {
+		return res, p.cal, nil, err
+	}
+	last := len(p.rng.Commits) - 1
+	for _, b := range p.bads {
+		p.search.ObserveAt(last, b)
+	}
+	if err := p.replay(); err != nil {
+		return res, p.cal, nil, err
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return res, p.cal, p.summary(nil), err
+		}
+		step := p.search.Next()
+		if step.Kind != culprit.Measure {
+			res = p.result(step)
+			sum := p.summary(&step)
+			if err := lab.WriteSearchSummary(r.stateDir, sum); err != nil {
+				return res, p.cal, sum, err
+			}
+			return res, p.cal, sum, nil
+		}
+		if err := p.boot(ctx, step); err != nil {
+			return res, p.cal, p.summary(nil), err
+		}
+		if err := lab.WriteSearchSummary(r.stateDir, p.summary(nil)); err != nil {
+			return res, p.cal, nil, err
+		}
+	}
+}
+
+// openRange lists the range's commits, parents first.
+func (p *posteriorRun) openRange() error {
+	bad, _ := bisect.ParseHash(p.r.start.Bad)
+	var goods []plumbing.Hash
+	for _, g := range p.r.start.Good {
+		h, _ := bisect.ParseHash(g)
+		goods = append(goods, h)
+	}
+	rng, err := p.r.g.Range(bad, goods, p.r.start.FirstParent)
+	if err != nil {
+		return err
+	}
+	if p.dag, err = culprit.NewDAG(rng.Parents); err != nil {
+		return err
+	}
+	p.rng = rng
+	for i, h := range rng.Commits {
+		p.index[h.String()] = i
+	}
+	return nil
+}
+
+// costs are what the lab spends, as the job expects it: a build, a boot
+// and a sample. The search only weighs them against each other.
+func (p *posteriorRun) costs() culprit.Costs {
+	job := p.r.job
+	sample := math.Max(job.Workload.Duration.D().Seconds(), 1) + 5
+	return culprit.Costs{Build: 600, Boot: math.Max(job.Boot.Settle.D().Seconds(), 0) + 90, Sample: sample}
+}
+
+// badness maps a boot's values to what the model compares: positive,
+// larger when worse.
+func (p *posteriorRun) badness(values []float64) []float64 {
+	floor := 1e-3
+	if p.rule.MetricKind == noise.KindTime {
+		floor = 1 // ns
+	}
+	out := make([]float64, len(values))
+	for i, x := range values {
+		out[i] = p.rule.Badness(x, floor)
+	}
+	return out
+}
+
+// calibrate boots each endpoint, bad first, until the model is sure
+// enough (3 to 8 boots each); the journal keeps every boot. nil is
+// "not reproduced", reason saying why.
+func (p *posteriorRun) calibrate(ctx context.Context) (*culprit.Model, string, error) {
+	r := p.r
+	good, bad := r.start.Good[0], r.start.Bad
+	for _, rec := range p.journal.Records() {
+		switch rec.Kind {
+		case lab.SearchGood:
+			p.goods = append(p.goods, p.badness(rec.Values))
+		case lab.SearchBad:
+			p.bads = append(p.bads, p.badness(rec.Values))
+		}
+	}
+	n := min(max(r.job.Verdict.Samples.Min, 5), r.job.Verdict.Samples.Max)
+	fixed := func([]float64) func([]float64) bool {
+		return func(v []float64) bool { return len(v) < n }
+	}
+	announced := false
+	for {
+		m, more, err := culprit.Calibrate(p.goods, p.bads, r.job.Verdict.Samples.Min, culprit.FitOptions{})
+		if !more {
+			p.cal = p.calibration(good, bad, m, err)
+			if werr := lab.WriteCalibration(r.stateDir, p.cal); werr != nil {
+				return nil, "", werr
+			}
+			if err != nil {
+				return nil, p.cal.Reason, nil
+			}
+			return &m, p.cal.Reason, nil
+		}
+		if !announced {
+			r.ev.line("calibrating on the endpoints, boot by boot: bad %s, good %s", commitid.Short(bad), commitid.Short(good))
+			announced = true
+		}
+		for _, side := range []struct {
+			kind, commit string
+			into         *[][]float64
+		}{{lab.SearchBad, bad, &p.bads}, {lab.SearchGood, good, &p.goods}} {
+			if len(*side.into) > min(len(p.goods), len(p.bads)) {
+				continue // the other side's boot was cut short
+			}
+			k := len(*side.into) + 1
+			ev, err := p.pipe.BootOnce(ctx, side.commit, fmt.Sprintf("calibration-%d", k), fixed(nil))
+			if err != nil {
+				return nil, "", err
+			}
+			if len(ev.Values) == 0 {
+				return nil, "", fmt.Errorf("calibration: the %s endpoint %s cannot be measured: %s", side.kind, commitid.Short(side.commit), ev.Reason)
+			}
+			if err := p.journal.Append(p.record(side.kind, side.commit, "", ev)); err != nil {
+				return nil, "", err
+			}
+			*side.into = append(*side.into, p.badness(ev.Values))
+		}
+	}
+}
+
+// calibration is the endpoints' boots as the reports show calibration.
+func (p *posteriorRun) calibration(good, bad string, m culprit.Model, err error) *lab.Calibration {
+	c := &lab.Calibration{Rule: p.rule, Good: p.endpoint(lab.SearchGood, good), Bad: p.endpoint(lab.SearchBad, bad)}
+	for _, ev := range []*lab.Evidence{c.Good, c.Bad} {
+		ev.Decision = &noise.Decision{N: len(ev.Values), Median: noise.Median(ev.Values)}
+	}
+	f := func(y float64) string { return noise.FormatValue(p.rule.MetricKind, p.fromBadness(math.Exp(y))) }
+	if err != nil {
+		c.Reason = fmt.Sprintf("after %d boots of each endpoint: %v", min(len(p.goods), len(p.bads)), err)
+		c.Bad.Verdict, c.Good.Verdict = verdict.Unsure, verdict.Unsure
+		return c
+	}
+	c.Reproduced = true
+	c.Good.Verdict, c.Bad.Verdict = verdict.Good, verdict.Bad
+	c.Reason = fmt.Sprintf("%d boots of each endpoint: good boots at %s, bad at %s; boots scatter by %.0f %% and samples within a boot by %.0f %%, %.1f boot spreads apart",
+		min(len(p.goods), len(p.bads)), f(m.Good), f(m.Bad), 100*(math.Exp(m.BootSpread)-1), 100*(math.Exp(m.Spread)-1), m.Separation(p.r.job.Verdict.Samples.Min))
+	c.Good.Reason, c.Bad.Reason = c.Reason, c.Reason
+	return c
+}
+
+// fromBadness maps a badness back to the metric's value.
+func (p *posteriorRun) fromBadness(b float64) float64 {
+	switch {
+	case p.rule.HigherIsBad:
+		return b
+	case p.rule.MetricKind == noise.KindPercent:
+		return 100 - b
+	}
+	return 1 / b
+}
+
+// endpoint gathers an endpoint's calibration boots into one evidence.
+func (p *posteriorRun) endpoint(kind, commit string) *lab.Evidence {
+	ev := &lab.Evidence{Commit: commit, Metric: p.r.job.Verdict.Metric, Kind: p.rule.MetricKind}
+	for _, rec := range p.journal.Records() {
+		if rec.Kind == kind {
+			ev.Release = rec.Release
+			ev.Values = append(ev.Values, rec.Values...)
+			ev.Boots = append(ev.Boots, lab.BootInfo{Release: rec.Release, BootID: rec.BootID, Samples: len(rec.Values)})
+			ev.Seconds += rec.Seconds
+		}
+	}
+	return ev
+}
+
+func (p *posteriorRun) record(kind, commit, built string, ev *lab.Evidence) lab.SearchRecord {
+	rec := lab.SearchRecord{Kind: kind, Commit: commit, Built: built, Values: ev.Values, Release: ev.Release, Reason: ev.Reason, Seconds: ev.Seconds}
+	if len(ev.Boots) > 0 {
+		rec.BootID = ev.Boots[len(ev.Boots)-1].BootID
+	}
+	return rec
+}
+
+// replay takes the journal's boots back into the search.
+func (p *posteriorRun) replay() error {
+	for _, rec := range p.journal.Records() {
+		if rec.Kind != lab.SearchBoot && rec.Kind != lab.SearchSkip {
+			continue
+		}
+		i, ok := p.index[rec.Commit]
+		if !ok {
+			return fmt.Errorf("the journal names %s, which is not in the range: give another --state", commitid.Short(rec.Commit))
+		}
+		if rec.Reverted && rec.Built != "" {
+			p.reverts[i] = rec.Built
+		}
+		p.search.Replay(culprit.Observation{Commit: i, Reverted: rec.Reverted, Skipped: rec.Kind == lab.SearchSkip, Samples: p.badness(rec.Values)})
+	}
+	return nil
+}
+
+// boot measures what the step asks for, once, and journals it before the
+// search takes it in.
+func (p *posteriorRun) boot(ctx context.Context, step culprit.Step) error {
+	r := p.r
+	commit := p.rng.Commits[step.Commit].String()
+	built := commit
+	if step.Reverted {
+		var err error
+		if built, err = p.reverted(ctx, step.Commit); err != nil {
+			var ce *worktree.ConflictError
+			if !errors.As(err, &ce) {
+				return err
+			}
+			r.ev.line("%s does not revert on the bad endpoint (%v): confirming without it", commitid.Short(commit), ce)
+			if err := p.journal.Append(lab.SearchRecord{Kind: lab.SearchSkip, Commit: commit, Reverted: true, Reason: ce.Error()}); err != nil {
+				return err
+			}
+			p.search.Skip(step)
+			return nil
+		}
+	}
+	lead := p.search.Leading(1)[0]
+	what := fmt.Sprintf("boot %d of this commit", p.search.BootsOf(step.Commit)+1)
+	if step.Reverted {
+		what = fmt.Sprintf("the bad endpoint with %s reverted", commitid.Short(commit))
+	}
+	if step.Confirming {
+		what += ", confirming"
+	}
+	r.ev.sink.Emit(progress.Event{Kind: progress.Testing, Commit: built, Subject: r.ev.subject(commit),
+		Text: fmt.Sprintf("Measuring %s (%d boots so far; leading: %s at %s)", what, p.search.Boots(), commitid.Short(p.rng.Commits[lead.Commit].String()), probText(lead.Probability))})
+	began := time.Now()
+	ev, err := p.pipe.BootOnce(ctx, built, fmt.Sprintf("boot-%d", p.search.Boots()+1), func(v []float64) bool {
+		return p.search.More(p.badness(v))
+	})
+	if err != nil {
+		return err
+	}
+	if len(ev.Values) == 0 {
+		if err := p.journal.Append(lab.SearchRecord{Kind: lab.SearchSkip, Commit: commit, Reverted: step.Reverted, Built: built, Reason: ev.Reason, Seconds: ev.Seconds}); err != nil {
+			return err
+		}
+		p.search.Skip(step)
+		r.ev.sink.Emit(progress.Event{Kind: progress.Tested, Commit: built, Verdict: verdict.Skip, Text: ev.Reason, Elapsed: time.Since(began)})
+		return nil
+	}
+	if err := p.journal.Append(p.record(lab.SearchBoot, commit, builtIf(step.Reverted, built), ev)); err != nil {
+		return err
+	}
+	lam := p.search.Observe(step, p.badness(ev.Values))
+	v := verdict.Good
+	if lam > 0 {
+		v = verdict.Bad
+	}
+	side := "good"
+	if lam > 0 {
+		side = "bad"
+	}
+	r.ev.sink.Emit(progress.Event{Kind: progress.Tested, Commit: built, Verdict: v, Elapsed: time.Since(began),
+		Text: fmt.Sprintf("this boot: median %s, %.0f:1 for %s", noise.FormatValue(p.rule.MetricKind, noise.Median(ev.Values)), math.Exp(math.Abs(lam)), side)})
+	return nil
+}
+
+func builtIf(reverted bool, built string) string {
+	if reverted {
+		return built
+	}
+	return ""
+}
+
+// reverted makes (once) the bad endpoint with commit i reverted.
+func (p *posteriorRun) reverted(ctx context.Context, i int) (string, error) {
+	if h, ok := p.reverts[i]; ok {
+		return h, nil
+	}
+	change := worktree.Change{Revert: p.rng.Commits[i].String()}
+	if len(p.rng.Parents[i]) > 1 {
+		change.Mainline = 1
+	}
+	made, err := worktree.Derive(ctx, string(p.r.job.Build.Tree), p.r.start.Bad, change)
+	if err != nil {
+		return "", err
+	}
+	p.reverts[i] = made
+	return made, nil
+}
+
+// probText writes a probability for a progress line.
+func probText(p float64) string {
+	if p >= 0.9999 {
+		return ">0.9999"
+	}
+	return fmt.Sprintf("%.3g", p)
+}
