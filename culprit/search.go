@@ -104,11 +104,14 @@ type Step struct {
 // Observation is one boot the search took in: replayed in order, the
 // observations rebuild the same posterior.
 type Observation struct {
-	Commit   int       `json:"commit"`
-	Reverted bool      `json:"reverted,omitempty"`
-	Skipped  bool      `json:"skipped,omitempty"`
-	Samples  []float64 `json:"samples,omitempty"`
-	Evidence float64   `json:"evidence"`
+	Commit   int  `json:"commit"`
+	Reverted bool `json:"reverted,omitempty"`
+	Skipped  bool `json:"skipped,omitempty"`
+	// Confirming marks a boot of the leading candidate's confirmation:
+	// a replay learns from it when the confirmation began.
+	Confirming bool      `json:"confirming,omitempty"`
+	Samples    []float64 `json:"samples,omitempty"`
+	Evidence   float64   `json:"evidence"`
 }
 
 // Search is a noise-robust bisection: a posterior over which commit of
@@ -190,7 +193,7 @@ func (s *Search) More(samples []float64) bool {
 // Observe takes in one boot of what step asked to measure, and returns
 // what it says (log "like bad" over "like good").
 func (s *Search) Observe(step Step, samples []float64) float64 {
-	return s.observe(Observation{Commit: step.Commit, Reverted: step.Reverted, Samples: samples})
+	return s.observe(Observation{Commit: step.Commit, Reverted: step.Reverted, Confirming: step.Confirming, Samples: samples})
 }
 
 // ObserveAt takes in a boot of a commit the search did not ask for: the
@@ -203,11 +206,20 @@ func (s *Search) ObserveAt(commit int, samples []float64) float64 {
 // does not build or boot, the revert does not apply): it is never asked
 // for again, and its candidacy rests on its neighbours.
 func (s *Search) Skip(step Step) {
-	s.observe(Observation{Commit: step.Commit, Reverted: step.Reverted, Skipped: true})
+	s.observe(Observation{Commit: step.Commit, Reverted: step.Reverted, Confirming: step.Confirming, Skipped: true})
 }
 
 // Replay takes in an observation from an earlier run's log.
-func (s *Search) Replay(o Observation) { s.observe(o) }
+func (s *Search) Replay(o Observation) {
+	if o.Confirming {
+		// Next began the confirmation of the candidate leading now, and
+		// counts its fresh boots from here: without it, a resumed search
+		// would take the boots of a confirmation under way again.
+		pc, _ := s.post.probs()
+		s.confirmNext(leading(pc, 0, 1)[0].Commit)
+	}
+	s.observe(o)
+}
 
 func (s *Search) observe(o Observation) float64 {
 	switch {
