@@ -62,11 +62,24 @@ func (o *Options) defaults(n int) error {
 	if o.NoCulprit == 0 {
 		o.NoCulprit = 0.01
 	}
+	if !(o.NoCulprit > 0 && o.NoCulprit < 1) {
+		return fmt.Errorf("a prior of %g that no commit is bad is not a probability below 1", o.NoCulprit)
+	}
 	if o.Costs == (Costs{}) {
 		o.Costs = Costs{Build: 600, Boot: 120, Sample: 60}
 	}
 	if o.Prior != nil && len(o.Prior) != n {
 		return fmt.Errorf("a prior of %d weights for %d commits", len(o.Prior), n)
+	}
+	total := 0.0
+	for i, w := range o.Prior {
+		if !(w >= 0) || math.IsInf(w, 1) {
+			return fmt.Errorf("commit %d has a prior weight of %g", i, w)
+		}
+		total += w
+	}
+	if o.Prior != nil && !(total > 0 && !math.IsInf(total, 1)) {
+		return fmt.Errorf("the prior weights sum to %g", total)
 	}
 	return nil
 }
@@ -144,6 +157,9 @@ type target struct {
 
 // New starts a search over the range d under the model m.
 func New(d *DAG, m Model, opt Options) (*Search, error) {
+	if d.Len() == 0 {
+		return nil, fmt.Errorf("culprit: an empty range has no culprit")
+	}
 	if err := opt.defaults(d.Len()); err != nil {
 		return nil, err
 	}
