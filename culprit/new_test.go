@@ -90,3 +90,33 @@ func TestSearchOnOneAndTwoCommits(t *testing.T) {
 		}
 	}
 }
+
+func TestMoreSamplesWhileABootIsUnsure(t *testing.T) {
+	s := newSearch(t, Chain(8), Options{MinSamples: 3, MaxSamples: 10})
+	clear, mid := math.Exp(badLevel), math.Exp((goodLevel+badLevel)/2)
+	for _, c := range []struct {
+		samples []float64
+		want    bool
+	}{
+		{[]float64{clear, clear}, true},         // below the least
+		{[]float64{clear, clear, clear}, false}, // bad beyond doubt
+		{[]float64{mid, mid, mid}, true},        // halfway
+		{[]float64{mid, mid, mid, mid, mid}, true},
+		{[]float64{mid, mid, mid, mid, mid, mid, mid, mid, mid, mid}, false}, // the most
+	} {
+		if got := s.More(c.samples); got != c.want {
+			t.Errorf("More of %d samples at %.0f: %v, want %v", len(c.samples), c.samples[0], got, c.want)
+		}
+	}
+	// Once samples pin the level down better than boots scatter, another
+	// boot says more than another sample.
+	m := testModel()
+	m.BootSpread, m.Spread = 0.3, 0.1
+	s2, err := New(Chain(8), m, Options{MinSamples: 1, MaxSamples: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s2.More([]float64{mid}) {
+		t.Error("a sample halfway, scattering a third of its boot's spread, asks for another")
+	}
+}

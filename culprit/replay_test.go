@@ -1,6 +1,7 @@
 package culprit
 
 import (
+	"encoding/json"
 	"math"
 	"testing"
 )
@@ -58,10 +59,35 @@ func TestReplayRebuildsTheSearch(t *testing.T) {
 				next := s.Next()
 				sameStep(t, len(s.Log()), next, replay.Next())
 				if next.Kind != Measure {
+					assertReplayFromJSON(t, d, s, opt, next)
 					break
 				}
 				l.measure(s, next)
 			}
 		})
+	}
+}
+
+// assertReplayFromJSON replays the log as a run that stopped stores it.
+func assertReplayFromJSON(t *testing.T, d *DAG, s *Search, opt Options, want Step) {
+	t.Helper()
+	data, err := json.Marshal(s.Log())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log []Observation
+	if err := json.Unmarshal(data, &log); err != nil {
+		t.Fatal(err)
+	}
+	replay, err := New(d, s.Model(), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range log {
+		replay.Replay(o)
+	}
+	sameStep(t, len(log), want, replay.Next())
+	if replay.Boots() != s.Boots() {
+		t.Fatalf("the replay took in %d boots, the search %d", replay.Boots(), s.Boots())
 	}
 }
