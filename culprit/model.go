@@ -255,9 +255,10 @@ func (m Model) drawBoot(rng *rand.Rand, bad bool, n int) []float64 {
 			ys[i] = level + outlierWidth*(rng.Float64()-0.5)
 			continue
 		}
-		// A Student-t draw: a normal over the root of a scaled χ².
+		// A Student-t draw: a normal over the root of a scaled χ² (of
+		// at least one degree: none would divide by zero).
 		chi := 0.0
-		for k := 0; k < int(m.Nu); k++ {
+		for k := 0; k < max(int(m.Nu), 1); k++ {
 			g := rng.NormFloat64()
 			chi += g * g
 		}

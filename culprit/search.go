@@ -62,11 +62,24 @@ func (o *Options) defaults(n int) error {
 	if o.NoCulprit == 0 {
 		o.NoCulprit = 0.01
 	}
+	if !(o.NoCulprit > 0 && o.NoCulprit < 1) {
+		return fmt.Errorf("a prior of %g that no commit is bad is not a probability below 1", o.NoCulprit)
+	}
 	if o.Costs == (Costs{}) {
 		o.Costs = Costs{Build: 600, Boot: 120, Sample: 60}
 	}
 	if o.Prior != nil && len(o.Prior) != n {
 		return fmt.Errorf("a prior of %d weights for %d commits", len(o.Prior), n)
+	}
+	total := 0.0
+	for i, w := range o.Prior {
+		if !(w >= 0) || math.IsInf(w, 1) {
+			return fmt.Errorf("commit %d has a prior weight of %g", i, w)
+		}
+		total += w
+	}
+	if o.Prior != nil && !(total > 0 && !math.IsInf(total, 1)) {
+		return fmt.Errorf("the prior weights sum to %g", total)
 	}
 	return nil
 }
@@ -104,11 +117,14 @@ type Step struct {
 // Observation is one boot the search took in: replayed in order, the
 // observations rebuild the same posterior.
 type Observation struct {
-	Commit   int       `json:"commit"`
-	Reverted bool      `json:"reverted,omitempty"`
-	Skipped  bool      `json:"skipped,omitempty"`
-	Samples  []float64 `json:"samples,omitempty"`
-	Evidence float64   `json:"evidence"`
+	Commit   int  `json:"commit"`
+	Reverted bool `json:"reverted,omitempty"`
+	Skipped  bool `json:"skipped,omitempty"`
+	// Confirming marks a boot of the leading candidate's confirmation:
+	// a replay learns from it when the confirmation began.
+	Confirming bool      `json:"confirming,omitempty"`
+	Samples    []float64 `json:"samples,omitempty"`
+	Evidence   float64   `json:"evidence"`
 }
 
 // Search is a noise-robust bisection: a posterior over which commit of
@@ -141,6 +157,9 @@ type target struct {
 
 // New starts a search over the range d under the model m.
 func New(d *DAG, m Model, opt Options) (*Search, error) {
+	if d.Len() == 0 {
+		return nil, fmt.Errorf("culprit: an empty range has no culprit")
+	}
 	if err := opt.defaults(d.Len()); err != nil {
 		return nil, err
 	}
@@ -190,7 +209,7 @@ func (s *Search) More(samples []float64) bool {
 // Observe takes in one boot of what step asked to measure, and returns
 // what it says (log "like bad" over "like good").
 func (s *Search) Observe(step Step, samples []float64) float64 {
-	return s.observe(Observation{Commit: step.Commit, Reverted: step.Reverted, Samples: samples})
+	return s.observe(Observation{Commit: step.Commit, Reverted: step.Reverted, Confirming: step.Confirming, Samples: samples})
 }
 
 // ObserveAt takes in a boot of a commit the search did not ask for: the
@@ -203,11 +222,20 @@ func (s *Search) ObserveAt(commit int, samples []float64) float64 {
 // does not build or boot, the revert does not apply): it is never asked
 // for again, and its candidacy rests on its neighbours.
 func (s *Search) Skip(step Step) {
-	s.observe(Observation{Commit: step.Commit, Reverted: step.Reverted, Skipped: true})
+	s.observe(Observation{Commit: step.Commit, Reverted: step.Reverted, Confirming: step.Confirming, Skipped: true})
 }
 
 // Replay takes in an observation from an earlier run's log.
-func (s *Search) Replay(o Observation) { s.observe(o) }
+func (s *Search) Replay(o Observation) {
+	if o.Confirming {
+		// Next began the confirmation of the candidate leading now, and
+		// counts its fresh boots from here: without it, a resumed search
+		// would take the boots of a confirmation under way again.
+		pc, _ := s.post.probs()
+		s.confirmNext(leading(pc, 0, 1)[0].Commit)
+	}
+	s.observe(o)
+}
 
 func (s *Search) observe(o Observation) float64 {
 	switch {

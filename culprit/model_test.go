@@ -1,0 +1,222 @@
+package culprit
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// levelBoot is one boot of k samples at a level (log units), the boot's
+// own level off by bootSpread and each sample by spread.
+func levelBoot(rng *rand.Rand, level, bootSpread, spread float64, k int) []float64 {
+	lv := level + bootSpread*rng.NormFloat64()
+	out := make([]float64, k)
+	for i := range out {
+		out[i] = math.Exp(lv + spread*rng.NormFloat64())
+	}
+	return out
+}
+
+func TestEvidenceIsBoundedByTheCapWhateverTheSamples(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 1))
+	absurd := []float64{0, -1, math.NaN(), math.Inf(1), math.Inf(-1), 5e-324, 1e-300, 1e300,
+		math.MaxFloat64, 1, 7000, 15000, 7000 * 200}
+	models := []Model{testModel(),
+		{Good: goodLevel, Bad: badLevel, BootSpread: 0.03, Spread: 0.05, BadBoots: 0.05, Outliers: 0, Nu: 4},
+		{Good: 0, Bad: 0.01, BootSpread: 1, Spread: 2, BadBoots: 0.3, Outliers: 0.4, Nu: 1}}
+	for mi, m := range models {
+		cap := m.Cap()
+		for trial := 0; trial < 300; trial++ {
+			n := rng.IntN(40)
+			xs := make([]float64, n)
+			for i := range xs {
+				switch rng.IntN(3) {
+				case 0:
+					xs[i] = absurd[rng.IntN(len(absurd))]
+				case 1:
+					xs[i] = math.Exp(rng.NormFloat64() * 50)
+				default:
+					xs[i] = math.Exp(goodLevel + (badLevel-goodLevel)*rng.Float64())
+				}
+			}
+			e := m.Evidence(xs)
+			if math.IsNaN(e) || math.Abs(e) > cap+1e-9 {
+				t.Fatalf("model %d: Evidence(%v) = %g, outside ±%g", mi, xs, e, cap)
+			}
+		}
+	}
+	if e := testModel().Evidence(nil); e != 0 {
+		t.Errorf("a boot without samples has evidence %g, want 0", e)
+	}
+	if e := testModel().Evidence([]float64{0, -3, math.NaN()}); e != 0 {
+		t.Errorf("a boot without one valid sample has evidence %g, want 0", e)
+	}
+}
+
+func TestEvidenceReachesTheCapOnEachSide(t *testing.T) {
+	m := testModel()
+	rng := rand.New(rand.NewPCG(5, 2))
+	for i := 0; i < 20; i++ {
+		g := m.Evidence(levelBoot(rng, goodLevel, 0.05, 0.1, 5))
+		b := m.Evidence(levelBoot(rng, badLevel, 0.05, 0.1, 5))
+		if !(g < -0.9*m.Cap() && b > 0.9*m.Cap()) {
+			t.Fatalf("a good boot says %g and a bad one %g; want near ∓%g", g, b, m.Cap())
+		}
+	}
+	mid := math.Exp((goodLevel + badLevel) / 2)
+	if e := m.Evidence([]float64{mid, mid, mid}); math.Abs(e) > 0.1*m.Cap() {
+		t.Errorf("a boot halfway between the levels says %g; want about 0", e)
+	}
+}
+
+func TestASpikeDoesNotTurnAGoodBootBad(t *testing.T) {
+	m := testModel()
+	rng := rand.New(rand.NewPCG(5, 3))
+	for i := 0; i < 50; i++ {
+		xs := levelBoot(rng, goodLevel, 0.05, 0.1, 5)
+		xs[rng.IntN(5)] *= 200
+		if e := m.Evidence(xs); !(e < -0.5*m.Cap()) {
+			t.Fatalf("a good boot with one 200× spike %v says %g; want clearly good (below %g)", xs, e, -0.5*m.Cap())
+		}
+		ys := levelBoot(rng, badLevel, 0.05, 0.1, 5)
+		ys[rng.IntN(5)] /= 200
+		if e := m.Evidence(ys); !(e > 0.5*m.Cap()) {
+			t.Fatalf("a bad boot with one dip to 1/200 %v says %g; want clearly bad", ys, e)
+		}
+	}
+}
+
+func TestEvidenceSaturatesWithSamples(t *testing.T) {
+	m := testModel()
+	rng := rand.New(rand.NewPCG(5, 4))
+	for _, level := range []float64{goodLevel, badLevel} {
+		for i := 0; i < 10; i++ {
+			many := levelBoot(rng, level, 0.05, 0.1, 100)
+			e10, e100 := math.Abs(m.Evidence(many[:10])), math.Abs(m.Evidence(many))
+			if e100 > m.Cap()+1e-9 || e100 > e10+0.05*m.Cap() {
+				t.Fatalf("100 samples say %g, 10 say %g: more than a little more (cap %g)", e100, e10, m.Cap())
+			}
+			if e10 < 0.9*m.Cap() {
+				t.Fatalf("10 samples of a clear boot say only %g (cap %g)", e10, m.Cap())
+			}
+		}
+	}
+	// A boot near the middle stays unsure however many samples it has:
+	// its level, not its samples, is what is uncertain.
+	mid := (goodLevel + badLevel) / 2
+	xs := make([]float64, 1000)
+	for i := range xs {
+		xs[i] = math.Exp(mid + 0.1*rng.NormFloat64())
+	}
+	if e := m.Evidence(xs); math.Abs(e) > 0.5*m.Cap() {
+		t.Errorf("1,000 samples halfway say %g; want unsure", e)
+	}
+}
+
+func TestFitRecoversLevelsAndSpreads(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	const good, bad, bootSpread, spread = 8.5, 9.3, 0.08, 0.12
+	var goods, bads [][]float64
+	for i := 0; i < 60; i++ {
+		goods = append(goods, levelBoot(rng, good, bootSpread, spread, 12))
+		bads = append(bads, levelBoot(rng, bad, bootSpread, spread, 12))
+	}
+	m, err := Fit(goods, bads, FitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(m.Good-good) > 0.03 || math.Abs(m.Bad-bad) > 0.03 {
+		t.Errorf("levels %g, %g; want %g, %g", m.Good, m.Bad, good, bad)
+	}
+	if math.Abs(m.Spread-spread) > 0.15*spread {
+		t.Errorf("spread %g; want %g", m.Spread, spread)
+	}
+	if math.Abs(m.BootSpread-bootSpread) > 0.3*bootSpread {
+		t.Errorf("boot spread %g; want %g", m.BootSpread, bootSpread)
+	}
+	if m.BadBoots != MinBadBoots || m.Nu != defaultNu || m.Outliers != minOutliers {
+		t.Errorf("shares %g, %g, ν %g; want the floors", m.BadBoots, m.Outliers, m.Nu)
+	}
+	if err := m.Validate(); err != nil {
+		t.Error(err)
+	}
+	// A boot on the wrong side does not move the levels.
+	goods[0] = levelBoot(rng, bad, 0, spread, 12)
+	m2, err := Fit(goods, bads, FitOptions{BadBoots: 0.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(m2.Good-m.Good) > 0.01 || m2.BadBoots != 0.1 {
+		t.Errorf("one wrong boot moved the good level from %g to %g (bad boots %g)", m.Good, m2.Good, m2.BadBoots)
+	}
+}
+
+func TestFitRefusesWhatItCannotLearnFrom(t *testing.T) {
+	b := [][]float64{{7000, 7100}}
+	for name, c := range map[string]struct {
+		good, bad [][]float64
+		opt       FitOptions
+	}{
+		"no good boots":     {nil, b, FitOptions{}},
+		"no bad boots":      {b, nil, FitOptions{}},
+		"only empty boots":  {[][]float64{{}}, b, FitOptions{}},
+		"a zero sample":     {[][]float64{{7000, 0}}, b, FitOptions{}},
+		"an infinite one":   {b, [][]float64{{math.Inf(1)}}, FitOptions{}},
+		"half boots wrong":  {b, b, FitOptions{BadBoots: 0.5}},
+		"a negative sample": {b, [][]float64{{-15000}}, FitOptions{}},
+	} {
+		if _, err := Fit(c.good, c.bad, c.opt); err == nil {
+			t.Errorf("%s: Fit took it", name)
+		}
+	}
+}
+
+func TestCalibrateAsksForMoreBootsWhenOneSitsOnTheWrongSide(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	var goods, bads [][]float64
+	for i := 0; i < 2; i++ {
+		goods = append(goods, levelBoot(rng, goodLevel, 0.05, 0.1, 5))
+		bads = append(bads, levelBoot(rng, badLevel, 0.05, 0.1, 5))
+		if _, more, _ := Calibrate(goods, bads, 5, FitOptions{}); !more {
+			t.Fatalf("%d boots each: Calibrate wants no more", i+1)
+		}
+	}
+	goods = append(goods, levelBoot(rng, goodLevel, 0.05, 0.1, 5))
+	bads = append(bads, levelBoot(rng, badLevel, 0.05, 0.1, 5))
+	m, more, err := Calibrate(goods, bads, 5, FitOptions{})
+	if more || err != nil {
+		t.Fatalf("three clean boots each: more %v, error %v; want a model", more, err)
+	}
+	if math.Abs(m.Good-goodLevel) > 0.1 || math.Abs(m.Bad-badLevel) > 0.1 {
+		t.Fatalf("levels %g, %g; want about %g, %g", m.Good, m.Bad, goodLevel, badLevel)
+	}
+	// A boot on the wrong side: another boot of each, to learn the
+	// levels from more than three.
+	clean := func(boots [][]float64) [][]float64 { return append([][]float64(nil), boots...) }
+	for name, c := range map[string]struct{ good, bad [][]float64 }{
+		"a good boot at the bad level": {append(clean(goods), levelBoot(rng, badLevel, 0, 0.1, 5)),
+			append(clean(bads), levelBoot(rng, badLevel, 0.05, 0.1, 5))},
+		"a bad boot at the good level": {append(clean(goods), levelBoot(rng, goodLevel, 0.05, 0.1, 5)),
+			append(clean(bads), levelBoot(rng, goodLevel, 0, 0.1, 5))},
+	} {
+		if _, more, err := Calibrate(c.good, c.bad, 5, FitOptions{}); !more || err != nil {
+			t.Errorf("%s: more %v, error %v; want more boots", name, more, err)
+		}
+	}
+}
+
+func TestCalibrateSaysNotReproducedWhenTheEndpointsAreAlike(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 7))
+	var goods, bads [][]float64
+	for i := 0; i < MaxCalibrationBoots; i++ {
+		goods = append(goods, levelBoot(rng, goodLevel, 0.05, 0.1, 5))
+		bads = append(bads, levelBoot(rng, goodLevel, 0.05, 0.1, 5))
+		_, more, err := Calibrate(goods, bads, 5, FitOptions{})
+		if i+1 < MaxCalibrationBoots && !more {
+			t.Fatalf("alike after %d boots each: more %v, error %v; want more boots first", i+1, more, err)
+		}
+		if i+1 == MaxCalibrationBoots && (more || err == nil) {
+			t.Fatalf("alike after %d boots each: more %v, error %v; want not reproduced", i+1, more, err)
+		}
+	}
+}
