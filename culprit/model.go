@@ -331,7 +331,7 @@ const (
 	// are not worth their time, and minSeparation the least one a
 	// bisection can run on.
 	wantSeparation = 3
-	minSeparation  = 1
+	minSeparation  = 0.75
 )
 
 // Calibrate learns the model from the endpoints' boots so far, and says

@@ -35,6 +35,10 @@ type Options struct {
 	Costs  Costs
 	// Prior weighs the commits (nil: all alike).
 	Prior []float64
+	// GoodBoots are the good endpoint's boots the model was learned from
+	// (the bad endpoint's come in through ObserveAt): with them the model
+	// is learned again as the search's boots come in.
+	GoodBoots [][]float64
 	// NoCulprit is the prior of "no commit of the range is bad"
 	// (default 0.01).
 	NoCulprit float64
@@ -120,6 +124,9 @@ type Observation struct {
 	Commit   int  `json:"commit"`
 	Reverted bool `json:"reverted,omitempty"`
 	Skipped  bool `json:"skipped,omitempty"`
+	// Endpoint marks a calibration boot of the bad endpoint (ObserveAt):
+	// evidence, but not a boot of the search's budget.
+	Endpoint bool `json:"endpoint,omitempty"`
 	// Confirming marks a boot of the leading candidate's confirmation:
 	// a replay learns from it when the confirmation began.
 	Confirming bool      `json:"confirming,omitempty"`
@@ -215,7 +222,7 @@ func (s *Search) Observe(step Step, samples []float64) float64 {
 // ObserveAt takes in a boot of a commit the search did not ask for: the
 // bad endpoint's calibration boots.
 func (s *Search) ObserveAt(commit int, samples []float64) float64 {
-	return s.observe(Observation{Commit: commit, Samples: samples})
+	return s.observe(Observation{Commit: commit, Samples: samples, Endpoint: true})
 }
 
 // Skip records that what step asked for cannot be measured (the commit
@@ -227,6 +234,8 @@ func (s *Search) Skip(step Step) {
 
 // Replay takes in an observation from an earlier run's log.
 func (s *Search) Replay(o Observation) {
+	pc, _ := s.post.probs()
+	s.settle(leading(pc, 0, 1)[0])
 	if o.Confirming {
 		// Next began the confirmation of the candidate leading now, and
 		// counts its fresh boots from here: without it, a resumed search
@@ -245,7 +254,9 @@ func (s *Search) observe(o Observation) float64 {
 		s.skip[o.Commit] = true
 	default:
 		o.Evidence = s.m.Evidence(o.Samples)
-		s.total++
+		if !o.Endpoint {
+			s.total++
+		}
 		if o.Reverted {
 			s.reverted[o.Commit]++
 			s.post.addReverted(o.Commit, o.Evidence)
@@ -256,7 +267,61 @@ func (s *Search) observe(o Observation) float64 {
 		}
 	}
 	s.log = append(s.log, o)
-	return o.Evidence
+	if !o.Skipped && !o.Endpoint && s.total%refitEvery == 0 && len(s.opt.GoodBoots) > 0 {
+		s.refit()
+	}
+	return s.log[len(s.log)-1].Evidence
+}
+
+// refitEvery is how often, in boots, the model is learned again.
+const refitEvery = 8
+
+// refit learns the model again from the good endpoint's boots and every
+// boot whose kernel the evidence has all but decided (bad or good at
+// 0.999), then weighs every boot again under it. The endpoints' few boots
+// are a thin base for the boot-to-boot spread; the search's own boots
+// thicken it as they come. Replayed in the same order, the log refits at
+// the same boots, so a resumed search is the one it was.
+func (s *Search) refit() {
+	pc, _ := s.post.probs()
+	q := s.d.badness(pc)
+	goods := append([][]float64(nil), s.opt.GoodBoots...)
+	var bads [][]float64
+	for _, o := range s.log {
+		if o.Skipped {
+			continue
+		}
+		pBad := q[o.Commit]
+		if o.Reverted {
+			pBad = 1 - pc[o.Commit]
+		}
+		switch {
+		case pBad >= 0.999:
+			bads = append(bads, o.Samples)
+		case pBad <= 0.001:
+			goods = append(goods, o.Samples)
+		}
+	}
+	m, err := Fit(goods, bads, FitOptions{BadBoots: s.m.BadBoots})
+	if err != nil || m.Validate() != nil {
+		return
+	}
+	m.prepare()
+	s.m = m
+	s.post = newPosterior(s.d, s.opt.Prior, s.opt.NoCulprit)
+	for i := range s.log {
+		o := &s.log[i]
+		if o.Skipped {
+			continue
+		}
+		o.Evidence = s.m.Evidence(o.Samples)
+		if o.Reverted {
+			s.post.addReverted(o.Commit, o.Evidence)
+		} else {
+			s.post.add(o.Commit, o.Evidence)
+		}
+	}
+	s.gain = newGainTable(s.m, s.opt.MinSamples)
 }
 
 // Probabilities are each commit's probability of being the first bad
@@ -289,6 +354,14 @@ func (s *Search) Next() Step {
 		return Step{Kind: NotReproduced, Probability: none, Candidates: leading(pc, conf, 5),
 			Reason: fmt.Sprintf("the range most likely holds no bad commit (probability %.3g after %d boots): the bad endpoint measures like the good one", none, s.total)}
 	}
+	s.settle(lead)
+	if s.total >= s.opt.MaxBoots {
+		reason := fmt.Sprintf("the budget of %d boots ran out with no commit at probability %g (the most probable: %.3g)", s.opt.MaxBoots, conf, lead.Probability)
+		if lead.Probability >= conf {
+			reason = fmt.Sprintf("the budget of %d boots ran out while fresh boots confirmed the most probable commit (at %.4g)", s.opt.MaxBoots, lead.Probability)
+		}
+		return Step{Kind: Inconclusive, Probability: lead.Probability, Candidates: leading(pc, conf, 10), Reason: reason}
+	}
 	if lead.Probability >= conf {
 		if t, ok := s.confirmNext(lead.Commit); ok {
 			if t.reverted || !s.skip[t.commit] {
@@ -299,16 +372,24 @@ func (s *Search) Next() Step {
 				Reason: fmt.Sprintf("probability %.4g after %d boots, confirmed by fresh boots of it and its parents", lead.Probability, s.total)}
 		}
 	}
-	if s.total >= s.opt.MaxBoots {
-		return Step{Kind: Inconclusive, Probability: lead.Probability, Candidates: leading(pc, conf, 10),
-			Reason: fmt.Sprintf("the budget of %d boots ran out with no commit at probability %g (the most probable: %.3g)", s.opt.MaxBoots, conf, lead.Probability)}
-	}
 	x, g := s.choose(pc)
 	if x < 0 || g < 1e-3 {
 		return Step{Kind: Inconclusive, Probability: lead.Probability, Candidates: leading(pc, conf, 10),
 			Reason: "no commit that can be measured tells the leading candidates apart (they are skipped, or next to skipped commits)"}
 	}
 	return Step{Kind: Measure, Commit: x, Probability: lead.Probability}
+}
+
+// settle forgets the confirmation of every candidate that does not lead
+// at the confidence now: should it lead again, its fresh boots start
+// again, so that a confirmation is boots in a row that agree. Next does
+// it before each step, and Replay before each observation, alike.
+func (s *Search) settle(lead Candidate) {
+	for c := range s.confirmFrom {
+		if c != lead.Commit || lead.Probability < s.opt.Confidence {
+			delete(s.confirmFrom, c)
+		}
+	}
 }
 
 // confirmNext is the next kernel the confirmation of c needs, parents

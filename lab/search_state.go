@@ -24,6 +24,8 @@ type SearchRecord struct {
 	// kernel's commit).
 	Reverted bool   `json:"reverted,omitempty"`
 	Built    string `json:"built,omitempty"`
+	// Confirming marks a boot of the leading commit's confirmation.
+	Confirming bool `json:"confirming,omitempty"`
 	// Values are the boot's samples, as the job's metric measured them.
 	Values  []float64 `json:"values,omitempty"`
 	Release string    `json:"release,omitempty"`

@@ -67,7 +67,7 @@ func (r *jobRun) searchPosterior(ctx context.Context) (bisect.Result, *lab.Calib
 	r.ev.line("calibrated: %s", reason)
 	v := r.job.Verdict
 	p.search, err = culprit.New(p.dag, *model, culprit.Options{Confidence: v.Confidence, MaxBoots: v.MaxBoots,
-		MinSamples: v.Samples.Min, MaxSamples: v.Samples.Max, Revert: true, Costs: p.costs()})
+		MinSamples: v.Samples.Min, MaxSamples: v.Samples.Max, Revert: true, Costs: p.costs(), GoodBoots: p.goods})
 	if err != nil {
 		return res, p.cal, nil, err
 	}
@@ -268,7 +268,7 @@ func (p *posteriorRun) replay() error {
 		if rec.Reverted && rec.Built != "" {
 			p.reverts[i] = rec.Built
 		}
-		p.search.Replay(culprit.Observation{Commit: i, Reverted: rec.Reverted, Skipped: rec.Kind == lab.SearchSkip, Samples: p.badness(rec.Values)})
+		p.search.Replay(culprit.Observation{Commit: i, Reverted: rec.Reverted, Confirming: rec.Confirming, Skipped: rec.Kind == lab.SearchSkip, Samples: p.badness(rec.Values)})
 	}
 	return nil
 }
@@ -287,7 +287,7 @@ func (p *posteriorRun) boot(ctx context.Context, step culprit.Step) error {
 				return err
 			}
 			r.ev.line("%s does not revert on the bad endpoint (%v): confirming without it", commitid.Short(commit), ce)
-			if err := p.journal.Append(lab.SearchRecord{Kind: lab.SearchSkip, Commit: commit, Reverted: true, Reason: ce.Error()}); err != nil {
+			if err := p.journal.Append(lab.SearchRecord{Kind: lab.SearchSkip, Commit: commit, Reverted: true, Confirming: step.Confirming, Reason: ce.Error()}); err != nil {
 				return err
 			}
 			p.search.Skip(step)
@@ -312,14 +312,16 @@ func (p *posteriorRun) boot(ctx context.Context, step culprit.Step) error {
 		return err
 	}
 	if len(ev.Values) == 0 {
-		if err := p.journal.Append(lab.SearchRecord{Kind: lab.SearchSkip, Commit: commit, Reverted: step.Reverted, Built: built, Reason: ev.Reason, Seconds: ev.Seconds}); err != nil {
+		if err := p.journal.Append(lab.SearchRecord{Kind: lab.SearchSkip, Commit: commit, Reverted: step.Reverted, Confirming: step.Confirming, Built: built, Reason: ev.Reason, Seconds: ev.Seconds}); err != nil {
 			return err
 		}
 		p.search.Skip(step)
 		r.ev.sink.Emit(progress.Event{Kind: progress.Tested, Commit: built, Verdict: verdict.Skip, Text: ev.Reason, Elapsed: time.Since(began)})
 		return nil
 	}
-	if err := p.journal.Append(p.record(lab.SearchBoot, commit, builtIf(step.Reverted, built), ev)); err != nil {
+	rec := p.record(lab.SearchBoot, commit, builtIf(step.Reverted, built), ev)
+	rec.Reverted, rec.Confirming = step.Reverted, step.Confirming
+	if err := p.journal.Append(rec); err != nil {
 		return err
 	}
 	lam := p.search.Observe(step, p.badness(ev.Values))

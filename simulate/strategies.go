@@ -49,7 +49,7 @@ func runEngine(cfg *Config, l *lab) outcome {
 	}
 	s, err := culprit.New(culprit.Chain(l.n), model, culprit.Options{
 		Confidence: cfg.Confidence, MaxBoots: cfg.MaxBoots, MinSamples: cfg.MinSamples, MaxSamples: cfg.MaxSamples,
-		Revert: true, Costs: culprit.Costs(cfg.Costs)})
+		Revert: true, Costs: culprit.Costs(cfg.Costs), GoodBoots: goods})
 	if err != nil {
 		return outcome{kind: "not-reproduced"}
 	}
