@@ -6,14 +6,20 @@ import (
 	"encoding/hex"
 	"testing"
 	"time"
+
+	"kbisect/internal/simhost"
 )
 
 // TestWithoutAModelTheTracesAreTheSameAsEver pins the traces of a host
 // without a noise model: a quiet kernel's two measurements, on isolated
 // and housekeeping CPUs, then a storm's (the floor raised to the seed's
-// bad level). A change to the model must leave these bytes alone.
+// bad level). A change to the model must leave these bytes alone; a
+// NoiseModel with levels but a zero model is no model.
 func TestWithoutAModelTheTracesAreTheSameAsEver(t *testing.T) {
 	sim, opt := lab(t, 42)
+	if err := sim.SetNoiseModel(simhost.NoiseModel{Good: 3 * time.Microsecond, Bad: 17 * time.Microsecond}); err != nil {
+		t.Fatal(err)
+	}
 	h := dial(t, opt)
 	w := seedWorkload(t, "0-3,17,33-35")
 	w.Duration = 5 * time.Second
