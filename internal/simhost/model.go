@@ -16,8 +16,11 @@ import (
 type NoiseModel struct {
 	// Model is how a measurement's level scatters around the booted
 	// kernel's. Each boot draws a simnoise.Boot at the kernel's level;
-	// each osnoise measurement takes one Sample of it as its level, and
-	// that level alone (no spread of the host's own) makes the trace.
+	// each osnoise measurement takes one sample of it as its level, and
+	// that level alone (no spread of the host's own) makes the trace. A
+	// measurement storms when the side it is from does (a kernel at the
+	// side's level would): a good kernel's bad boot storms, a quiet
+	// kernel's spike does not.
 	Model simnoise.Model
 	// Good and Bad are the levels of the two sides, for the boots and
 	// samples the model puts on the other side: a kernel below their
@@ -77,16 +80,22 @@ func (h *Host) NoiseModel() NoiseModel {
 }
 
 // drawLevel draws the level of one measurement of the running boot of a
-// kernel at level, in µs; the boot's own draw is made at its first
-// measurement. h.mu is held.
-func (h *Host) drawLevel(level time.Duration) float64 {
+// kernel at level, in µs, and the level of the side it is from: the
+// kernel's, or the other side's for a bad boot or a flip (both: the
+// kernel's). The boot's own draw is made at its first measurement. h.mu
+// is held.
+func (h *Host) drawLevel(level time.Duration) (us float64, side time.Duration) {
 	if h.noiseBoot == nil || h.noiseBootID != h.bootID {
 		h.noiseBoots++
 		rng := rand.New(rand.NewPCG(h.seed, bootStream+uint64(h.noiseBoots)))
 		h.noiseBoot = h.noise.Model.NewBoot(rng, micros(level), micros(h.noise.other(level)))
 		h.noiseBootID = h.bootID
 	}
-	return h.noiseBoot.Sample()
+	us, flipped := h.noiseBoot.Draw()
+	if h.noiseBoot.OtherSide != flipped {
+		return us, h.noise.other(level)
+	}
+	return us, level
 }
 
 func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }

@@ -219,3 +219,33 @@ func TestSetNoiseRefusesWhatCannotBe(t *testing.T) {
 		}
 	}
 }
+
+// A storm is the regression's, not a level's: a quiet kernel's spike to
+// a storm's level stays quiet, and a storming kernel's boot drawn below
+// StormLevel still storms.
+func TestAMeasurementStormsByItsSideNotItsSize(t *testing.T) {
+	const good, bad = 3 * time.Microsecond, 17 * time.Microsecond
+	h := modelHost(t, 19, NoiseModel{Model: simnoise.Model{BootSpread: 0.5, Spikes: 0.2, SpikeMin: 5, SpikeMax: 10}, Good: good, Bad: bad})
+	spiked, low := 0, 0
+	for b := 0; b < 60; b++ {
+		level := good
+		if b%2 == 1 {
+			level = bad
+		}
+		bootAt(h, level)
+		for i := 0; i < 5; i++ {
+			s, _ := measure(t, h)
+			switch storm := s.period > time.Millisecond; {
+			case storm != (level == bad):
+				t.Fatalf("boot %d at %v: %.0fµs, worst period %v", b, level, s.single, s.period)
+			case level == good && s.single >= micros(StormLevel):
+				spiked++
+			case level == bad && s.single < micros(StormLevel):
+				low++
+			}
+		}
+	}
+	if spiked < 10 || low < 10 {
+		t.Errorf("%d quiet samples at a storm's level, %d storming ones below it: too few to tell", spiked, low)
+	}
+}

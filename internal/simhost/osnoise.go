@@ -46,7 +46,8 @@ import (
 // A host with a noise model (SetNoiseModel, model.go) draws each
 // measurement's level from it instead: the boot's level (which may be the
 // other side's), the spread within the boot, a spike or a flip; the
-// measurement storms when that level reaches StormLevel.
+// measurement storms when the side it is from (the kernel's, or the other
+// for a bad boot or a flip) is at StormLevel or above.
 //
 // Interruptions shorter than tracing_thresh do not count as noise, as in
 // the kernel. Everything comes from a generator seeded with the host's
@@ -154,8 +155,9 @@ func (h *Host) osnoise(script string, c net.Conn, stdout, stderr io.Writer) int 
 	h.uptime += float64(run.secs) + 0.2
 	modelled := h.noise.modelled()
 	var drawn float64
+	var side time.Duration
 	if modelled {
-		drawn = h.drawLevel(level)
+		drawn, side = h.drawLevel(level)
 	}
 	h.mu.Unlock()
 	var isolated configs.CPUs
@@ -167,9 +169,8 @@ func (h *Host) osnoise(script string, c net.Conn, stdout, stderr io.Writer) int 
 	var storm bool
 	if modelled {
 		// The model's level is the measurement's; it storms as a
-		// kernel at that level does.
-		sample = max(drawn, micros(floor))
-		storm = sample >= micros(StormLevel)
+		// kernel of its side does.
+		sample, storm = max(drawn, micros(floor)), max(side, floor) >= StormLevel
 	} else {
 		sample, storm = measurementLevel(rng, max(level, floor))
 	}
