@@ -43,7 +43,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 kbisect run --good REV --bad REV --exec CMD [--repo DIR] [--first-parent] [--state DIR] [--json]
 kbisect ab --job FILE (--a REV --b REV | --base REV (--revert SHA | --patch FILE)) [--rounds N] [--samples N] [--json]
 kbisect report --state DIR [--format text|markdown|json|html|junit] [-o FILE]
-kbisect demo [--seed N] [--commits N] [-v]
+kbisect demo [--seed N] [--commits N] [--machines N] [--noise SETTINGS] [-v]
 kbisect simulate --good V --bad V [--spread S] [--boot-spread S] [--bad-boots R] [--spikes R:A-Bx] [--flips R] [--runs N] [--json]
 kbisect validate FILE…
 kbisect config show FILE

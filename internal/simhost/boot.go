@@ -17,6 +17,11 @@ func (h *Host) reboot(k Kernel) {
 	fault := h.faults[k.Release]
 	h.mu.Unlock()
 	h.goDown()
+	h.comeUp(k, fault)
+}
+
+// comeUp boots k, as fault says, on a host that is down.
+func (h *Host) comeUp(k Kernel, fault Fault) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.bootID, h.uptime = newID(), bootUptime

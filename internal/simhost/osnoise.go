@@ -43,6 +43,12 @@ import (
 //   - One period in 2,000 has a spike: a hardware interruption (an SMI,
 //     counted as HW) of 1.5–2.5 times the level.
 //
+// A host with a noise model (SetNoiseModel, model.go) draws each
+// measurement's level from it instead: the boot's level (which may be the
+// other side's), the spread within the boot, a spike or a flip; the
+// measurement storms when the side it is from (the kernel's, or the other
+// for a bad boot or a flip) is at StormLevel or above.
+//
 // Interruptions shorter than tracing_thresh do not count as noise, as in
 // the kernel. Everything comes from a generator seeded with the host's
 // seed and the number of the measurement: the same seed gives the same
@@ -140,21 +146,35 @@ func (h *Host) osnoise(script string, c net.Conn, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	h.mu.Lock()
-	start := h.uptime
-	h.uptime += float64(run.secs) + 0.2
-	h.mu.Unlock()
 	level := k.Noise
 	if level <= 0 {
 		level = DefaultNoise
 	}
-	level = max(level, floor)
+	h.mu.Lock()
+	start := h.uptime
+	h.uptime += float64(run.secs) + 0.2
+	modelled := h.noise.modelled()
+	var drawn float64
+	var side time.Duration
+	if modelled {
+		drawn, side = h.drawLevel(level)
+	}
+	h.mu.Unlock()
 	var isolated configs.CPUs
 	if bp, err := configs.ParseBootParams(k.Cmdline, 0); err == nil {
 		isolated = bp.Isolated()
 	}
 	rng := rand.New(rand.NewPCG(seed, uint64(n)))
-	trace := osnoiseTrace(rng, run, level, isolated, start, 1000+(n*97)%30000)
+	var sample float64
+	var storm bool
+	if modelled {
+		// The model's level is the measurement's; it storms as a
+		// kernel of its side does.
+		sample, storm = max(drawn, micros(floor)), max(side, floor) >= StormLevel
+	} else {
+		sample, storm = measurementLevel(rng, max(level, floor))
+	}
+	trace := osnoiseTrace(rng, run, sample, storm, isolated, start, 1000+(n*97)%30000)
 	if drop {
 		_, _ = stdout.Write(trace[:len(trace)/2])
 		c.Close()
@@ -188,18 +208,12 @@ type period struct {
 	hw, nmi, irq, sirq, thread int64
 }
 
-// osnoiseTrace writes the trace of one measurement: the header, then one
-// line per CPU and period in time order, from start (seconds since boot).
-func osnoiseTrace(rng *rand.Rand, run osnoiseRun, level time.Duration, isolated configs.CPUs, start float64, pid int) []byte {
+// osnoiseTrace writes the trace of one measurement at level sample (µs),
+// in a storm or not: the header, then one line per CPU and period in time
+// order, from start (seconds since boot).
+func osnoiseTrace(rng *rand.Rand, run osnoiseRun, sample float64, storm bool, isolated configs.CPUs, start float64, pid int) []byte {
 	var b bytes.Buffer
 	b.WriteString(traceHeader)
-	base := float64(level) / float64(time.Microsecond)
-	storm := level >= StormLevel
-	spread := 0.2
-	if storm {
-		spread = 0.04
-	}
-	sample := base * math.Exp(spread*rng.NormFloat64())
 	share := make([]float64, len(run.cpus))
 	for i := range share {
 		share[i] = 0.88 + 0.16*rng.Float64()

@@ -7,8 +7,9 @@
 // connection that drops in the middle of a measurement, a host that
 // refuses or drops connections for a while. A kernel's noise comes from
 // its image: the KBISECT_SIM_NOISE_US=<n> string the simulated tree
-// compiles into it (see osnoise.go). It is the host of the simulated lab
-// (internal/simlab).
+// compiles into it (see osnoise.go), and scatters as real machines' does
+// when the host has a model (SetNoiseModel). It is the host of the
+// simulated lab (internal/simlab).
 //
 // It may import configs (boot parameters, to answer what a kernel
 // isolates) and the internal packages, no other kbisect package: it
@@ -32,6 +33,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"kbisect/internal/simnoise"
 )
 
 // Fault is what goes wrong when a kernel boots.
@@ -95,6 +98,11 @@ type Host struct {
 	refuse   int          // connections still to close before the handshake
 	dropNext int          // connections still to drop at their first session
 	uptime   float64      // seconds the running kernel has been up, as its trace clock says
+
+	noise       NoiseModel     // the noise real machines have (zero: osnoise.go's own)
+	noiseBoot   *simnoise.Boot // the model's draw for the boot noiseBootID
+	noiseBootID string
+	noiseBoots  int // boots drawn so far
 }
 
 // Start starts an emulated host running def; it stops with the test.

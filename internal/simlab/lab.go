@@ -23,6 +23,7 @@ import (
 
 	"kbisect/internal/commitid"
 	"kbisect/internal/simhost"
+	"kbisect/internal/simnoise"
 )
 
 // The simulated machine: the dual-socket server of the first seed
@@ -127,6 +128,10 @@ func New(dir string, opt Options) (*Lab, error) {
 	}
 	l.Host.SetCPUs(CPUs)
 	l.Host.SetSeed(uint64(opt.Seed))
+	if err := l.Host.SetNoiseModel(opt.hostNoise()); err != nil {
+		l.Host.Close()
+		return nil, err
+	}
 	l.Identity = l.Host.Identity
 	for path, text := range map[string]string{
 		l.KnownHosts: l.Host.KnownHostsLine + "\n",
@@ -180,6 +185,10 @@ func (l *Lab) AddHost() (string, *simhost.Host, error) {
 	}
 	h.SetCPUs(CPUs)
 	h.SetSeed(uint64(l.opt.Seed)*1000 + uint64(n))
+	if err := h.SetNoiseModel(l.opt.hostNoise()); err != nil {
+		h.Close()
+		return "", nil, err
+	}
 	other := *l
 	other.Host, other.Identity = h, h.Identity
 	other.KnownHosts = filepath.Join(hostDir, "known_hosts")
@@ -197,6 +206,11 @@ func (l *Lab) AddHost() (string, *simhost.Host, error) {
 	l.Hosts = append(l.Hosts, h)
 	l.JobFiles = append(l.JobFiles, other.JobFile)
 	return other.JobFile, h, nil
+}
+
+// hostNoise is the noise the lab's hosts measure with.
+func (o Options) hostNoise() simhost.NoiseModel {
+	return simhost.NoiseModel{Model: o.Noise, Good: o.GoodNoise, Bad: o.BadNoise}
 }
 
 // DefaultKernel is the kernel the lab's host runs when nothing else
@@ -328,6 +342,12 @@ func durationText(d time.Duration) string {
 // made, with machines identical machines.
 func (l *Lab) Describe(w io.Writer, made time.Duration, machines int) {
 	t := l.Tree
+	modelled := ""
+	if l.opt.Noise != (simnoise.Model{}) {
+		modelled = fmt.Sprintf("  noise:   as real machines have it, %s:\n"+
+			"           each boot draws its level (a bad boot the other side's), each sample\n"+
+			"           scatters around it\n", l.opt.Noise)
+	}
 	fmt.Fprintf(w, `kbisect demo: a SIMULATED lab (made in %.1fs, in %s)
   tree:    %d generated commits, %s..%s; planted regression %s %q;
            %d commits that do not build, %d that change only documentation
@@ -336,10 +356,11 @@ func (l *Lab) Describe(w io.Writer, made time.Duration, machines int) {
            (%s), answering osnoise with noise modelled on the seed report:
            on the isolated CPUs, interruptions of ~%v before the regression;
            after it an interrupt storm of ~%v interruptions, ~49ms per 950ms period
-  job:     %s
+%s  job:     %s
 
 `, made.Seconds(), l.Dir, len(t.Commits), t.Good, t.Bad, t.Regression[:12], t.Subject(t.Regression),
-		len(t.Broken), len(t.DocOnly), l.Host.Port, BootParams, t.GoodNoise, t.BadNoise, strings.Join(append([]string{l.JobFile}, l.JobFiles...), " "))
+		len(t.Broken), len(t.DocOnly), l.Host.Port, BootParams, t.GoodNoise, t.BadNoise, modelled,
+		strings.Join(append([]string{l.JobFile}, l.JobFiles...), " "))
 	if machines > 1 {
 		fmt.Fprintf(w, "  %d identical machines: while one measures the commit git asks for, the others\n"+
 			"  measure the commits that come next after either verdict\n\n", machines)

@@ -8,12 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"kbisect/configs"
 	"kbisect/internal/simhost"
 	"kbisect/internal/simlab"
+	"kbisect/internal/simnoise"
 	"kbisect/kbuild"
 	"kbisect/lab"
 	"kbisect/remote"
@@ -166,5 +168,34 @@ func TestADocumentationCommitBuildsTheSameKernel(t *testing.T) {
 	}
 	if a.Signature != b.Signature || a.Release == b.Release {
 		t.Errorf("signatures %s %s, releases %s %s", a.Signature, b.Signature, a.Release, b.Release)
+	}
+}
+
+func TestEveryHostOfTheLabMeasuresWithItsNoiseModel(t *testing.T) {
+	t.Parallel()
+	model := simnoise.Model{Spread: 0.1, BootSpread: 0.2, BadBoots: 0.05}
+	l, _ := newLab(t, simlab.Options{Seed: 5, Commits: 80, Noise: model})
+	if _, _, err := l.AddHost(); err != nil {
+		t.Fatal(err)
+	}
+	want := simhost.NoiseModel{Model: model, Good: simlab.DefaultGoodNoise, Bad: simlab.DefaultBadNoise}
+	for _, h := range append([]*simhost.Host{l.Host}, l.Hosts...) {
+		if got := h.NoiseModel(); got != want {
+			t.Errorf("a host measures with %+v, want %+v", got, want)
+		}
+	}
+	var desc bytes.Buffer
+	l.Describe(&desc, time.Second, 2)
+	if !strings.Contains(desc.String(), "  noise:   as real machines have it, "+model.String()+":\n") {
+		t.Errorf("the description does not say the noise:\n%s", desc.String())
+	}
+	plain, _ := newLab(t, simlab.Options{Seed: 5, Commits: 80})
+	desc.Reset()
+	plain.Describe(&desc, time.Second, 1)
+	if got := plain.Host.NoiseModel(); got.Model != (simnoise.Model{}) || strings.Contains(desc.String(), "noise:") {
+		t.Errorf("a lab without a model: %+v\n%s", got, desc.String())
+	}
+	if _, err := simlab.New(t.TempDir(), simlab.Options{Noise: simnoise.Model{BadBoots: 0.7}}); err == nil || !strings.Contains(err.Error(), "simlab: noise: bad-boots 0.7") {
+		t.Errorf("a lab with 70%% bad boots: %v", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"kbisect/internal/simhost"
+	"kbisect/internal/simnoise"
 	"kbisect/internal/testrepo"
 )
 
@@ -78,6 +79,12 @@ type Options struct {
 	// then bad, as in the first seed report (at most OlderReleases; 0:
 	// between the endpoints).
 	RegressionBack int
+	// Noise is the noise real machines have (simnoise.Model): each boot
+	// of the lab's hosts draws its level from it, at the booted kernel's
+	// level or, for a bad boot, at the other side's (GoodNoise for a bad
+	// kernel, BadNoise for a good one), and each measurement a sample of
+	// that boot. Zero: the host's own model, as without it.
+	Noise simnoise.Model
 }
 
 // Defaults of Options.
@@ -109,6 +116,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Duration == 0 {
 		o.Duration = DefaultDuration
+	}
+	if err := o.Noise.Validate(); err != nil {
+		return fmt.Errorf("simlab: noise: %v", err)
 	}
 	switch {
 	case o.Commits < 60 || o.Commits > 5000:

@@ -77,12 +77,20 @@ func (m Model) NewBoot(rng *rand.Rand, level, other float64) *Boot {
 
 // Sample draws one sample of the boot.
 func (b *Boot) Sample() float64 {
+	x, _ := b.Draw()
+	return x
+}
+
+// Draw draws one sample of the boot, as Sample does, and says whether it
+// is a flip: drawn from the other side's level. A simulated host storms
+// or not by the side a sample is from, not by its size.
+func (b *Boot) Draw() (x float64, flipped bool) {
 	b.sampleCount++
 	level := b.level
 	if b.m.Flips > 0 && b.rng.Float64() < b.m.Flips {
-		level = b.other
+		level, flipped = b.other, true
 	}
-	x := level
+	x = level
 	if b.m.Spread > 0 {
 		x *= math.Exp(b.m.Spread * b.rng.NormFloat64())
 	}
@@ -90,7 +98,7 @@ func (b *Boot) Sample() float64 {
 		lo, hi := math.Log(b.m.SpikeMin), math.Log(b.m.SpikeMax)
 		x *= math.Exp(lo + (hi-lo)*b.rng.Float64())
 	}
-	return x
+	return x, flipped
 }
 
 // Samples is how many samples the boot gave.

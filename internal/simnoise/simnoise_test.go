@@ -106,3 +106,21 @@ func TestSpikesAndFlipsHitTheirShare(t *testing.T) {
 		t.Errorf("Samples() = %d", b.Samples())
 	}
 }
+
+func TestDrawSaysWhichSamplesAreFlips(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	b := Model{Spread: 0.1, Flips: 0.2}.NewBoot(rng, 1000, 100000)
+	flips := 0
+	for i := 0; i < 5000; i++ {
+		x, flipped := b.Draw()
+		if flipped != (x > 10000) {
+			t.Fatalf("sample %g: flipped %v", x, flipped)
+		}
+		if flipped {
+			flips++
+		}
+	}
+	if f := float64(flips) / 5000; math.Abs(f-0.2) > 0.02 {
+		t.Errorf("%.3f flips, want 0.2", f)
+	}
+}
