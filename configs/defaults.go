@@ -26,7 +26,7 @@ const (
 	DefaultBoots          = 1
 	DefaultConfidence     = 0.95
 	// DefaultSearch is the search a job file that names none gets.
-	DefaultSearch = SearchRule
+	DefaultSearch = SearchPosterior
 	// DefaultSearchConfidence is the probability the posterior search
 	// must reach: a wrong culprit after a night is the worst answer.
 	DefaultSearchConfidence = 0.99

@@ -263,7 +263,8 @@ func (r *Run) WriteText(w io.Writer) {
 		// The median only, to keep to a mail's width: the ranges are in
 		// the markdown, JSON and HTML reports.
 		if r.Search != nil {
-			fmt.Fprintf(w, "\nTested kernels, oldest first (%s: the median of each boot's median, the boots, and the probability the kernel is bad):\n", r.metricName())
+			fmt.Fprintln(w)
+			para(w, "", "", "Tested kernels, oldest first (%s: the median of the boots' medians, the boots, and the probability that the kernel is bad):", r.metricName())
 		} else {
 			fmt.Fprintf(w, "\nTested kernels, oldest first (%s: the median of n samples):\n", r.metricName())
 		}

@@ -56,13 +56,17 @@ kbisect build --job FILE --rev REV [--json]`,
 builds a PREEMPT_RT kernel, boots it on the lab machine with the machine's
 isolation boot parameters (nohz_full, isolcpus, rcu_nocbs, irqaffinity),
 proves the right kernel runs with the right parameters, measures the noise
-on the isolated CPUs and decides good or bad with statistics, until one
-commit is left; then it measures that commit and its parent again.
+on the isolated CPUs and weighs the boot as evidence, until one commit is
+the first bad one.
 
-Commit choice is exactly git bisect's (the same midpoints, skips and
---first-parent), computed on the commit graph directly so it stays fast on
-a kernel's million commits. Every verdict is synced to a state directory
-before the next step; running the same command again resumes.
+Boots are the evidence: a model of the machine's noise learned from the
+endpoints weighs each boot, a probability is kept for every commit, the
+next boot goes where it says the most, and a commit is named only at the
+confidence (0.99), confirmed on fresh boots; else the run is inconclusive
+with the candidates and their probabilities. Every boot is synced to a
+state directory before the next step; running the same command again
+resumes. "kbisect simulate" says before a night how often that finds the
+right commit on a given noise, and at what cost.
 
 One job file describes one lab machine ("kbisect validate" checks it);
 "kbisect run --exec CMD" works as "git bisect run CMD" does, for any test.

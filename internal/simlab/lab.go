@@ -304,7 +304,6 @@ verdict:
   aggregate: max
   threshold: %s           # longest single noise: good kernels ~%s, bad ones ~%s
   samples: {min: 3, max: 5}
-  confidence: 0.95
 `, commitid.Short(l.Tree.Regression), q(l.JobFile), l.Tree.Good, l.Tree.Bad, l.machineName(), IsolatedCPUs, CPUs,
 		l.Host.Port, q(l.Identity), q(l.KnownHosts), q(BootParams), q(l.Host.PowerCycleCommand),
 		q(l.Tree.Dir), q(l.Fragment), q(l.CacheDir), IsolatedCPUs, durationText(opt.Duration),
