@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -12,7 +13,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"kbisect/configs"
+	"kbisect/culprit"
 	"kbisect/internal/simnoise"
+	"kbisect/lab"
 	"kbisect/noise"
 	"kbisect/progress"
 	"kbisect/report"
@@ -42,18 +45,24 @@ rule per commit kbisect used before, with git's bisection and its
 threshold); median-10 (the median of 10 samples of one boot).
 
 With --job, the job's samples, confidence and absolute threshold are used.
+With --from-state, the levels and spreads are learned from a run's state
+directory — its endpoints' boots, as calibration measured them — and the
+flags given say the rest (boots on the wrong side, spikes and flips cannot
+be learned from a few boots: give them).
 
 EXAMPLES
    kbisect simulate --good 7us --bad 15us --spread 0.2 --spikes 5%:2-20x
    kbisect simulate --good 7us --bad 15us --spread 0.3 --bad-boots 5% --runs 2000 --json
-   kbisect simulate --job configs/system-0.yaml --good 3us --bad 49ms --commits 1200`,
+   kbisect simulate --job configs/system-0.yaml --good 3us --bad 49ms --commits 1200
+   kbisect simulate --from-state ~/linux/.git/kbisect/run-1a2b3c --bad-boots 5% --commits 3000`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "job", Usage: "take samples, confidence and threshold from this job file"},
+			&cli.StringFlag{Name: "from-state", Usage: "learn the levels and spreads from a run's state directory (its endpoints' boots)"},
 			&cli.IntFlag{Name: "commits", Value: 8192, Usage: "commits in the range"},
 			&cli.IntFlag{Name: "runs", Value: 1000, Usage: "bisections per strategy"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "which culprits and noise"},
-			&cli.StringFlag{Name: "good", Required: true, Usage: "a good kernel's typical sample: 7us, or a number"},
-			&cli.StringFlag{Name: "bad", Required: true, Usage: "a bad kernel's typical sample: 15us, or a number"},
+			&cli.StringFlag{Name: "good", Usage: "a good kernel's typical sample: 7us, or a number"},
+			&cli.StringFlag{Name: "bad", Usage: "a bad kernel's typical sample: 15us, or a number"},
 			&cli.StringFlag{Name: "threshold", Usage: "the absolute threshold of the rule and plain bisections (default: halfway on a log scale)"},
 			&cli.Float64Flag{Name: "spread", Value: 0.2, Usage: "log-normal spread of samples within a boot"},
 			&cli.Float64Flag{Name: "boot-spread", Usage: "log-normal spread of a boot's level"},
@@ -87,15 +96,20 @@ func simulateConfig(c *cli.Context) (simulate.Config, error) {
 		Costs: simulate.Costs{Build: c.Duration("build-cost").Seconds(), Boot: c.Duration("boot-cost").Seconds(), Sample: c.Duration("sample-cost").Seconds()}}
 	var kind string
 	var err error
-	if cfg.Good, kind, err = simulateValue(c.String("good")); err != nil {
-		return cfg, usagef("--good: %v", err)
+	if !c.IsSet("from-state") && (!c.IsSet("good") || !c.IsSet("bad")) {
+		return cfg, usagef("simulate: give --good and --bad (a good and a bad kernel's typical sample, as 7us and 15us), or --from-state DIR")
 	}
-	badKind := ""
-	if cfg.Bad, badKind, err = simulateValue(c.String("bad")); err != nil {
-		return cfg, usagef("--bad: %v", err)
-	}
-	if badKind != kind {
-		return cfg, usagef("--good %s and --bad %s: give both as times (7us) or both as numbers", c.String("good"), c.String("bad"))
+	if c.IsSet("good") || c.IsSet("bad") {
+		if cfg.Good, kind, err = simulateValue(c.String("good")); err != nil {
+			return cfg, usagef("--good: %v", err)
+		}
+		badKind := ""
+		if cfg.Bad, badKind, err = simulateValue(c.String("bad")); err != nil {
+			return cfg, usagef("--bad: %v", err)
+		}
+		if badKind != kind {
+			return cfg, usagef("--good %s and --bad %s: give both as times (7us) or both as numbers", c.String("good"), c.String("bad"))
+		}
 	}
 	cfg.Kind = kind
 	if t := c.String("threshold"); t != "" {
@@ -135,6 +149,11 @@ func simulateConfig(c *cli.Context) (simulate.Config, error) {
 		return cfg, usagef("--spikes: %v", err)
 	}
 	cfg.Noise = m
+	if c.IsSet("from-state") {
+		if err := fromState(c, &cfg); err != nil {
+			return cfg, err
+		}
+	}
 	if s := c.String("strategies"); s != "" {
 		cfg.Strategies = strings.Split(s, ",")
 	}
@@ -178,4 +197,71 @@ func runSimulate(ctx context.Context, cfg simulate.Config, asJSON bool, stdout, 
 		return err
 	}
 	return report.WriteSimulation(stdout, res)
+}
+
+// fromState learns the noise model from a state directory's calibration:
+// the endpoints' boots as the run measured them (a posterior search's 3-8
+// boots each, or the rule's). Flags given explicitly win.
+func fromState(c *cli.Context, cfg *simulate.Config) error {
+	dir := c.String("from-state")
+	cal, err := lab.ReadCalibration(dir)
+	if err != nil {
+		return usagef("--from-state %s: %v", dir, err)
+	}
+	if cal == nil || cal.Good == nil || cal.Bad == nil {
+		return usagef("--from-state %s: no calibration there yet (the run measures its endpoints first)", dir)
+	}
+	floor := 1e-3
+	if cal.Rule.MetricKind == noise.KindTime {
+		floor = 1
+	}
+	boots := func(ev *lab.Evidence) [][]float64 {
+		var out [][]float64
+		at := 0
+		for _, b := range ev.Boots {
+			if b.Samples <= 0 || at+b.Samples > len(ev.Values) {
+				continue
+			}
+			boot := make([]float64, b.Samples)
+			for i, x := range ev.Values[at : at+b.Samples] {
+				boot[i] = cal.Rule.Badness(x, floor)
+			}
+			out = append(out, boot)
+			at += b.Samples
+		}
+		if len(out) == 0 && len(ev.Values) > 0 { // one boot, its samples not counted
+			boot := make([]float64, len(ev.Values))
+			for i, x := range ev.Values {
+				boot[i] = cal.Rule.Badness(x, floor)
+			}
+			out = append(out, boot)
+		}
+		return out
+	}
+	m, err := culprit.Fit(boots(cal.Good), boots(cal.Bad), culprit.FitOptions{})
+	if err == nil {
+		err = m.Validate()
+	}
+	if err != nil {
+		return usagef("--from-state %s: the endpoints' boots give no model: %v", dir, err)
+	}
+	if !c.IsSet("good") {
+		cfg.Good = math.Exp(m.Good)
+	}
+	if !c.IsSet("bad") {
+		cfg.Bad = math.Exp(m.Bad)
+	}
+	if !c.IsSet("spread") {
+		cfg.Noise.Spread = m.Spread
+	}
+	if !c.IsSet("boot-spread") {
+		cfg.Noise.BootSpread = m.BootSpread
+	}
+	cfg.Kind = noise.KindNumber
+	if cal.Rule.MetricKind == noise.KindTime && cal.Rule.HigherIsBad {
+		cfg.Kind = noise.KindTime
+	}
+	fmt.Fprintf(c.App.ErrWriter, "kbisect: the noise model from %s: %d and %d boots of the endpoints; good %s, bad %s, spread %.2f, boot spread %.2f\n",
+		dir, len(boots(cal.Good)), len(boots(cal.Bad)), noise.FormatValue(cfg.Kind, cfg.Good), noise.FormatValue(cfg.Kind, cfg.Bad), cfg.Noise.Spread, cfg.Noise.BootSpread)
+	return nil
 }

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"kbisect/lab"
+	"kbisect/noise"
 )
 
 // kbisect simulate --json is what scripts read: the runs, and per
@@ -72,5 +75,43 @@ func TestSimulateSaysWhichFlagIsWrong(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, want) {
 			t.Errorf("simulate %s: exit %d, %q; want 2 and %q", args, code, stderr, want)
 		}
+	}
+}
+
+// --from-state learns the levels and spreads from a run's calibration:
+// three boots of each endpoint here, 10 µs and 20 µs.
+func TestSimulateLearnsTheNoiseFromAStateDirectory(t *testing.T) {
+	dir := t.TempDir()
+	ev := func(level float64) *lab.Evidence {
+		e := &lab.Evidence{Kind: noise.KindTime}
+		for b := 0; b < 3; b++ {
+			for i := 0; i < 5; i++ {
+				e.Values = append(e.Values, level*(1+0.02*float64(i-2))*(1+0.01*float64(b)))
+			}
+			e.Boots = append(e.Boots, lab.BootInfo{Samples: 5})
+		}
+		return e
+	}
+	cal := &lab.Calibration{Good: ev(10000), Bad: ev(20000), Reproduced: true,
+		Rule: noise.Rule{Kind: noise.Auto, MetricKind: noise.KindTime, HigherIsBad: true, MinSamples: 3, MaxSamples: 10, Confidence: 0.95}}
+	if err := lab.WriteCalibration(dir, cal); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(t, context.Background(), "simulate", "--from-state", dir, "--commits", "64", "--runs", "8", "--strategies", "kbisect", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var out struct {
+		Good, Bad float64
+		Noise     string
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Good < 9900 || out.Good > 10300 || out.Bad < 19800 || out.Bad > 20600 || !strings.Contains(stderr, "3 and 3 boots of the endpoints") {
+		t.Errorf("good %g, bad %g, noise %s; stderr %s", out.Good, out.Bad, out.Noise, stderr)
+	}
+	if code, _, stderr := runCLI(t, context.Background(), "simulate", "--from-state", t.TempDir()); code != 2 || !strings.Contains(stderr, "no calibration there yet") {
+		t.Errorf("an empty state directory: exit %d, %s", code, stderr)
 	}
 }
