@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"kbisect/internal/atomicfile"
+	"kbisect/verdict"
 )
 
 // SearchRecord is one line of a noise-robust search's journal: a boot of
@@ -26,6 +27,9 @@ type SearchRecord struct {
 	Built    string `json:"built,omitempty"`
 	// Confirming marks a boot of the leading commit's confirmation.
 	Confirming bool `json:"confirming,omitempty"`
+	// Sub names the boot's files: commits/<built>/<sub>.json, its
+	// evidence, and commits/<built>/<sub>/, its raw outputs.
+	Sub string `json:"sub,omitempty"`
 	// Values are the boot's samples, as the job's metric measured them.
 	Values  []float64 `json:"values,omitempty"`
 	Release string    `json:"release,omitempty"`
@@ -164,4 +168,43 @@ func ReadSearchSummary(dir string) (*SearchSummary, error) {
 // the reports: a posterior search calibrates its own way.
 func WriteCalibration(dir string, c *Calibration) error {
 	return atomicfile.WriteJSON(filepath.Join(dir, "calibration.json"), c)
+}
+
+// bootPath is where one boot of a posterior search keeps its evidence,
+// samples parsed: beside its raw outputs.
+func bootPath(dir, commit, sub string) string {
+	return filepath.Join(dir, "commits", commit, sub+".json")
+}
+
+// SaveBoot writes one boot's evidence into the state directory.
+func SaveBoot(dir, sub string, ev *Evidence) error {
+	return atomicfile.WriteJSON(bootPath(dir, ev.Commit, sub), ev)
+}
+
+// GatherBoots reads the boots of a commit (by their subs) into one
+// evidence, with the verdict and reason given, and writes it where the
+// reports read a commit's evidence (commits/<hash>.json).
+func GatherBoots(dir, commit string, subs []string, v verdict.Verdict, reason string) error {
+	all := &Evidence{Commit: commit, Verdict: v, Reason: reason}
+	for _, sub := range subs {
+		var ev Evidence
+		if err := atomicfile.ReadJSON(bootPath(dir, commit, sub), &ev); err != nil {
+			if os.IsNotExist(err) {
+				continue // a boot from before its evidence was kept
+			}
+			return err
+		}
+		all.Release, all.Signature, all.Metric, all.Kind = ev.Release, ev.Signature, ev.Metric, ev.Kind
+		if all.Build == nil {
+			all.Build = ev.Build
+		}
+		all.Boots = append(all.Boots, ev.Boots...)
+		all.Values = append(all.Values, ev.Values...)
+		all.Samples = append(all.Samples, ev.Samples...)
+		all.Seconds += ev.Seconds
+	}
+	if len(all.Values) == 0 {
+		return nil
+	}
+	return atomicfile.WriteJSON(filepath.Join(dir, "commits", commit+".json"), all)
 }

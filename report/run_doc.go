@@ -70,6 +70,22 @@ func (r *Run) Document(now time.Time) *Document {
 		}
 		d.Checks = append(d.Checks, check)
 	}
+	if s := r.Search; s != nil {
+		text := r.posteriorText()
+		check := Check{Name: "probability", Detail: text}
+		if r.Result.Kind == bisect.Inconclusive {
+			check.Failure = text
+		}
+		d.Checks = append(d.Checks, check)
+		if text != "" {
+			d.Summary = append(d.Summary, text)
+		}
+		for i := range d.Tested {
+			if sc := r.searchCell(d.Tested[i].Commit); sc != "" && !d.Tested[i].Endpoint {
+				d.Tested[i].Note = "each value is one boot's median; " + sc
+			}
+		}
+	}
 	if good, bad := r.pair(); good != nil && bad != nil {
 		if rep, err := r.compare(good, bad); err == nil {
 			d.AB = abOf(rep, good, bad, d.Metric)

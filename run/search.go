@@ -89,7 +89,7 @@ func (r *jobRun) searchPosterior(ctx context.Context) (bisect.Result, *lab.Calib
 			if err := lab.WriteSearchSummary(r.stateDir, sum); err != nil {
 				return res, p.cal, sum, err
 			}
-			return res, p.cal, sum, nil
+			return res, p.cal, sum, p.gather(res)
 		}
 		if err := p.boot(ctx, step); err != nil {
 			return res, p.cal, p.summary(nil), err
@@ -186,15 +186,20 @@ func (p *posteriorRun) calibrate(ctx context.Context) (*culprit.Model, string, e
 			if len(*side.into) > min(len(p.goods), len(p.bads)) {
 				continue // the other side's boot was cut short
 			}
-			k := len(*side.into) + 1
-			ev, err := p.pipe.BootOnce(ctx, side.commit, fmt.Sprintf("calibration-%d", k), fixed(nil))
+			sub := fmt.Sprintf("calibration-%d", len(*side.into)+1)
+			ev, err := p.pipe.BootOnce(ctx, side.commit, sub, fixed(nil))
 			if err != nil {
 				return nil, "", err
 			}
 			if len(ev.Values) == 0 {
 				return nil, "", fmt.Errorf("calibration: the %s endpoint %s cannot be measured: %s", side.kind, commitid.Short(side.commit), ev.Reason)
 			}
-			if err := p.journal.Append(p.record(side.kind, side.commit, "", ev)); err != nil {
+			if err := lab.SaveBoot(r.stateDir, sub, ev); err != nil {
+				return nil, "", err
+			}
+			rec := p.record(side.kind, side.commit, "", ev)
+			rec.Sub = sub
+			if err := p.journal.Append(rec); err != nil {
 				return nil, "", err
 			}
 			*side.into = append(*side.into, p.badness(ev.Values))
@@ -305,11 +310,17 @@ func (p *posteriorRun) boot(ctx context.Context, step culprit.Step) error {
 	r.ev.sink.Emit(progress.Event{Kind: progress.Testing, Commit: built, Subject: r.ev.subject(commit),
 		Text: fmt.Sprintf("Measuring %s (%d boots so far; leading: %s at %s)", what, p.search.Boots(), commitid.Short(p.rng.Commits[lead.Commit].String()), probText(lead.Probability))})
 	began := time.Now()
-	ev, err := p.pipe.BootOnce(ctx, built, fmt.Sprintf("boot-%d", p.search.Boots()+1), func(v []float64) bool {
+	sub := fmt.Sprintf("boot-%d", p.search.Boots()+1)
+	ev, err := p.pipe.BootOnce(ctx, built, sub, func(v []float64) bool {
 		return p.search.More(p.badness(v))
 	})
 	if err != nil {
 		return err
+	}
+	if len(ev.Values) > 0 {
+		if err := lab.SaveBoot(r.stateDir, sub, ev); err != nil {
+			return err
+		}
 	}
 	if len(ev.Values) == 0 {
 		if err := p.journal.Append(lab.SearchRecord{Kind: lab.SearchSkip, Commit: commit, Reverted: step.Reverted, Confirming: step.Confirming, Built: built, Reason: ev.Reason, Seconds: ev.Seconds}); err != nil {
@@ -320,7 +331,7 @@ func (p *posteriorRun) boot(ctx context.Context, step culprit.Step) error {
 		return nil
 	}
 	rec := p.record(lab.SearchBoot, commit, builtIf(step.Reverted, built), ev)
-	rec.Reverted, rec.Confirming = step.Reverted, step.Confirming
+	rec.Reverted, rec.Confirming, rec.Sub = step.Reverted, step.Confirming, sub
 	if err := p.journal.Append(rec); err != nil {
 		return err
 	}

@@ -165,3 +165,22 @@ func (r *jobRun) logDecided(res bisect.Result) error {
 	}
 	return nil
 }
+
+// gather writes each tested commit's boots as one evidence, with the
+// verdict the evidence gave it, where the reports read a commit's
+// numbers (its per-CPU tables among them).
+func (p *posteriorRun) gather(res bisect.Result) error {
+	subs := map[string][]string{}
+	for _, rec := range p.journal.Records() {
+		if rec.Kind == lab.SearchBoot && !rec.Reverted && rec.Sub != "" {
+			subs[rec.Commit] = append(subs[rec.Commit], rec.Sub)
+		}
+	}
+	for _, t := range res.Tested {
+		c := t.Commit.String()
+		if err := lab.GatherBoots(p.r.stateDir, c, subs[c], t.Verdict, "the boots of the search"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
