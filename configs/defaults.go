@@ -28,7 +28,8 @@ const (
 	// DefaultSearch is the search a job file that names none gets.
 	DefaultSearch = SearchPosterior
 	// DefaultSearchConfidence is the probability the posterior search
-	// must reach: a wrong culprit after a night is the worst answer.
+	// must reach when the job file sets no verdict.confidence: a wrong
+	// culprit after a night is the worst answer.
 	DefaultSearchConfidence = 0.99
 	DefaultFindGoodMax      = 8
 	DefaultBaselineMaxAge   = Duration(7 * 24 * time.Hour)
@@ -113,12 +114,7 @@ func (l *loader) setDefaults() {
 	def("verdict.samples.max", func() { v.Samples.Max = max(DefaultSamplesMax, v.Samples.Min) })
 	def("verdict.boots", func() { v.Boots = DefaultBoots })
 	def("verdict.search", func() { v.Search = DefaultSearch })
-	def("verdict.confidence", func() {
-		v.Confidence = DefaultConfidence
-		if v.Search == SearchPosterior {
-			v.Confidence = DefaultSearchConfidence
-		}
-	})
+	def("verdict.confidence", func() { v.Confidence = DefaultConfidence })
 
 	r := &j.Report
 	def("report.formats", func() { r.Formats = append([]string(nil), DefaultReportFormats...) })

@@ -275,3 +275,13 @@ func (j *Job) CheckEnv(lookup func(string) (string, bool)) error {
 	sort.Strings(missing)
 	return fmt.Errorf("%s: %s", j.File, strings.Join(missing, "; "))
 }
+
+// SearchConfidence is the probability the posterior search must reach:
+// verdict.confidence when the job file sets it, else 0.99 (the 0.95 the
+// rule and kbisect ab default to is too little to name a culprit).
+func (j *Job) SearchConfidence() float64 {
+	if j.Defaulted("verdict.confidence") {
+		return DefaultSearchConfidence
+	}
+	return j.Verdict.Confidence
+}

@@ -53,9 +53,6 @@ func (r *jobRun) searchPosterior(ctx context.Context) (bisect.Result, *lab.Calib
 	if p.rule, err = lab.Rule(r.job, nil, nil); err != nil {
 		return res, nil, nil, err
 	}
-	if err := p.openRange(); err != nil {
-		return res, nil, nil, err
-	}
 	model, reason, err := p.calibrate(ctx)
 	if err != nil {
 		return res, p.cal, nil, err
@@ -64,9 +61,17 @@ func (r *jobRun) searchPosterior(ctx context.Context) (bisect.Result, *lab.Calib
 		res.Kind, res.Reason = bisect.NotReproduced, reason
 		return res, p.cal, nil, nil
 	}
+	if err := p.openRange(); err != nil {
+		var empty *emptyRange
+		if errors.As(err, &empty) {
+			res.Kind, res.Reason = bisect.NotReproduced, err.Error()
+			return res, p.cal, nil, nil
+		}
+		return res, p.cal, nil, err
+	}
 	r.ev.line("calibrated: %s", reason)
 	v := r.job.Verdict
-	p.search, err = culprit.New(p.dag, *model, culprit.Options{Confidence: v.Confidence, MaxBoots: v.MaxBoots,
+	p.search, err = culprit.New(p.dag, *model, culprit.Options{Confidence: r.job.SearchConfidence(), MaxBoots: v.MaxBoots,
 		MinSamples: v.Samples.Min, MaxSamples: v.Samples.Max, Revert: true, Costs: p.costs(), GoodBoots: p.goods})
 	if err != nil {
 		return res, p.cal, nil, err
@@ -108,6 +113,11 @@ func (p *posteriorRun) openRange() error {
 		h, _ := bisect.ParseHash(g)
 		goods = append(goods, h)
 	}
+	for _, g := range goods {
+		if ok, err := p.r.g.IsAncestor(bad, g); err == nil && ok {
+			return &emptyRange{bad: p.r.start.Bad}
+		}
+	}
 	rng, err := p.r.g.Range(bad, goods, p.r.start.FirstParent)
 	if err != nil {
 		return err
@@ -120,6 +130,13 @@ func (p *posteriorRun) openRange() error {
 		p.index[h.String()] = i
 	}
 	return nil
+}
+
+// emptyRange is a bad revision a good one contains: nothing to search.
+type emptyRange struct{ bad string }
+
+func (e *emptyRange) Error() string {
+	return fmt.Sprintf("%s was both good and bad: no commit is reachable from the bad revision that is not reachable from a good one", e.bad)
 }
 
 // costs are what the lab spends, as the job expects it: a build, a boot
@@ -164,6 +181,14 @@ func (p *posteriorRun) calibrate(ctx context.Context) (*culprit.Model, string, e
 	}
 	announced := false
 	for {
+		if why := p.thresholdSays(good, bad); why != "" {
+			p.cal = p.calibration(good, bad, culprit.Model{}, errors.New(why))
+			p.cal.Reason = why
+			if werr := lab.WriteCalibration(r.stateDir, p.cal); werr != nil {
+				return nil, "", werr
+			}
+			return nil, why, nil
+		}
 		m, more, err := culprit.Calibrate(p.goods, p.bads, r.job.Verdict.Samples.Min, culprit.FitOptions{})
 		if !more {
 			p.cal = p.calibration(good, bad, m, err)
@@ -207,6 +232,43 @@ func (p *posteriorRun) calibrate(ctx context.Context) (*culprit.Model, string, e
 	}
 }
 
+// thresholdSays stops calibration early when the job's absolute threshold
+// settles it: after three boots each, no boot of the bad endpoint beyond
+// the threshold (it is not bad), or every boot of the good one beyond it
+// (the regression is older than the range).
+func (p *posteriorRun) thresholdSays(good, bad string) string {
+	if p.rule.Kind != noise.Absolute || min(len(p.goods), len(p.bads)) < culprit.MinCalibrationBoots {
+		return ""
+	}
+	t := p.badness([]float64{p.rule.Threshold})[0]
+	beyond := func(boots [][]float64) int {
+		n := 0
+		for _, b := range boots {
+			if noise.Median(b) > t {
+				n++
+			}
+		}
+		return n
+	}
+	f := func(boots [][]float64) string {
+		var all []float64
+		for _, b := range boots {
+			all = append(all, b...)
+		}
+		return noise.FormatValue(p.rule.MetricKind, p.fromBadness(noise.Median(all)))
+	}
+	th := noise.FormatValue(p.rule.MetricKind, p.rule.Threshold)
+	switch {
+	case beyond(p.bads) == 0:
+		return fmt.Sprintf("the bad endpoint %s is not bad: median %s over %d boots, none beyond the threshold %s; the good endpoint %s: median %s. Check the threshold against these numbers, that the workload runs on the isolated CPUs (workload.cpus), and that the kernel booted with the machine's isolation parameters (boot.params) — the bad endpoint is never moved",
+			commitid.Short(bad), f(p.bads), len(p.bads), th, commitid.Short(good), f(p.goods))
+	case beyond(p.goods) == len(p.goods):
+		return fmt.Sprintf("the good endpoint %s is bad too: median %s over %d boots, each beyond the threshold %s; the regression is older than it: give an older --good (verdict.search: rule with --find-good walks back along the release tags)",
+			commitid.Short(good), f(p.goods), len(p.goods), th)
+	}
+	return ""
+}
+
 // calibration is the endpoints' boots as the reports show calibration.
 func (p *posteriorRun) calibration(good, bad string, m culprit.Model, err error) *lab.Calibration {
 	c := &lab.Calibration{Rule: p.rule, Good: p.endpoint(lab.SearchGood, good), Bad: p.endpoint(lab.SearchBad, bad)}
@@ -215,7 +277,9 @@ func (p *posteriorRun) calibration(good, bad string, m culprit.Model, err error)
 	}
 	f := func(y float64) string { return noise.FormatValue(p.rule.MetricKind, p.fromBadness(math.Exp(y))) }
 	if err != nil {
-		c.Reason = fmt.Sprintf("after %d boots of each endpoint: %v", min(len(p.goods), len(p.bads)), err)
+		c.Reason = fmt.Sprintf("after %d boots of each endpoint (good %s: median %s; bad %s: median %s): %v", min(len(p.goods), len(p.bads)),
+			commitid.Short(good), noise.FormatValue(p.rule.MetricKind, noise.Median(c.Good.Values)),
+			commitid.Short(bad), noise.FormatValue(p.rule.MetricKind, noise.Median(c.Bad.Values)), err)
 		c.Bad.Verdict, c.Good.Verdict = verdict.Unsure, verdict.Unsure
 		return c
 	}

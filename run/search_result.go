@@ -1,10 +1,12 @@
 package run
 
 import (
+	"fmt"
 	"math"
 
 	"kbisect/bisect"
 	"kbisect/culprit"
+	"kbisect/internal/commitid"
 	"kbisect/lab"
 	"kbisect/noise"
 	"kbisect/verdict"
@@ -20,6 +22,10 @@ func (p *posteriorRun) result(step culprit.Step) bisect.Result {
 		res.Kind, res.FirstBad = bisect.Found, p.rng.Commits[step.Commit]
 		res.Candidates = append(res.Candidates, res.FirstBad)
 		res.Final = &bisect.Step{Kind: bisect.StepFound, Commit: res.FirstBad}
+		if ps, err := p.r.g.Parents(res.FirstBad); err == nil && len(ps) > 1 {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("the first bad commit is a merge of %d parents: the change is in what it merges; bisect its side again with --good %s --bad %s",
+				len(ps), commitid.Short(ps[0].String()), commitid.Short(res.FirstBad.String())))
+		}
 	case culprit.NotReproduced:
 		res.Kind = bisect.NotReproduced
 	default:
@@ -52,7 +58,7 @@ type measuredCommit struct {
 func (p *posteriorRun) measured() []measuredCommit {
 	pc, _ := p.search.Probabilities()
 	q := p.search.Badness()
-	conf := p.r.job.Verdict.Confidence
+	conf := p.r.job.SearchConfidence()
 	var out []measuredCommit
 	at := map[[2]int]int{}
 	for _, o := range p.search.Log() {
@@ -111,7 +117,7 @@ func reverted(ms []measuredCommit) []measuredCommit {
 func (p *posteriorRun) summary(end *culprit.Step) *lab.SearchSummary {
 	_, none := p.search.Probabilities()
 	m := p.search.Model()
-	s := &lab.SearchSummary{Confidence: p.r.job.Verdict.Confidence, None: none, Boots: p.search.Boots(),
+	s := &lab.SearchSummary{Confidence: p.r.job.SearchConfidence(), None: none, Boots: p.search.Boots(),
 		CalibrationBoots: len(p.goods) + len(p.bads), RangeCommits: len(p.rng.Commits),
 		Model: map[string]float64{"good": p.fromBadness(math.Exp(m.Good)), "bad": p.fromBadness(math.Exp(m.Bad)),
 			"boot_spread": m.BootSpread, "spread": m.Spread, "bad_boots": m.BadBoots, "outliers": m.Outliers}}

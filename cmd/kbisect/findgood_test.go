@@ -25,6 +25,7 @@ import (
 // cost.
 func TestRunJobWalksBackWhenTheGoodEndpointIsBad(t *testing.T) {
 	l := simLab(t, simlab.Options{Seed: 21, Commits: 200, OlderReleases: 6, RegressionBack: 3, BrokenBuilds: -1})
+	searchByRule(t, l.JobFile)
 	state := filepath.Join(t.TempDir(), "state")
 	args := []string{"run", "--job", l.JobFile, "--good", l.Tree.Good, "--bad", l.Tree.Bad, "--state", state}
 
@@ -93,6 +94,7 @@ func TestRunJobWalksBackWhenTheGoodEndpointIsBad(t *testing.T) {
 // says what it measured.
 func TestRunJobWalkBackGivesUpAtItsLimit(t *testing.T) {
 	l := simLab(t, simlab.Options{Seed: 22, Commits: 200, OlderReleases: 6, RegressionBack: 6, BrokenBuilds: -1})
+	searchByRule(t, l.JobFile)
 	job, err := os.ReadFile(l.JobFile)
 	if err != nil {
 		t.Fatal(err)
@@ -177,6 +179,7 @@ func isAnc(t *testing.T, dir, a, b string) bool {
 // bisection from there names the planted commit.
 func TestRunJobWalksBackWithAnAutoThreshold(t *testing.T) {
 	l := simLab(t, simlab.Options{Seed: 21, Commits: 200, OlderReleases: 6, RegressionBack: 3, BrokenBuilds: -1})
+	searchByRule(t, l.JobFile)
 	job, err := os.ReadFile(l.JobFile)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -27,6 +28,26 @@ func simLab(t *testing.T, opt simlab.Options) *simlab.Lab {
 	return l
 }
 
+// searchByRule makes a lab's job files search as git does, each commit
+// decided once by the rule (verdict.search: rule): for what only that
+// search does (several machines, the walk back, the A/B confirmation).
+func searchByRule(t *testing.T, files ...string) {
+	t.Helper()
+	for _, f := range files {
+		job, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ruled := bytes.Replace(job, []byte("\nverdict:\n"), []byte("\nverdict:\n  search: rule\n"), 1)
+		if bytes.Equal(ruled, job) {
+			t.Fatalf("%s has no verdict section", f)
+		}
+		if err := os.WriteFile(f, ruled, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestRunJobFindsThePlantedRegressionOnTheSimulatedLab is the mission's
 // main job end to end on the simulated lab: calibration, the bisection
 // through build, boot and measure, the confirmation, the report; then a
@@ -41,9 +62,10 @@ func TestRunJobFindsThePlantedRegressionOnTheSimulatedLab(t *testing.T) {
 	if code != exitOK || !strings.HasPrefix(stdout, want+" is the first bad commit\n") {
 		t.Fatalf("exit %d, want %s\nstdout:\n%s\nstderr:\n%s", code, want, stdout, stderr)
 	}
-	for _, s := range []string{"Confirmed on fresh boots: first bad ", "Tested kernels, oldest first (noise: the median of n samples):",
-		"bad* ", "good* ", "A: parent ", "B: first bad " + want[:12], "Against its parent, 5 boots a side", "with it reverted", "calibrating on the endpoints"} {
-		if !strings.Contains(stdout+stderr, s) {
+	for _, s := range []string{want[:12] + " is the first bad commit, probability ", "confirmed on fresh boots of it, its parents and the bad endpoint without it",
+		"Tested kernels, oldest first (noise: the median of the boots' medians", "bad* ", "good* ", "A: last good ", "B: first bad " + want[:12],
+		"Measuring the bad endpoint with " + want[:12] + " reverted, confirming", "calibrating on the endpoints, boot by boot"} {
+		if !strings.Contains(strings.Join(strings.Fields(stdout+stderr), " "), s) { // prose is folded at 72 columns
 			t.Errorf("the output lacks %q:\n%s\n%s", s, stdout, stderr)
 		}
 	}
@@ -62,7 +84,7 @@ func TestRunJobFindsThePlantedRegressionOnTheSimulatedLab(t *testing.T) {
 	if err := json.Unmarshal([]byte(again), &out); err != nil || code != exitOK {
 		t.Fatalf("exit %d: %v\n%s\n%s", code, err, again, stderr)
 	}
-	if out.Result != "found" || out.FirstBad != want || out.Confirmed == nil || !*out.Confirmed || !strings.Contains(stderr, "resuming from") {
+	if out.Result != "found" || out.FirstBad != want || out.Posterior == nil || out.Posterior.Probability < 0.99 || !strings.Contains(stderr, "resuming from") {
 		t.Errorf("second run: %+v\n%s", out, stderr)
 	}
 	for _, tc := range out.Tested {
@@ -216,12 +238,14 @@ var timestamped = regexp.MustCompile(`^(\d\d:\d\d:\d\d |\[[0-9a-f]{40}\] )`) // 
 
 func TestRunJobOnThreeIdenticalMachines(t *testing.T) {
 	l := simLab(t, simlab.Options{Seed: 2}) // stops flights mid-boot, then needs those machines
+	searchByRule(t, l.JobFile)
 	args := []string{"run", "-v", "--job", l.JobFile, "--good", l.Tree.Good, "--bad", l.Tree.Bad, "--state", filepath.Join(t.TempDir(), "state")}
 	for i := 0; i < 2; i++ {
 		file, _, err := l.AddHost()
 		if err != nil {
 			t.Fatal(err)
 		}
+		searchByRule(t, file)
 		args = append(args, "--job", file)
 	}
 	code, stdout, stderr := runCLI(t, context.Background(), args...)
@@ -294,8 +318,8 @@ func TestRunJobFirstParentNamesTheMergeAndSaysSo(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil || code != exitOK {
 		t.Fatalf("exit %d: %v\n%s\n%s", code, err, stdout, stderr)
 	}
-	if res.FirstBad != merge || res.Confirmed == nil || !*res.Confirmed {
-		t.Errorf("first bad %s (confirmed %v), want the merge %s", res.FirstBad, res.Confirmed, merge)
+	if res.FirstBad != merge || res.Posterior == nil || res.Posterior.Probability < 0.99 {
+		t.Errorf("first bad %s (posterior %+v), want the merge %s", res.FirstBad, res.Posterior, merge)
 	}
 	if !slices.ContainsFunc(res.Warnings, func(w string) bool { return strings.Contains(w, "is a merge of 2 parents") }) {
 		t.Errorf("no warning says the culprit is a merge: %q", res.Warnings)
