@@ -37,7 +37,7 @@ func TestDocsExamplesAreCurrent(t *testing.T) {
 	}
 	var run report.RunJSON
 	if b, err := os.ReadFile(filepath.Join(dir, "run.json")); err == nil {
-		if err := json.Unmarshal(b, &run); err != nil || run.Result != "found" || run.Confirmation == nil {
+		if err := json.Unmarshal(b, &run); err != nil || run.Result != "found" || run.Posterior == nil || run.Posterior.Probability < 0.99 {
 			t.Errorf("docs/examples/run.json: %v, %+v", err, run)
 		}
 	}
