@@ -76,6 +76,9 @@ func NewSession(g *Graph, bad plumbing.Hash, goods []plumbing.Hash, firstParent 
 	return s
 }
 
+// Bad is the commit known bad that bounds the range.
+func (s *Session) Bad() plumbing.Hash { return s.bad }
+
 // Goods are the commits known good.
 func (s *Session) Goods() []plumbing.Hash { return append([]plumbing.Hash(nil), s.goods...) }
 

@@ -7,8 +7,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing"
-
 	"kbisect/bisect"
 	"kbisect/culprit"
 	"kbisect/internal/commitid"
@@ -107,12 +105,19 @@ func (r *jobRun) searchPosterior(ctx context.Context) (bisect.Result, *lab.Calib
 
 // openRange lists the range's commits, parents first.
 func (p *posteriorRun) openRange() error {
-	bad, _ := bisect.ParseHash(p.r.start.Bad)
-	var goods []plumbing.Hash
-	for _, g := range p.r.start.Good {
-		h, _ := bisect.ParseHash(g)
-		goods = append(goods, h)
+	// The session's ends: the start's, narrowed by verdicts a --replay
+	// log gave; not by those the search itself logged when it ended.
+	var records []bisect.Record
+	for _, rec := range p.r.log.Records() {
+		if rec.Event != bisect.EventVerdict || rec.Source != "posterior" {
+			records = append(records, rec)
+		}
 	}
+	sess, _, err := bisect.Restore(p.r.g, records)
+	if err != nil {
+		return err
+	}
+	bad, goods := sess.Bad(), sess.Goods()
 	for _, g := range goods {
 		if ok, err := p.r.g.IsAncestor(bad, g); err == nil && ok {
 			return &emptyRange{bad: p.r.start.Bad}
