@@ -93,6 +93,14 @@ func TestRunJobFindsThePlantedRegressionOnTheSimulatedLab(t *testing.T) {
 		}
 	}
 
+	// git-bisect.log holds the commits the evidence decided, and git
+	// replays it to the same commit.
+	replay := exec.Command("git", "-C", l.Tree.Dir, "bisect", "replay", filepath.Join(state, "git-bisect.log"))
+	if out, err := replay.CombinedOutput(); err != nil || !strings.Contains(string(out), want+" is the first bad commit") {
+		t.Errorf("git bisect replay: %v\n%s", err, out)
+	}
+	_ = exec.Command("git", "-C", l.Tree.Dir, "bisect", "reset").Run()
+
 	code, report, _ := runCLI(t, context.Background(), "report", "--state", state)
 	if code != exitOK || !strings.HasPrefix(report, want+" is the first bad commit\n") || !strings.Contains(report, "Tested kernels") {
 		t.Errorf("report: exit %d\n%s", code, report)
