@@ -10,9 +10,9 @@
 //
 // It runs nothing. It may import bisect (commit subjects and ancestry),
 // configs (the setup a report names), lab (the evidence it renders),
-// noise (tables, values, statistics), kbuild's and remote's results (an
-// artifact, a host's facts), verdict and the internal helpers; never run,
-// nightly or the CLI.
+// noise (tables, values, statistics), simulate (a simulation's tally),
+// kbuild's and remote's results (an artifact, a host's facts), verdict and
+// the internal helpers; never run, nightly or the CLI.
 package report
 
 import (

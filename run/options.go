@@ -9,9 +9,10 @@
 // typed result and tells how it goes as progress events, and knows nothing of
 // flags or terminals.
 //
-// It may import bisect, configs, lab, kbuild, noise, progress, remote (a
-// host's facts), report, testcmd, verdict, worktree and the internal
-// helper packages; never cmd, nightly or the simulated lab.
+// It may import bisect, configs, culprit (the posterior search), lab,
+// kbuild, noise, progress, remote (a host's facts), report, testcmd,
+// verdict, worktree and the internal helper packages; never cmd, nightly
+// or the simulated lab.
 package run
 
 import (

@@ -3,6 +3,10 @@
 // simulated time (no builds, no SSH), thousands of bisections a minute,
 // so a user learns how often each strategy names the right commit on
 // this machine's noise and what it costs in boots and hours.
+//
+// It imports culprit (the search it runs), noise (the rule it compares
+// with), internal/simnoise (the noise it draws) and nothing else of
+// kbisect.
 package simulate
 
 import (
