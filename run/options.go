@@ -9,9 +9,9 @@
 // typed result and tells how it goes as progress events, and knows nothing of
 // flags or terminals.
 //
-// It may import bisect, configs, lab, kbuild, noise, progress, remote (a
-// host's facts), report, testcmd, verdict, worktree and the internal
-// helper packages; never cmd, nightly or the simulated lab.
+// It may import bisect, configs, culprit, lab, kbuild, noise, progress,
+// remote (a host's facts), report, testcmd, verdict, worktree and the
+// internal helper packages; never cmd, nightly or the simulated lab.
 package run
 
 import (
@@ -64,6 +64,15 @@ type ExecOptions struct {
 	Repo  string
 	Exec  string
 	State string
+	// Confidence, when not 0, bisects a flaky test: every run of Exec is
+	// evidence (exit 0 a pass, 1–127 but 125 a failure), a commit is run
+	// again as often as the posterior over the range needs, and the
+	// first bad commit is named once its probability reaches Confidence
+	// (between 0.5 and 1). 0 is git bisect run's exact bisection.
+	Confidence float64
+	// MaxRuns is the budget of runs with Confidence (0: 20 per step git
+	// would take, plus 20); when it runs out the answer is inconclusive.
+	MaxRuns int
 	// Stdout and Stderr get the test command's output.
 	Stdout, Stderr io.Writer
 	// Messages gets kbisect's own lines.
