@@ -2,17 +2,14 @@ package run
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"kbisect/bisect"
 	"kbisect/culprit"
-	"kbisect/internal/atomicfile"
 	"kbisect/internal/usage"
 	"kbisect/progress"
 	"kbisect/report"
@@ -157,9 +154,5 @@ func flakyAnswer(res bisect.Result, step culprit.Step, commits []plumbing.Hash, 
 // bisection of a flaky test has no git-bisect.log: git would read its
 // runs as contradicting verdicts.
 func saveFlakyResult(_ *bisect.Graph, log *bisect.StateLog, _ bisect.Result, out report.RunJSON) error {
-	b, err := json.MarshalIndent(out, "", "  ")
-	if err != nil {
-		return err
-	}
-	return atomicfile.WriteFile(filepath.Join(log.Dir(), "result.json"), append(b, '\n'))
+	return writeResultJSON(log.Dir(), out)
 }

@@ -164,6 +164,11 @@ func saveResult(g *bisect.Graph, log *bisect.StateLog, res bisect.Result, out re
 	if err := atomicfile.WriteFile(filepath.Join(dir, "git-bisect.log"), []byte(text)); err != nil {
 		return err
 	}
+	return writeResultJSON(dir, out)
+}
+
+// writeResultJSON writes result.json into the state dir.
+func writeResultJSON(dir string, out report.RunJSON) error {
 	b, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {
 		return err
