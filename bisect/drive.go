@@ -51,6 +51,13 @@ type Result struct {
 	Warnings   []string
 	Tested     []Tested
 	Final      *Step
+	// Probabilities are, for a bisection that weighs the runs of a flaky
+	// test (run --exec --confidence), each candidate's probability of
+	// being the first bad commit, in the order of Candidates; nil for
+	// git's bisection. FailureRate is then the estimated rate at which
+	// the test fails on a bad commit.
+	Probabilities []float64
+	FailureRate   float64
 }
 
 // Progress receives what the driver is doing, for a terminal or a log.

@@ -71,6 +71,12 @@ type Step struct {
 	Left, Estimate int
 	// MergeBase says the commit is a merge base git must test first.
 	MergeBase bool
+	// Run counts, for a bisection that runs commits again (a flaky
+	// test: run --exec --confidence), which run of this commit this is,
+	// from 1; Probability is then the most probable first bad commit's
+	// probability so far. 0 for git's bisection.
+	Run         int
+	Probability float64
 }
 
 // Sink hears the events. Emit is called from any goroutine.

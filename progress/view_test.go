@@ -113,13 +113,18 @@ func TestGitLinesAreGitBisectRunsWithoutTimes(t *testing.T) {
 		g.Emit(e)
 	}
 	g.Emit(Event{Kind: Testing, Commit: commit, Step: Step{MergeBase: true}})
+	g.Emit(Event{Kind: Testing, Commit: commit, Subject: "s", Step: Step{Run: 2, Probability: 0.4213}})
+	g.Emit(Event{Kind: Tested, Commit: commit, Verdict: verdict.Bad, Text: "exit 1", Elapsed: time.Second, Step: Step{Run: 2}})
 	want := "calibrating on the endpoints\n" +
 		"Bisecting: 6 revisions left to test after this (roughly 3 steps)\n" +
 		"[" + commit + "] eventpoll: Replace rwlock with spinlock\n" +
 		"0123456789ab is bad (median 49 ms over 15 ms, 75.0s)\n" +
 		"warning: a merge base\n" +
 		"Bisecting: a merge base must be tested\n" +
-		"[" + commit + "] \n"
+		"[" + commit + "] \n" +
+		"Running the test on 0123456789ab (run 2 of this commit; the most probable first bad commit is at 0.421)\n" +
+		"[" + commit + "] s\n" +
+		"0123456789ab failed (exit 1, 1.0s)\n"
 	if b.String() != want {
 		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
 	}

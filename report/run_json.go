@@ -33,9 +33,24 @@ type RunJSON struct {
 	// Posterior is, for a posterior search, every candidate's probability
 	// and what each measured commit's boots said.
 	Posterior *lab.SearchSummary `json:"posterior,omitempty"`
+	// Probability is, for run --exec --confidence, the first bad
+	// commit's probability (found), or the most probable candidate's;
+	// Probabilities are every candidate's, most probable first, and
+	// FailureRate the estimated rate at which the test fails on a bad
+	// commit.
+	Probability   float64         `json:"probability,omitempty"`
+	Probabilities []CandidateJSON `json:"probabilities,omitempty"`
+	FailureRate   float64         `json:"failure_rate,omitempty"`
 	// Command reproduces (or resumes) the run.
 	Command string `json:"command,omitempty"`
 	Error   string `json:"error,omitempty"`
+}
+
+// CandidateJSON is a commit that may be the first bad one, and how
+// probably.
+type CandidateJSON struct {
+	Commit      string  `json:"commit"`
+	Probability float64 `json:"probability"`
 }
 
 // FindGoodJSON is the walk back to a good release.
@@ -106,8 +121,14 @@ func RunJSONOf(res bisect.Result, dir string, runErr error) RunJSON {
 	if res.Kind == bisect.Found {
 		out.FirstBad = res.FirstBad.String()
 	}
-	for _, c := range res.Candidates {
+	for i, c := range res.Candidates {
 		out.Candidates = append(out.Candidates, c.String())
+		if i < len(res.Probabilities) {
+			out.Probabilities = append(out.Probabilities, CandidateJSON{Commit: c.String(), Probability: res.Probabilities[i]})
+		}
+	}
+	if len(out.Probabilities) > 0 {
+		out.Probability, out.FailureRate = out.Probabilities[0].Probability, res.FailureRate
 	}
 	for _, t := range res.Tested {
 		out.Tested = append(out.Tested, TestedJSON{Commit: t.Commit.String(), Verdict: t.Verdict, Seconds: t.Seconds, Source: t.Source})
@@ -130,6 +151,10 @@ func WriteJSON(w io.Writer, out any) {
 func WriteGitResult(w io.Writer, g *bisect.Graph, res bisect.Result) {
 	for _, msg := range res.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", msg)
+	}
+	if res.Probabilities != nil {
+		writeFlakyResult(w, g, res)
+		return
 	}
 	switch res.Kind {
 	case bisect.Found:
@@ -200,4 +225,35 @@ func metricJSONOf(ev *lab.Evidence) *MetricJSON {
 		m.Median, m.Threshold = ev.Decision.Median, ev.Decision.Threshold
 	}
 	return m
+}
+
+// writeFlakyResult is the answer of a bisection of a flaky test: git's
+// words with the probabilities.
+func writeFlakyResult(w io.Writer, g *bisect.Graph, res bisect.Result) {
+	runs := 0
+	for _, t := range res.Tested {
+		if t.Verdict != verdict.Skip {
+			runs++
+		}
+	}
+	switch res.Kind {
+	case bisect.Found:
+		fmt.Fprintf(w, "%s is the first bad commit, probability %.3f after %d runs\n", res.FirstBad, res.Probabilities[0], runs)
+		if info, err := g.Info(res.FirstBad); err == nil {
+			fmt.Fprintf(w, "commit %s\nAuthor: %s\nDate:   %s\n\n    %s\n", info.Hash, info.Author, info.Date, info.Subject)
+		}
+		fmt.Fprintf(w, "\nThe test fails on a bad commit about %.0f%% of the time.\n", 100*res.FailureRate)
+	case bisect.Inconclusive:
+		fmt.Fprintf(w, "No commit is the first bad one at the confidence asked after %d runs: %s.\n", runs, res.Reason)
+		fmt.Fprintln(w, "The first bad commit could be any of:")
+		for i, c := range res.Candidates {
+			subject := ""
+			if info, err := g.Info(c); err == nil {
+				subject = info.Subject
+			}
+			fmt.Fprintf(w, "%s %.3f %s\n", c, res.Probabilities[i], subject)
+		}
+	case bisect.NotReproduced:
+		fmt.Fprintf(w, "not reproduced: %s\n", res.Reason)
+	}
 }

@@ -101,6 +101,10 @@ func FromState(ctx context.Context, dir, format string, stdout io.Writer) error 
 		return usage.Errorf("report --state %s: the session log does not begin with a start record", dir)
 	}
 	start := records[0]
+	if start.Meta["flaky"] != "" {
+		// Its verdicts are runs, not git's: the session would misread them.
+		return usage.Errorf("report --state %s: a run --exec --confidence is not rendered; its answer is %s", dir, filepath.Join(dir, "result.json"))
+	}
 	var job *configs.Job
 	tree := start.Meta["repo"]
 	if _, err := os.Stat(filepath.Join(dir, "job.yaml")); err == nil {

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -90,6 +91,12 @@ func (r *execRun) prepare(ctx context.Context) error {
 		return usage.Errorf("run: --replay takes the range from the log: drop --good and --bad")
 	case o.Replay == "" && (o.Bad == "" || len(o.Goods) == 0):
 		return usage.Errorf("run: --bad REV and at least one --good REV are required (or --replay FILE)")
+	case o.Confidence != 0 && !(o.Confidence > 0.5 && o.Confidence < 1):
+		return usage.Errorf("run: --confidence %g: give a probability between 0.5 and 1 (e.g. 0.99)", o.Confidence)
+	case o.Confidence != 0 && o.Replay != "":
+		return usage.Errorf("run: --confidence bisects from --good and --bad; --replay continues git's exact bisection")
+	case o.MaxRuns < 0 || (o.MaxRuns > 0 && o.Confidence == 0):
+		return usage.Errorf("run: --max-runs N is a budget of runs for --confidence: a positive number, with --confidence")
 	}
 	tree, err := worktree.Open(ctx, o.Repo)
 	if err != nil {
@@ -137,7 +144,8 @@ func (r *execRun) openInterrupted(ctx context.Context, mark runningMark) error {
 	st := records[0]
 	// Compare revisions as typed: after a crash HEAD (say) names the
 	// commit under test, not the one the run started from.
-	same := st.Meta["exec"] == o.Exec && st.Meta["replay"] == o.Replay && (o.State == "" || sameDir(o.State, mark.State))
+	same := st.Meta["exec"] == o.Exec && st.Meta["replay"] == o.Replay && (o.State == "" || sameDir(o.State, mark.State)) &&
+		st.Meta["flaky"] == flakyMeta(o.Confidence)
 	if o.Replay == "" {
 		same = same && st.BadRev == o.Bad && slices.Equal(st.GoodRevs, o.Goods) && st.FirstParent == o.FirstParent
 	} else {
@@ -169,6 +177,9 @@ func (r *execRun) openByRange(ctx context.Context) error {
 	start, replayMarks, err := resolveRange(r.g, o.Range, o.Exec)
 	if err != nil {
 		return err
+	}
+	if o.Confidence != 0 {
+		start.Meta["flaky"], start.Meta["confidence"] = flakyMeta(o.Confidence), strconv.FormatFloat(o.Confidence, 'g', -1, 64)
 	}
 	dir := o.State
 	if dir == "" {
@@ -233,6 +244,9 @@ func describeStart(st bisect.Record) string {
 	if st.FirstParent {
 		b.WriteString(" --first-parent")
 	}
+	if st.Meta["confidence"] != "" {
+		fmt.Fprintf(&b, " --confidence %s", st.Meta["confidence"])
+	}
 	fmt.Fprintf(&b, " --exec %s", sqQuoteShell(st.Meta["exec"]))
 	return b.String()
 }
@@ -261,7 +275,14 @@ func (r *execRun) bisect(ctx context.Context) (*Result, error) {
 		}
 		return plumbing.ZeroHash
 	}
-	res, runErr := bisect.Drive(ctx, r.sess, r.log, tester.Test, r.ev)
+	flaky := r.start.Meta["flaky"] != ""
+	var res bisect.Result
+	var runErr error
+	if flaky {
+		res, runErr = r.bisectFlaky(ctx, tester)
+	} else {
+		res, runErr = bisect.Drive(ctx, r.sess, r.log, tester.Test, r.ev)
+	}
 
 	// Put HEAD back, also when interrupted (git commands outlive the
 	// cancelled context), then drop the marker.
@@ -284,7 +305,11 @@ func (r *execRun) bisect(ctx context.Context) (*Result, error) {
 		}
 		out.Error += restoreErr.Error()
 	}
-	if err := saveResult(g, r.log, res, out); err != nil {
+	save := saveResult
+	if flaky {
+		save = saveFlakyResult
+	}
+	if err := save(g, r.log, res, out); err != nil {
 		fmt.Fprintf(r.o.Messages, "kbisect: %v\n", err)
 	}
 	if runErr != nil && restoreErr != nil {

@@ -65,6 +65,15 @@ type ExecOptions struct {
 	Repo  string
 	Exec  string
 	State string
+	// Confidence, when not 0, bisects a flaky test: every run of Exec is
+	// evidence (exit 0 a pass, 1–127 but 125 a failure), a commit is run
+	// again as often as the posterior over the range needs, and the
+	// first bad commit is named once its probability reaches Confidence
+	// (between 0.5 and 1). 0 is git bisect run's exact bisection.
+	Confidence float64
+	// MaxRuns is the budget of runs with Confidence (0: 20 per step git
+	// would take, plus 20); when it runs out the answer is inconclusive.
+	MaxRuns int
 	// Stdout and Stderr get the test command's output.
 	Stdout, Stderr io.Writer
 	// Messages gets kbisect's own lines.

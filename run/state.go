@@ -104,6 +104,11 @@ func resolveRange(g *bisect.Graph, o Range, exec string) (bisect.Record, []bisec
 func runID(start bisect.Record, exec string) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%v\x00%s\x00%s", start.Bad, strings.Join(start.Good, " "), start.FirstParent, exec, start.Meta["replay_sha256"])
+	if start.Meta["flaky"] != "" {
+		// Another kind of bisection: another directory. Any confidence
+		// takes the same runs as evidence.
+		fmt.Fprint(h, "\x00flaky")
+	}
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
@@ -117,6 +122,10 @@ func sameRun(have, want bisect.Record, dir string) error {
 	if have.Meta["exec"] != want.Meta["exec"] {
 		return usage.Errorf("state directory %s holds verdicts of another test command (--exec %s); give another --state, or remove it to start over",
 			dir, sqQuoteShell(have.Meta["exec"]))
+	}
+	if have.Meta["flaky"] != want.Meta["flaky"] {
+		kind := map[string]string{"": "git's exact bisection", "true": "a bisection of a flaky test (--confidence)"}
+		return usage.Errorf("state directory %s holds runs of %s; give another --state, or remove it to start over", dir, kind[have.Meta["flaky"]])
 	}
 	if have.Meta["replay_sha256"] != want.Meta["replay_sha256"] {
 		return usage.Errorf("state directory %s holds this range with other replayed verdicts; give another --state, or remove it to start over", dir)
@@ -155,6 +164,11 @@ func saveResult(g *bisect.Graph, log *bisect.StateLog, res bisect.Result, out re
 	if err := atomicfile.WriteFile(filepath.Join(dir, "git-bisect.log"), []byte(text)); err != nil {
 		return err
 	}
+	return writeResultJSON(dir, out)
+}
+
+// writeResultJSON writes result.json into the state dir.
+func writeResultJSON(dir string, out report.RunJSON) error {
 	b, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {
 		return err

@@ -27,6 +27,12 @@ type runOptions struct {
 	State       string
 	Replay      string
 	JSON        bool
+	// Confidence bisects a flaky test (run --exec): 0 is git's exact
+	// bisection. MaxRuns is then its budget of runs.
+	Confidence float64
+	MaxRuns    int
+	// ConfidenceSet and MaxRunsSet say the flags were given.
+	ConfidenceSet, MaxRunsSet bool
 	// NoBuildAhead turns off building the next commits while one is
 	// measured (run --job).
 	NoBuildAhead bool
@@ -48,7 +54,9 @@ func runCommand() *cli.Command {
 		UsageText: `kbisect run --good REV [--good REV…] --bad REV --job FILE [--first-parent]
        [--state DIR] [--json]
    kbisect run --good REV [--good REV…] --bad REV --exec CMD [--repo DIR]
-       [--first-parent] [--state DIR] [--replay FILE] [--json]`,
+       [--first-parent] [--state DIR] [--replay FILE] [--json]
+   kbisect run --good REV [--good REV…] --bad REV --exec CMD --confidence P
+       [--max-runs N] [--repo DIR] [--first-parent] [--state DIR] [--json]`,
 		Description: `run drives a bisection to its end, unattended.
 
 With --job FILE it bisects kernels on the job's lab machine. The revisions
@@ -92,6 +100,29 @@ run on a good revision too, and the same status there aborts: a broken
 command must not mark every commit bad. The commits tested are the ones
 git bisect would test, in the same order.
 
+FLAKY TESTS: --confidence P
+   A test that fails only sometimes on a bad commit fools git bisect: one
+   lucky pass marks a bad commit good, and the answer is wrong. With
+   --confidence P (between 0.5 and 1, e.g. 0.99) each run of CMD is
+   evidence, not a verdict: a good commit always passes, a bad one fails
+   at a rate that is not known and is learned from the runs. kbisect keeps
+   the probability of each commit of the range being the first bad one,
+   runs CMD where it tells the most, a commit run before included, and
+   stops when one commit reaches P: "<sha> is the first bad commit,
+   probability 0.993 after 41 runs". Exit 125 still means the commit
+   cannot be tested, and it is not run again; a first bad commit that
+   cannot be told from a skipped one is inconclusive, with both. When the
+   budget of runs is spent (--max-runs, default 20 per step git would
+   take, plus 20), the answer is inconclusive (exit 3) with the leading
+   candidates and their probabilities. Expect about 4.5 times git's runs
+   for a test that fails half the time on bad commits, 8.5 times for one
+   that fails a third of the time, and git's runs plus about 17 for one
+   that never flakes. Every --good must be an ancestor of --bad; the bad
+   revision counts as failing. The runs go to the state directory like
+   git's verdicts, so the same command resumes; another --confidence goes
+   on from the same runs. With --job, the job file's verdict.confidence
+   says how sure a verdict must be.
+
 run refuses to start on a work tree with uncommitted changes to tracked
 files, or in the middle of a git bisect, rebase or merge; untracked and
 ignored files (a kernel .config, build outputs) are never touched. HEAD
@@ -130,7 +161,10 @@ OUTPUT
     "steps": 12, "tested": [{"commit": "<sha>", "verdict": "bad",
     "seconds": 1.2}], "state_dir": "…"}
    result is found, inconclusive (skips leave several candidates, all
-   listed), not-reproduced or aborted.
+   listed), not-reproduced or aborted. With --confidence it also holds
+   "probability" (the first bad commit's), "probabilities" (each
+   candidate's: [{"commit": "<sha>", "probability": 0.993}]) and
+   "failure_rate" (how often the test fails on a bad commit).
 
 EXIT STATUS
    0 found, 1 failure, 2 usage error, 3 inconclusive, 4 not reproduced,
@@ -144,6 +178,10 @@ EXAMPLES
    kbisect run --repo ~/linux --good v6.12.57 --bad v6.12.78 --first-parent \
        --exec 'make -j"$(nproc)" bzImage >/dev/null 2>&1 || exit 125; ./noise-check'
 
+   # A test that fails on bad commits only now and then.
+   kbisect run --repo . --good v1.2 --bad main --confidence 0.99 \
+       --exec 'go test -count=1 -run TestRace ./...'
+
    # Go on from a bisection started by hand with git.
    git bisect log > my.log && git bisect reset
    kbisect run --repo ~/linux --replay my.log --exec ./noise-check`,
@@ -156,6 +194,8 @@ EXAMPLES
 			&cli.BoolFlag{Name: "first-parent", Usage: "follow only the first parent of merges, as git bisect --first-parent"},
 			&cli.StringFlag{Name: "state", Usage: "state directory (default: <git-dir>/kbisect/run-<id>)"},
 			&cli.StringFlag{Name: "replay", Usage: "start from the verdicts of a git bisect log file"},
+			&cli.Float64Flag{Name: "confidence", Usage: "with --exec: the test is flaky; run commits again until one is the first bad commit at this probability (0.5–1, e.g. 0.99)"},
+			&cli.IntFlag{Name: "max-runs", Usage: "with --confidence: the budget of test runs (default: 20 per step git would take, plus 20)"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object on stdout at the end"},
 			verboseFlag(),
 			&cli.BoolFlag{Name: "no-build-ahead", Usage: "with --job: do not build the next commits while one is measured"},
@@ -174,6 +214,11 @@ EXAMPLES
 				State:       c.String("state"),
 				Replay:      c.String("replay"),
 				JSON:        c.Bool("json"),
+				Confidence:  c.Float64("confidence"),
+				MaxRuns:     c.Int("max-runs"),
+
+				ConfidenceSet: c.IsSet("confidence"),
+				MaxRunsSet:    c.IsSet("max-runs"),
 
 				NoBuildAhead: c.Bool("no-build-ahead"),
 				Verbose:      c.Bool("verbose"),
@@ -196,6 +241,14 @@ func (o *runOptions) validate() error {
 		return usagef("run: give --job or --exec, not both")
 	case o.Job == "" && o.Exec == "":
 		return usagef("run: --exec CMD is required (the test command, as for git bisect run)")
+	case o.Job != "" && (o.ConfidenceSet || o.MaxRunsSet):
+		return usagef("run: --confidence and --max-runs go with --exec; with --job the job file's verdict.confidence says how sure a verdict must be")
+	case o.ConfidenceSet && !(o.Confidence > 0.5 && o.Confidence < 1):
+		return usagef("run: --confidence %g: give a probability between 0.5 and 1 (e.g. 0.99)", o.Confidence)
+	case o.MaxRunsSet && !o.ConfidenceSet:
+		return usagef("run: --max-runs is the budget of --confidence's runs: give --confidence too")
+	case o.MaxRunsSet && o.MaxRuns < 1:
+		return usagef("run: --max-runs %d: give a positive number of runs", o.MaxRuns)
 	}
 	return nil
 }
@@ -220,6 +273,7 @@ func runRun(ctx context.Context, o runOptions, stdout, stderr io.Writer) error {
 		cmdOut = stderr // stdout holds the one JSON object
 	}
 	res, err := run.Exec(ctx, run.ExecOptions{Range: o.bisectRange(), Repo: o.Repo, Exec: o.Exec, State: o.State,
+		Confidence: o.Confidence, MaxRuns: o.MaxRuns,
 		Stdout: cmdOut, Stderr: stderr, Messages: stderr, Progress: progress.NewGit(stderr)})
 	defer res.Close()
 	return answer(o.JSON, res, err, stdout, func() { report.WriteGitResult(stdout, res.Graph, res.Bisection) })
