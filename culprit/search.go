@@ -3,7 +3,6 @@ package culprit
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 )
 
 // Costs are what a measurement costs, in seconds: building a commit's
@@ -155,11 +154,6 @@ type Search struct {
 	// boots each kernel of its confirmation had then.
 	confirmFrom map[int]map[target]int
 	log         []Observation
-}
-
-type target struct {
-	commit   int
-	reverted bool
 }
 
 // New starts a search over the range d under the model m.
@@ -378,140 +372,4 @@ func (s *Search) Next() Step {
 			Reason: "no commit that can be measured tells the leading candidates apart (they are skipped, or next to skipped commits)"}
 	}
 	return Step{Kind: Measure, Commit: x, Probability: lead.Probability}
-}
-
-// settle forgets the confirmation of every candidate that does not lead
-// at the confidence now: should it lead again, its fresh boots start
-// again, so that a confirmation is boots in a row that agree. Next does
-// it before each step, and Replay before each observation, alike.
-func (s *Search) settle(lead Candidate) {
-	for c := range s.confirmFrom {
-		if c != lead.Commit || lead.Probability < s.opt.Confidence {
-			delete(s.confirmFrom, c)
-		}
-	}
-}
-
-// confirmNext is the next kernel the confirmation of c needs, parents
-// first, then c, then the bad endpoint without c, so that they alternate;
-// false when each has had its fresh boots.
-func (s *Search) confirmNext(c int) (target, bool) {
-	targets := []target{}
-	for _, p := range s.d.parents[c] {
-		if !s.skip[p] {
-			targets = append(targets, target{commit: int(p)})
-		}
-	}
-	targets = append(targets, target{commit: c})
-	if s.opt.Revert && c != s.d.Len()-1 && !s.noRevert[c] {
-		targets = append(targets, target{commit: c, reverted: true})
-	}
-	from := s.confirmFrom[c]
-	if from == nil {
-		from = map[target]int{}
-		for _, t := range targets {
-			from[t] = s.count(t)
-		}
-		s.confirmFrom[c] = from
-	}
-	best, fewest := target{}, math.MaxInt
-	for _, t := range targets {
-		if _, ok := from[t]; !ok {
-			from[t] = s.count(t)
-		}
-		if fresh := s.count(t) - from[t]; fresh < s.opt.ConfirmBoots && fresh < fewest {
-			best, fewest = t, fresh
-		}
-	}
-	return best, fewest != math.MaxInt
-}
-
-func (s *Search) count(t target) int {
-	if t.reverted {
-		return s.reverted[t.commit]
-	}
-	return s.boots[t.commit]
-}
-
-// choose picks the commit whose next boot says the most about the
-// culprit per second: the information a boot gives about a commit's
-// state (bad with probability q) over what it costs, a build included
-// when its kernel is not built yet.
-func (s *Search) choose(pc []float64) (int, float64) {
-	q := s.d.badness(pc)
-	boot := s.opt.Costs.Boot + float64(s.opt.MinSamples)*s.opt.Costs.Sample
-	best, bestValue, bestGain := -1, 0.0, 0.0
-	for x, qx := range q {
-		if s.skip[x] {
-			continue
-		}
-		g := s.gain.at(qx)
-		cost := boot
-		if !s.built[x] {
-			cost += s.opt.Costs.Build
-		}
-		v := g / math.Max(cost, 1e-9)
-		if v > bestValue || (v == bestValue && best >= 0 && math.Abs(qx-0.5) < math.Abs(q[best]-0.5)) {
-			best, bestValue, bestGain = x, v, g
-		}
-	}
-	return best, bestGain
-}
-
-// gainTable is what one boot of n samples tells, in bits, about a
-// commit that is bad with probability q, tabulated on q's log-odds.
-type gainTable struct {
-	lo, step float64
-	bits     []float64
-}
-
-// newGainTable draws boots from the model as it believes boots scatter,
-// on each side, and averages how much each would move the belief.
-func newGainTable(m Model, n int) gainTable {
-	rng := rand.New(rand.NewPCG(1, 19))
-	m.prepare()
-	const draws = 200
-	var lg, lb [draws]float64
-	for i := 0; i < draws; i++ {
-		lg[i] = m.logEvidence(m.drawBoot(rng, false, n))
-		lb[i] = m.logEvidence(m.drawBoot(rng, true, n))
-	}
-	t := gainTable{lo: -16, step: 0.25}
-	for k := 0; k <= 128; k++ {
-		z := t.lo + float64(k)*t.step
-		q := 1 / (1 + math.Exp(-z))
-		after := 0.0
-		for i := 0; i < draws; i++ {
-			after += q*h2(sigmoid(z+lb[i])) + (1-q)*h2(sigmoid(z+lg[i]))
-		}
-		t.bits = append(t.bits, math.Max(0, h2(q)-after/draws))
-	}
-	return t
-}
-
-func (t gainTable) at(q float64) float64 {
-	if q <= 1e-9 || q >= 1-1e-9 {
-		return 0
-	}
-	z := math.Log(q / (1 - q))
-	f := (z - t.lo) / t.step
-	if f <= 0 {
-		return t.bits[0] * math.Exp(f*t.step)
-	}
-	k := int(f)
-	if k >= len(t.bits)-1 {
-		return t.bits[len(t.bits)-1] * math.Exp(-(f-float64(len(t.bits)-1))*t.step)
-	}
-	w := f - float64(k)
-	return t.bits[k]*(1-w) + t.bits[k+1]*w
-}
-
-func sigmoid(z float64) float64 { return 1 / (1 + math.Exp(-z)) }
-
-// h2 is the binary entropy in bits.
-func h2(q float64) float64 {
-	if q <= 0 || q >= 1 {
-		return 0
-	}
-	return -(q*math.Log2(q) + (1-q)*math.Log2(1-q))
 }

@@ -7,6 +7,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
+
 	"kbisect/bisect"
 	"kbisect/culprit"
 	"kbisect/internal/commitid"
@@ -23,7 +25,7 @@ import (
 type posteriorRun struct {
 	r       *jobRun
 	pipe    *lab.Pipeline
-	rng     *bisect.Range
+	rng     *commitRange
 	dag     *culprit.DAG
 	index   map[string]int
 	journal *lab.SearchJournal
@@ -123,18 +125,28 @@ func (p *posteriorRun) openRange() error {
 			return &emptyRange{bad: p.r.start.Bad}
 		}
 	}
-	rng, err := p.r.g.Range(bad, goods, p.r.start.FirstParent)
+	commits, parents, err := p.r.g.RangeCommits(bad, goods, p.r.start.FirstParent)
 	if err != nil {
 		return err
 	}
-	if p.dag, err = culprit.NewDAG(rng.Parents); err != nil {
+	if len(commits) == 0 {
+		return &emptyRange{bad: p.r.start.Bad}
+	}
+	if p.dag, err = culprit.NewDAG(parents); err != nil {
 		return err
 	}
-	p.rng = rng
-	for i, h := range rng.Commits {
+	p.rng = &commitRange{Commits: commits, Parents: parents}
+	for i, h := range commits {
 		p.index[h.String()] = i
 	}
 	return nil
+}
+
+// commitRange is the range's commits, parents first, the bad revision
+// last, and each one's parents in the range as indexes.
+type commitRange struct {
+	Commits []plumbing.Hash
+	Parents [][]int
 }
 
 // emptyRange is a bad revision a good one contains: nothing to search.
