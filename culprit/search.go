@@ -362,8 +362,12 @@ func (s *Search) Next() Step {
 				return Step{Kind: Measure, Commit: t.commit, Reverted: t.reverted, Confirming: true, Probability: lead.Probability}
 			}
 		} else {
+			by := "it and its parents"
+			if s.opt.Revert && lead.Commit != s.d.Len()-1 && !s.noRevert[lead.Commit] {
+				by = "it, its parents and the bad endpoint without it"
+			}
 			return Step{Kind: Found, Commit: lead.Commit, Probability: lead.Probability, Candidates: leading(pc, conf, 5),
-				Reason: fmt.Sprintf("probability %.4g after %d boots, confirmed by fresh boots of it and its parents", lead.Probability, s.total)}
+				Reason: fmt.Sprintf("probability %s after %d boots, confirmed by fresh boots of %s", Format(lead.Probability), s.total, by)}
 		}
 	}
 	x, g := s.choose(pc)
@@ -372,4 +376,16 @@ func (s *Search) Next() Step {
 			Reason: "no commit that can be measured tells the leading candidates apart (they are skipped, or next to skipped commits)"}
 	}
 	return Step{Kind: Measure, Commit: x, Probability: lead.Probability}
+}
+
+// Format writes a probability with the digits that matter: 0.997,
+// >0.9999 (never 1: no number of boots makes a culprit certain).
+func Format(p float64) string {
+	switch {
+	case p >= 0.99995:
+		return ">0.9999"
+	case p >= 0.99:
+		return fmt.Sprintf("%.4f", math.Floor(p*1e4)/1e4)
+	}
+	return fmt.Sprintf("%.3g", p)
 }
