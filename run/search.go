@@ -389,7 +389,7 @@ func (p *posteriorRun) boot(ctx context.Context, step culprit.Step) error {
 		what += ", confirming"
 	}
 	r.ev.sink.Emit(progress.Event{Kind: progress.Testing, Commit: built, Subject: r.ev.subject(commit),
-		Text: fmt.Sprintf("Measuring %s (%d boots so far; leading: %s at %s)", what, p.search.Boots(), commitid.Short(p.rng.Commits[lead.Commit].String()), probText(lead.Probability))})
+		Text: fmt.Sprintf("Measuring %s (%d boots so far; leading: %s at %s)", what, p.search.Boots(), commitid.Short(p.rng.Commits[lead.Commit].String()), culprit.Format(lead.Probability))})
 	began := time.Now()
 	sub := fmt.Sprintf("boot-%d", p.search.Boots()+1)
 	ev, err := p.pipe.BootOnce(ctx, built, sub, func(v []float64) bool {
@@ -452,12 +452,4 @@ func (p *posteriorRun) reverted(ctx context.Context, i int) (string, error) {
 	}
 	p.reverts[i] = made
 	return made, nil
-}
-
-// probText writes a probability for a progress line.
-func probText(p float64) string {
-	if p >= 0.9999 {
-		return ">0.9999"
-	}
-	return fmt.Sprintf("%.3g", p)
 }
