@@ -102,9 +102,10 @@ func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsec
 
 // measurementLevel is the host's own model: a measurement's level around
 // the kernel's, log-normal, ~20 % for a quiet kernel and ~4 % for a
-// storm; from StormLevel up the CPUs storm.
-func measurementLevel(rng *rand.Rand, level time.Duration) (us float64, storm bool) {
-	storm = level >= StormLevel
+// storm; from stormFrom (StormLevel, unless the host never storms) up the
+// CPUs storm.
+func measurementLevel(rng *rand.Rand, level, stormFrom time.Duration) (us float64, storm bool) {
+	storm = level >= stormFrom
 	spread := 0.2
 	if storm {
 		spread = 0.04

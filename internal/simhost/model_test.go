@@ -249,3 +249,38 @@ func TestAMeasurementStormsByItsSideNotItsSize(t *testing.T) {
 		t.Errorf("%d quiet samples at a storm's level, %d storming ones below it: too few to tell", spiked, low)
 	}
 }
+
+// A host told SetNoStorm keeps its isolated CPUs quiet at any level, with
+// a model or without: a 15 µs kernel differs from a 7 µs one by its
+// longest single noise only.
+func TestAHostWithoutStormsStaysQuietAtAnyLevel(t *testing.T) {
+	const good, bad = 7 * time.Microsecond, 15 * time.Microsecond
+	for _, n := range []NoiseModel{{}, {Model: simnoise.Model{Spread: 0.2, BadBoots: 0.05}, Good: good, Bad: bad}} {
+		h := modelHost(t, 23, n)
+		h.SetNoStorm(true)
+		var goods, bads []float64
+		for b := 0; b < 20; b++ {
+			level := []time.Duration{good, bad}[b%2]
+			bootAt(h, level)
+			for i := 0; i < 3; i++ {
+				s, _ := measure(t, h)
+				if s.period > time.Millisecond {
+					t.Fatalf("model %+v, boot %d at %v: a storm, worst period %v", n, b, level, s.period)
+				}
+				if level == good {
+					goods = append(goods, s.single)
+				} else {
+					bads = append(bads, s.single)
+				}
+			}
+		}
+		if g, b := median(goods), median(bads); !(g >= 5 && g <= 9 && b >= 11 && b <= 19) {
+			t.Errorf("model %+v: median longest single noise %.1fµs at %v, %.1fµs at %v", n, g, good, b, bad)
+		}
+		h.SetNoStorm(false)
+		bootAt(h, bad)
+		if s, _ := measure(t, h); n.Model == (simnoise.Model{}) && s.period < time.Millisecond {
+			t.Errorf("storms again: worst period %v at %v", s.period, bad)
+		}
+	}
+}

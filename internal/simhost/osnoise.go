@@ -49,6 +49,9 @@ import (
 // measurement storms when the side it is from (the kernel's, or the other
 // for a bad boot or a flip) is at StormLevel or above.
 //
+// A host told SetNoStorm never storms: its isolated CPUs are quiet at any
+// level, as below StormLevel.
+//
 // Interruptions shorter than tracing_thresh do not count as noise, as in
 // the kernel. Everything comes from a generator seeded with the host's
 // seed and the number of the measurement: the same seed gives the same
@@ -135,7 +138,7 @@ func parseOsnoiseRun(script string, nrCPUs int) (osnoiseRun, error) {
 // trace and loses its connection.
 func (h *Host) osnoise(script string, c net.Conn, stdout, stderr io.Writer) int {
 	h.mu.Lock()
-	k, nrCPUs, seed, floor := h.running, h.cpus, h.seed, h.floor
+	k, nrCPUs, seed, floor, stormFrom := h.running, h.cpus, h.seed, h.floor, h.stormLevel()
 	h.measured++
 	n := h.measured
 	drop := h.dropAt[n]
@@ -170,9 +173,9 @@ func (h *Host) osnoise(script string, c net.Conn, stdout, stderr io.Writer) int 
 	if modelled {
 		// The model's level is the measurement's; it storms as a
 		// kernel of its side does.
-		sample, storm = max(drawn, micros(floor)), max(side, floor) >= StormLevel
+		sample, storm = max(drawn, micros(floor)), max(side, floor) >= stormFrom
 	} else {
-		sample, storm = measurementLevel(rng, max(level, floor))
+		sample, storm = measurementLevel(rng, max(level, floor), stormFrom)
 	}
 	trace := osnoiseTrace(rng, run, sample, storm, isolated, start, 1000+(n*97)%30000)
 	if drop {

@@ -23,6 +23,7 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -93,6 +94,7 @@ type Host struct {
 	levels   map[string]time.Duration // release → noise level its image carries
 	seed     uint64
 	floor    time.Duration
+	noStorm  bool         // isolated CPUs stay quiet at any level (SetNoStorm)
 	measured int          // osnoise answers so far
 	dropAt   map[int]bool // osnoise answers (by number) that lose their connection
 	refuse   int          // connections still to close before the handshake
@@ -236,6 +238,33 @@ func (h *Host) SetFloor(level time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.floor = level
+}
+
+// SetNoStorm keeps the isolated CPUs quiet whatever the level (false:
+// from StormLevel up they take the interrupt storm, as before): a kernel
+// at 15 µs then differs from one at 7 µs by its longest single noise
+// only, as two kernels below StormLevel do. It applies from the next
+// measurement on.
+func (h *Host) SetNoStorm(on bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.noStorm = on
+}
+
+// NoStorm reports whether the host never storms (SetNoStorm).
+func (h *Host) NoStorm() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.noStorm
+}
+
+// stormLevel is the level from which the isolated CPUs storm: StormLevel,
+// or never with SetNoStorm. h.mu is held.
+func (h *Host) stormLevel() time.Duration {
+	if h.noStorm {
+		return math.MaxInt64
+	}
+	return StormLevel
 }
 
 // Noise returns the noise level the image copied for release carries,

@@ -81,7 +81,8 @@ type Lab struct {
 	// a power cycle.
 	Default simhost.Kernel
 	// Metric and Threshold are the job's verdict: DefaultMetric and
-	// DefaultThreshold when only the bad kernels storm; otherwise the
+	// DefaultThreshold when only the bad kernels storm; otherwise (or
+	// with Options.NoStorm) the
 	// longest single noise, with a threshold at the geometric mean of
 	// the levels.
 	Metric    string
@@ -120,7 +121,7 @@ func New(dir string, opt Options) (*Lab, error) {
 	}
 	l.Default = DefaultKernel(opt.GoodNoise)
 	l.Metric, l.Threshold = DefaultMetric, DefaultThreshold
-	if !(opt.GoodNoise < simhost.StormLevel && opt.BadNoise >= simhost.StormLevel) {
+	if opt.NoStorm || !(opt.GoodNoise < simhost.StormLevel && opt.BadNoise >= simhost.StormLevel) {
 		l.Metric, l.Threshold = "max_single_noise", threshold(opt.GoodNoise, opt.BadNoise)
 	}
 	if l.Host, err = simhost.New(hostDir, l.Default); err != nil {
@@ -128,6 +129,7 @@ func New(dir string, opt Options) (*Lab, error) {
 	}
 	l.Host.SetCPUs(CPUs)
 	l.Host.SetSeed(uint64(opt.Seed))
+	l.Host.SetNoStorm(opt.NoStorm)
 	if err := l.Host.SetNoiseModel(opt.hostNoise()); err != nil {
 		l.Host.Close()
 		return nil, err
@@ -185,6 +187,7 @@ func (l *Lab) AddHost() (string, *simhost.Host, error) {
 	}
 	h.SetCPUs(CPUs)
 	h.SetSeed(uint64(l.opt.Seed)*1000 + uint64(n))
+	h.SetNoStorm(l.opt.NoStorm)
 	if err := h.SetNoiseModel(l.opt.hostNoise()); err != nil {
 		h.Close()
 		return "", nil, err
@@ -347,6 +350,10 @@ func (l *Lab) Describe(w io.Writer, made time.Duration, machines int) {
 			"           each boot draws its level (a bad boot the other side's), each sample\n"+
 			"           scatters around it\n", l.opt.Noise)
 	}
+	after := fmt.Sprintf("an interrupt storm of ~%v interruptions, ~49ms per 950ms period", t.BadNoise)
+	if l.opt.NoStorm {
+		after = fmt.Sprintf("interruptions of ~%v, no storm (the longest single noise tells)", t.BadNoise)
+	}
 	fmt.Fprintf(w, `kbisect demo: a SIMULATED lab (made in %.1fs, in %s)
   tree:    %d generated commits, %s..%s; planted regression %s %q;
            %d commits that do not build, %d that change only documentation
@@ -354,11 +361,11 @@ func (l *Lab) Describe(w io.Writer, made time.Duration, machines int) {
   host:    an emulated 64-CPU PREEMPT_RT machine over SSH on 127.0.0.1:%d
            (%s), answering osnoise with noise modelled on the seed report:
            on the isolated CPUs, interruptions of ~%v before the regression;
-           after it an interrupt storm of ~%v interruptions, ~49ms per 950ms period
+           after it %s
 %s  job:     %s
 
 `, made.Seconds(), l.Dir, len(t.Commits), t.Good, t.Bad, t.Regression[:12], t.Subject(t.Regression),
-		len(t.Broken), len(t.DocOnly), l.Host.Port, BootParams, t.GoodNoise, t.BadNoise, modelled,
+		len(t.Broken), len(t.DocOnly), l.Host.Port, BootParams, t.GoodNoise, after, modelled,
 		strings.Join(append([]string{l.JobFile}, l.JobFiles...), " "))
 	if machines > 1 {
 		fmt.Fprintf(w, "  %d identical machines: while one measures the commit git asks for, the others\n"+

@@ -199,3 +199,53 @@ func TestEveryHostOfTheLabMeasuresWithItsNoiseModel(t *testing.T) {
 		t.Errorf("a lab with 70%% bad boots: %v", err)
 	}
 }
+
+// A lab without storms judges 7 µs against 15 µs by the longest single
+// noise, with the threshold between them, on every host.
+func TestALabWithoutStormsJudgesTheLongestSingleNoise(t *testing.T) {
+	t.Parallel()
+	l, job := newLab(t, simlab.Options{Seed: 3, Commits: 120, GoodNoise: 7 * time.Microsecond, BadNoise: 15 * time.Microsecond, NoStorm: true})
+	if _, _, err := l.AddHost(); err != nil {
+		t.Fatal(err)
+	}
+	if job.Verdict.Metric != "max_single_noise" || job.Verdict.Threshold.Time != 10*time.Microsecond || l.Metric != "max_single_noise" || l.Threshold != 10*time.Microsecond {
+		t.Errorf("verdict: %+v; the lab says %s %v", job.Verdict, l.Metric, l.Threshold)
+	}
+	for _, h := range append([]*simhost.Host{l.Host}, l.Hosts...) {
+		if !h.NoStorm() {
+			t.Error("a host of the lab storms")
+		}
+	}
+	var desc bytes.Buffer
+	l.Describe(&desc, time.Second, 2)
+	if !strings.Contains(desc.String(), "after it interruptions of ~15µs, no storm") {
+		t.Errorf("the description:\n%s", desc.String())
+	}
+
+	ctx := context.Background()
+	bad, err := kbuild.Build(ctx, lab.BuildOptions(job, io.Discard), 0, l.Tree.BadCommit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	art, err := remote.LoadArtifact(bad.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _, err := lab.BootArtifact(ctx, job, art, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	res, err := lab.Measure(ctx, job, h, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Bad by its longest single noise, ~15 µs, not by a storm's.
+	if res.Decision == nil || res.Decision.Verdict != verdict.Bad || slices.Min(res.Values) < 10e3 || slices.Max(res.Values) > 25e3 {
+		t.Errorf("the bad kernel: %+v %v", res.Decision, res.Values)
+	}
+	plain, _ := newLab(t, simlab.Options{Seed: 3, Commits: 80, GoodNoise: 7 * time.Microsecond, BadNoise: 15 * time.Microsecond})
+	if plain.Metric != simlab.DefaultMetric || plain.Host.NoStorm() {
+		t.Errorf("a lab with storms: %s, no storm %v", plain.Metric, plain.Host.NoStorm())
+	}
+}

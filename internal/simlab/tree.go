@@ -51,6 +51,12 @@ type Options struct {
 	// from simhost.StormLevel up a kernel takes the report's interrupt
 	// storm, ~49 ms of noise per 950 ms period).
 	GoodNoise, BadNoise time.Duration
+	// NoStorm keeps the hosts' isolated CPUs quiet whatever the level
+	// (simhost's SetNoStorm): no kernel storms, and the job's verdict is
+	// the longest single noise with a threshold between the levels, as
+	// for two levels below simhost.StormLevel. 7 µs against 15 µs is
+	// then a regression of the longest single noise alone.
+	NoStorm bool
 	// BrokenBuilds is how many breakages the history has (as many as
 	// fit, up to it): a commit that does not compile and a later one on
 	// its branch that fixes it (0: 2; negative: none). Merges of the
