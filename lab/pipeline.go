@@ -178,14 +178,8 @@ func (p *Pipeline) Evidence(ctx context.Context, commit string) (*Evidence, erro
 // that many samples (calibration, confirmation) instead of the rule's
 // sequential count; the raw outputs go to commits/<hash>/<sub>.
 func (p *Pipeline) test(ctx context.Context, commit string, samples int, sub string) (*Evidence, error) {
-	start := time.Now()
-	ev := &Evidence{Commit: commit, raw: filepath.Join(p.StateDir, "commits", commit, sub)}
-	defer func() {
-		ev.Seconds = time.Since(start).Seconds()
-		if ctx.Err() != nil {
-			p.abandoned = true
-		}
-	}()
+	ev, done := p.begin(ctx, commit, sub)
+	defer done()
 
 	art, err := p.built(ctx, ev)
 	if err != nil {
@@ -288,24 +282,11 @@ func firstOr(lines []string, def string) string {
 // the workload comes back with verdict skip (or bad, as the job says)
 // and the reason; an error is the lab's.
 func (p *Pipeline) BootOnce(ctx context.Context, commit, sub string, more func(values []float64) bool) (*Evidence, error) {
-	if err := p.init(); err != nil {
+	if err := p.initAlone(); err != nil {
 		return nil, err
 	}
-	if !p.ready {
-		r, err := Rule(p.Job, nil, nil)
-		if err != nil {
-			return nil, err
-		}
-		p.SetRule(r)
-	}
-	start := time.Now()
-	ev := &Evidence{Commit: commit, raw: filepath.Join(p.StateDir, "commits", commit, sub)}
-	defer func() {
-		ev.Seconds = time.Since(start).Seconds()
-		if ctx.Err() != nil {
-			p.abandoned = true
-		}
-	}()
+	ev, done := p.begin(ctx, commit, sub)
+	defer done()
 	art, err := p.built(ctx, ev)
 	if err != nil {
 		return nil, err
@@ -322,4 +303,18 @@ func (p *Pipeline) BootOnce(ctx context.Context, commit, sub string, more func(v
 		return nil, err
 	}
 	return ev, nil
+}
+
+// begin starts a commit's evidence, its raw outputs under
+// commits/<hash>/<sub>; done, deferred, times it and notes a test stopped
+// midway (the host may be in the middle of a reboot).
+func (p *Pipeline) begin(ctx context.Context, commit, sub string) (ev *Evidence, done func()) {
+	start := time.Now()
+	ev = &Evidence{Commit: commit, raw: filepath.Join(p.StateDir, "commits", commit, sub)}
+	return ev, func() {
+		ev.Seconds = time.Since(start).Seconds()
+		if ctx.Err() != nil {
+			p.abandoned = true
+		}
+	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -13,12 +12,11 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"kbisect/configs"
-	"kbisect/culprit"
 	"kbisect/internal/simnoise"
-	"kbisect/lab"
 	"kbisect/noise"
 	"kbisect/progress"
 	"kbisect/report"
+	"kbisect/run"
 	"kbisect/simulate"
 )
 
@@ -199,69 +197,31 @@ func runSimulate(ctx context.Context, cfg simulate.Config, asJSON bool, stdout, 
 	return report.WriteSimulation(stdout, res)
 }
 
-// fromState learns the noise model from a state directory's calibration:
-// the endpoints' boots as the run measured them (a posterior search's 3-8
-// boots each, or the rule's). Flags given explicitly win.
+// fromState learns the levels and spreads from a run's state directory;
+// flags given explicitly win.
 func fromState(c *cli.Context, cfg *simulate.Config) error {
 	dir := c.String("from-state")
-	cal, err := lab.ReadCalibration(dir)
+	n, err := run.LearnNoise(dir)
 	if err != nil {
-		return usagef("--from-state %s: %v", dir, err)
-	}
-	if cal == nil || cal.Good == nil || cal.Bad == nil {
-		return usagef("--from-state %s: no calibration there yet (the run measures its endpoints first)", dir)
-	}
-	floor := 1e-3
-	if cal.Rule.MetricKind == noise.KindTime {
-		floor = 1
-	}
-	boots := func(ev *lab.Evidence) [][]float64 {
-		var out [][]float64
-		at := 0
-		for _, b := range ev.Boots {
-			if b.Samples <= 0 || at+b.Samples > len(ev.Values) {
-				continue
-			}
-			boot := make([]float64, b.Samples)
-			for i, x := range ev.Values[at : at+b.Samples] {
-				boot[i] = cal.Rule.Badness(x, floor)
-			}
-			out = append(out, boot)
-			at += b.Samples
-		}
-		if len(out) == 0 && len(ev.Values) > 0 { // one boot, its samples not counted
-			boot := make([]float64, len(ev.Values))
-			for i, x := range ev.Values {
-				boot[i] = cal.Rule.Badness(x, floor)
-			}
-			out = append(out, boot)
-		}
-		return out
-	}
-	m, err := culprit.Fit(boots(cal.Good), boots(cal.Bad), culprit.FitOptions{})
-	if err == nil {
-		err = m.Validate()
-	}
-	if err != nil {
-		return usagef("--from-state %s: the endpoints' boots give no model: %v", dir, err)
+		return err
 	}
 	if !c.IsSet("good") {
-		cfg.Good = math.Exp(m.Good)
+		cfg.Good = n.Good
 	}
 	if !c.IsSet("bad") {
-		cfg.Bad = math.Exp(m.Bad)
+		cfg.Bad = n.Bad
 	}
 	if !c.IsSet("spread") {
-		cfg.Noise.Spread = m.Spread
+		cfg.Noise.Spread = n.Spread
 	}
 	if !c.IsSet("boot-spread") {
-		cfg.Noise.BootSpread = m.BootSpread
+		cfg.Noise.BootSpread = n.BootSpread
 	}
 	cfg.Kind = noise.KindNumber
-	if cal.Rule.MetricKind == noise.KindTime && cal.Rule.HigherIsBad {
+	if n.Time {
 		cfg.Kind = noise.KindTime
 	}
 	fmt.Fprintf(c.App.ErrWriter, "kbisect: the noise model from %s: %d and %d boots of the endpoints; good %s, bad %s, spread %.2f, boot spread %.2f\n",
-		dir, len(boots(cal.Good)), len(boots(cal.Bad)), noise.FormatValue(cfg.Kind, cfg.Good), noise.FormatValue(cfg.Kind, cfg.Bad), cfg.Noise.Spread, cfg.Noise.BootSpread)
+		dir, n.GoodBoots, n.BadBoots, noise.FormatValue(cfg.Kind, cfg.Good), noise.FormatValue(cfg.Kind, cfg.Bad), cfg.Noise.Spread, cfg.Noise.BootSpread)
 	return nil
 }
