@@ -33,7 +33,8 @@ not reproduced), and what that cost in boots, builds, samples and hours.
 The noise model: samples of good kernels scatter around --good, of bad
 ones around --bad; --spread is the log-normal spread within a boot,
 --boot-spread the spread of a boot's level from boot to boot; --bad-boots
-is the share of boots that land at the other side's level; --spikes
+is the share of boots that land at the other side's level; --stray-boots
+RATE:A-B% the share that lands partway, A to B of the way there; --spikes
 RATE:MIN-MAXx multiplies that share of samples by a factor between MIN and
 MAX; --flips draws that share of samples from the other side.
 
@@ -65,6 +66,7 @@ EXAMPLES
 			&cli.Float64Flag{Name: "spread", Value: 0.2, Usage: "log-normal spread of samples within a boot"},
 			&cli.Float64Flag{Name: "boot-spread", Usage: "log-normal spread of a boot's level"},
 			&cli.StringFlag{Name: "bad-boots", Value: "0%", Usage: "share of boots at the other side's level"},
+			&cli.StringFlag{Name: "stray-boots", Value: "0%", Usage: "share of boots partway to the other side: 25%:20-60% (of the way)"},
 			&cli.StringFlag{Name: "spikes", Value: "0%", Usage: "share and size of spikes: 5%:2-20x"},
 			&cli.StringFlag{Name: "flips", Value: "0%", Usage: "share of samples drawn from the other side"},
 			&cli.IntFlag{Name: "samples-min", Usage: "least samples a boot gives (default 3, or the job's)"},
@@ -139,6 +141,9 @@ func simulateConfig(c *cli.Context) (simulate.Config, error) {
 	m := simnoise.Model{Spread: c.Float64("spread"), BootSpread: c.Float64("boot-spread")}
 	if m.BadBoots, err = simnoise.ParsePercent(c.String("bad-boots")); err != nil {
 		return cfg, usagef("--bad-boots: %v", err)
+	}
+	if m.Strays, m.StrayMin, m.StrayMax, err = simnoise.ParseStrays(c.String("stray-boots")); err != nil {
+		return cfg, usagef("--stray-boots: %v", err)
 	}
 	if m.Flips, err = simnoise.ParsePercent(c.String("flips")); err != nil {
 		return cfg, usagef("--flips: %v", err)

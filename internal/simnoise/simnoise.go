@@ -24,6 +24,11 @@ type Model struct {
 	// BadBoots is the share of boots whose level is the other side's: a
 	// good kernel's boot that measures like a bad one, or the reverse.
 	BadBoots float64
+	// Strays is the share of boots whose level lands partway to the other
+	// side's, between StrayMin and StrayMax of the way (on a log scale): a
+	// real guest's boots are bimodal more often than they are normal.
+	Strays             float64
+	StrayMin, StrayMax float64
 	// Spikes is the share of samples multiplied by a factor between
 	// SpikeMin and SpikeMax (log-uniform): an SMI, a firmware hiccup.
 	Spikes             float64
@@ -38,13 +43,16 @@ func (m Model) Validate() error {
 		name string
 		v    float64
 		max  float64
-	}{{"spread", m.Spread, 5}, {"boot-spread", m.BootSpread, 5}, {"bad-boots", m.BadBoots, 0.5}, {"spikes", m.Spikes, 0.5}, {"flips", m.Flips, 0.5}} {
+	}{{"spread", m.Spread, 5}, {"boot-spread", m.BootSpread, 5}, {"bad-boots", m.BadBoots, 0.5}, {"stray-boots", m.Strays, 0.5}, {"spikes", m.Spikes, 0.5}, {"flips", m.Flips, 0.5}} {
 		if !(f.v >= 0 && f.v <= f.max) {
 			return fmt.Errorf("%s %g is not between 0 and %g", f.name, f.v, f.max)
 		}
 	}
 	if m.Spikes > 0 && !(m.SpikeMin >= 1 && m.SpikeMax >= m.SpikeMin && !math.IsInf(m.SpikeMax, 0)) {
 		return fmt.Errorf("spike size %g-%gx: give factors of at least 1, the smaller first", m.SpikeMin, m.SpikeMax)
+	}
+	if m.Strays > 0 && !(m.StrayMin >= 0 && m.StrayMax >= m.StrayMin && m.StrayMax <= 1) {
+		return fmt.Errorf("stray boots %g-%g%% of the way: give shares of the way between 0 and 100%%, the smaller first", 100*m.StrayMin, 100*m.StrayMax)
 	}
 	return nil
 }
@@ -66,6 +74,10 @@ func (m Model) NewBoot(rng *rand.Rand, level, other float64) *Boot {
 	if m.BadBoots > 0 && rng.Float64() < m.BadBoots {
 		level, other = other, level
 		b.OtherSide = true
+	}
+	if m.Strays > 0 && rng.Float64() < m.Strays {
+		f := m.StrayMin + (m.StrayMax-m.StrayMin)*rng.Float64()
+		level *= math.Pow(other/level, f)
 	}
 	shift := 1.0
 	if m.BootSpread > 0 {
@@ -143,6 +155,35 @@ func ParseSpikes(s string) (rate, lo, hi float64, err error) {
 	return rate, lo, hi, nil
 }
 
+// ParseStrays reads stray boots written "25%:20-60%": the share of boots,
+// and how far toward the other side's level they land (a share of the way
+// on a log scale). "0" or "0%" is none.
+func ParseStrays(s string) (rate, lo, hi float64, err error) {
+	share, way, found := strings.Cut(s, ":")
+	if rate, err = ParsePercent(share); err != nil {
+		return 0, 0, 0, err
+	}
+	if !found {
+		if rate == 0 {
+			return 0, 0, 0, nil
+		}
+		return 0, 0, 0, fmt.Errorf("%q: say how far toward the other side they land, as in 25%%:20-60%%", s)
+	}
+	a, b, ok := strings.Cut(strings.TrimSpace(way), "-")
+	if !ok {
+		b = a
+	}
+	if a, b = strings.TrimSpace(a), strings.TrimSpace(b); strings.HasSuffix(b, "%") && !strings.HasSuffix(a, "%") {
+		a += "%" // 20-60% is 20% to 60%
+	}
+	lo, err1 := ParsePercent(a)
+	hi, err2 := ParsePercent(b)
+	if err1 != nil || err2 != nil || !(hi >= lo) || hi > 1 {
+		return 0, 0, 0, fmt.Errorf("%q: how far is a share of the way between 0 and 100%%, the smaller first, as in 25%%:20-60%%", s)
+	}
+	return rate, lo, hi, nil
+}
+
 // Parse reads a model written as comma-separated settings, as `kbisect
 // demo --noise` takes it: "spread=0.2,boot-spread=0.25,bad-boots=5%,
 // spikes=5%:2-20x,flips=0%". Settings left out are 0.
@@ -168,8 +209,10 @@ func Parse(s string) (Model, error) {
 			m.Flips, err = ParsePercent(val)
 		case "spikes":
 			m.Spikes, m.SpikeMin, m.SpikeMax, err = ParseSpikes(val)
+		case "stray-boots":
+			m.Strays, m.StrayMin, m.StrayMax, err = ParseStrays(val)
 		default:
-			return m, fmt.Errorf("%q: no such setting; the settings are spread, boot-spread, bad-boots, spikes and flips", key)
+			return m, fmt.Errorf("%q: no such setting; the settings are spread, boot-spread, bad-boots, stray-boots, spikes and flips", key)
 		}
 		if err != nil {
 			return m, fmt.Errorf("%s: %v", key, err)
@@ -183,6 +226,9 @@ func (m Model) String() string {
 	s := fmt.Sprintf("spread=%g,boot-spread=%g,bad-boots=%g%%,flips=%g%%", m.Spread, m.BootSpread, 100*m.BadBoots, 100*m.Flips)
 	if m.Spikes > 0 {
 		s += fmt.Sprintf(",spikes=%g%%:%g-%gx", 100*m.Spikes, m.SpikeMin, m.SpikeMax)
+	}
+	if m.Strays > 0 {
+		s += fmt.Sprintf(",stray-boots=%g%%:%g-%g%%", 100*m.Strays, 100*m.StrayMin, 100*m.StrayMax)
 	}
 	return s
 }

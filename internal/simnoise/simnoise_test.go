@@ -8,13 +8,14 @@ import (
 )
 
 func TestParseReadsWhatStringWrites(t *testing.T) {
-	m, err := Parse("spread=0.2, boot-spread=0.25,bad-boots=5%,spikes=5%:2-20x,flips=1%")
+	m, err := Parse("spread=0.2, boot-spread=0.25,bad-boots=5%,spikes=5%:2-20x,flips=1%,stray-boots=25%:20-60%")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Model{Spread: 0.2, BootSpread: 0.25, BadBoots: 0.05, Spikes: 0.05, SpikeMin: 2, SpikeMax: 20, Flips: 0.01}
 	if math.Abs(m.BadBoots-want.BadBoots) > 1e-12 || math.Abs(m.Spikes-0.05) > 1e-12 || math.Abs(m.Flips-0.01) > 1e-12 ||
-		m.Spread != want.Spread || m.BootSpread != want.BootSpread || m.SpikeMin != 2 || m.SpikeMax != 20 {
+		m.Spread != want.Spread || m.BootSpread != want.BootSpread || m.SpikeMin != 2 || m.SpikeMax != 20 ||
+		math.Abs(m.Strays-0.25) > 1e-12 || math.Abs(m.StrayMin-0.2) > 1e-12 || math.Abs(m.StrayMax-0.6) > 1e-12 {
 		t.Fatalf("got %+v, want %+v", m, want)
 	}
 	again, err := Parse(m.String())
@@ -25,13 +26,15 @@ func TestParseReadsWhatStringWrites(t *testing.T) {
 
 func TestParseSaysWhatIsWrong(t *testing.T) {
 	for in, want := range map[string]string{
-		"spread":          `"spread": write setting=value, as in spread=0.2`,
-		"noise=1":         `"noise": no such setting; the settings are spread, boot-spread, bad-boots, spikes and flips`,
-		"bad-boots=x":     `bad-boots: "x" is not a share: write 5% or 0.05`,
-		"spikes=5%":       `spikes: "5%": say how large the spikes are, as in 5%:2-20x`,
-		"spikes=5%:20-2x": `spikes: "5%:20-2x": spike sizes are factors of at least 1, the smaller first, as in 5%:2-20x`,
-		"bad-boots=60%":   "bad-boots 0.6 is not between 0 and 0.5",
-		"spread=-1":       "spread -1 is not between 0 and 5",
+		"spread":                 `"spread": write setting=value, as in spread=0.2`,
+		"noise=1":                `"noise": no such setting; the settings are spread, boot-spread, bad-boots, stray-boots, spikes and flips`,
+		"stray-boots=25%":        `stray-boots: "25%": say how far toward the other side they land, as in 25%:20-60%`,
+		"stray-boots=25%:60-20%": `stray-boots: "25%:60-20%": how far is a share of the way between 0 and 100%, the smaller first, as in 25%:20-60%`,
+		"bad-boots=x":            `bad-boots: "x" is not a share: write 5% or 0.05`,
+		"spikes=5%":              `spikes: "5%": say how large the spikes are, as in 5%:2-20x`,
+		"spikes=5%:20-2x":        `spikes: "5%:20-2x": spike sizes are factors of at least 1, the smaller first, as in 5%:2-20x`,
+		"bad-boots=60%":          "bad-boots 0.6 is not between 0 and 0.5",
+		"spread=-1":              "spread -1 is not between 0 and 5",
 	} {
 		if _, err := Parse(in); err == nil || err.Error() != want {
 			t.Errorf("Parse(%q) = %v, want %q", in, err, want)
@@ -76,6 +79,29 @@ func TestBootsScatterAsTheModelSays(t *testing.T) {
 	// The median of 41 samples adds about 1.25·0.2/√41 ≈ 0.04 of spread.
 	if math.Abs(mean) > 0.02 || math.Abs(sd-math.Hypot(0.25, 0.039)) > 0.02 {
 		t.Errorf("boot medians: mean %.3f, sd %.3f; want 0 and %.3f", mean, sd, math.Hypot(0.25, 0.039))
+	}
+}
+
+// Stray boots land partway: their medians sit between the sides, as far
+// toward the other as the model says, and the other boots stay home.
+func TestStrayBootsLandPartway(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	m := Model{Strays: 0.25, StrayMin: 0.2, StrayMax: 0.6}
+	const boots = 4000
+	strays := 0
+	for i := 0; i < boots; i++ {
+		b := m.NewBoot(rng, 1000, 100000)
+		way := math.Log(b.Sample()/1000) / math.Log(100)
+		switch {
+		case way == 0:
+		case way >= 0.2-1e-9 && way <= 0.6+1e-9:
+			strays++
+		default:
+			t.Fatalf("a boot landed %.3f of the way, outside 0.2-0.6", way)
+		}
+	}
+	if share := float64(strays) / boots; math.Abs(share-0.25) > 0.02 {
+		t.Errorf("%.3f of boots strayed, want 0.25", share)
 	}
 }
 
