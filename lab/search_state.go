@@ -134,7 +134,8 @@ type SearchSummary struct {
 }
 
 // SearchCandidate is a commit and its probability of being the first
-// bad one.
+// bad one: search.json's candidates, and the probabilities of run --exec
+// --confidence's JSON answer.
 type SearchCandidate struct {
 	Commit      string  `json:"commit"`
 	Probability float64 `json:"probability"`

@@ -38,19 +38,12 @@ type RunJSON struct {
 	// Probabilities are every candidate's, most probable first, and
 	// FailureRate the estimated rate at which the test fails on a bad
 	// commit.
-	Probability   float64         `json:"probability,omitempty"`
-	Probabilities []CandidateJSON `json:"probabilities,omitempty"`
-	FailureRate   float64         `json:"failure_rate,omitempty"`
+	Probability   float64               `json:"probability,omitempty"`
+	Probabilities []lab.SearchCandidate `json:"probabilities,omitempty"`
+	FailureRate   float64               `json:"failure_rate,omitempty"`
 	// Command reproduces (or resumes) the run.
 	Command string `json:"command,omitempty"`
 	Error   string `json:"error,omitempty"`
-}
-
-// CandidateJSON is a commit that may be the first bad one, and how
-// probably.
-type CandidateJSON struct {
-	Commit      string  `json:"commit"`
-	Probability float64 `json:"probability"`
 }
 
 // FindGoodJSON is the walk back to a good release.
@@ -124,7 +117,7 @@ func RunJSONOf(res bisect.Result, dir string, runErr error) RunJSON {
 	for i, c := range res.Candidates {
 		out.Candidates = append(out.Candidates, c.String())
 		if i < len(res.Probabilities) {
-			out.Probabilities = append(out.Probabilities, CandidateJSON{Commit: c.String(), Probability: res.Probabilities[i]})
+			out.Probabilities = append(out.Probabilities, lab.SearchCandidate{Commit: c.String(), Probability: res.Probabilities[i]})
 		}
 	}
 	if len(out.Probabilities) > 0 {
