@@ -52,35 +52,7 @@ kbisect measure (--job FILE | --local --tool TOOL --cpus LIST) [--local] [--samp
 kbisect host check --job FILE
 kbisect boot --job FILE --artifact DIR
 kbisect build --job FILE --rev REV [--json]`,
-		Description: `kbisect bisects a kernel history unattended: for each candidate commit it
-builds a PREEMPT_RT kernel, boots it on the lab machine with the machine's
-isolation boot parameters (nohz_full, isolcpus, rcu_nocbs, irqaffinity),
-proves the right kernel runs with the right parameters, measures the noise
-on the isolated CPUs and weighs the boot as evidence, until one commit is
-the first bad one.
-
-Boots are the evidence: a model of the machine's noise learned from the
-endpoints weighs each boot, a probability is kept for every commit, the
-next boot goes where it says the most, and a commit is named only at the
-confidence (0.99), confirmed on fresh boots; else the run is inconclusive
-with the candidates and their probabilities. Every boot is synced to a
-state directory before the next step; running the same command again
-resumes. "kbisect simulate" says before a night how often that finds the
-right commit on a given noise, and at what cost.
-
-One job file describes one lab machine ("kbisect validate" checks it);
-"kbisect run --exec CMD" works as "git bisect run CMD" does, for any test.
-"kbisect demo" runs the whole loop on a simulated lab in seconds.
-
-EXIT STATUS
-   0 found (or the command did its job), 1 failure, 2 usage or job file
-   error, 3 inconclusive, 4 not reproduced, 130 interrupted.
-
-EXAMPLES
-   kbisect run --job configs/system-0.yaml --good v6.12.57 --bad v6.12.78
-   kbisect run --repo ~/linux --good v6.12.57 --bad v6.12.78 \
-       --exec 'make -j8 olddefconfig bzImage >/dev/null || exit 125; ./check-noise.sh'
-   kbisect run --repo . --good v1 --bad HEAD --exec 'go test ./...' --json`,
+		Description:               helpText(kbisectHelp),
 		Writer:                    stdout,
 		ErrWriter:                 stderr,
 		ExitErrHandler:            func(*cli.Context, error) {},

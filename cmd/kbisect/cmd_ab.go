@@ -25,22 +25,7 @@ func abCommand() *cli.Command {
    kbisect ab --job FILE --base REV --revert SHA     # B = base with SHA reverted
    kbisect ab --job FILE --base REV --patch FILE     # B = base with the patch applied
        [--rounds N] [--samples N] [--state DIR] [--json] [-v]`,
-		Description: `ab builds both kernels (a revert or a patch is made in a scratch worktree:
-your checkout is never touched) and measures them on the job's machine in
-alternating rounds, A, B, A, B …, each round on a fresh boot, so whatever
-drifts over the night weighs on both alike. Then it prints each kernel's
-per-CPU table, the summary across the CPUs side by side, and the
-comparison: B − A with its interval, the p-value and a one-line
-conclusion. The test compares the boots (each its samples' median): the
-samples of one boot share its luck.
-
-Every round is kept in the state directory before the next starts: kill
-ab and run the same command again to go on. kbisect report --state DIR
-renders it at any time.
-
-EXAMPLES
-   kbisect ab --job configs/system-0.yaml --base v6.12.78 --revert 1a2b3c4d5e6f
-   kbisect ab --job configs/system-0.yaml --a v6.12.57 --b v6.12.78 --rounds 8`,
+		Description: helpText(abHelp),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "job", Required: true, Usage: "job file of the lab machine"},
 			&cli.StringFlag{Name: "a", Usage: "kernel A: a revision of build.tree"},

@@ -16,48 +16,9 @@ import (
 
 func demoCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "demo",
-		Usage: "bisect a simulated lab end to end, in well under a minute",
-		Description: `demo runs kbisect run --job on a simulated lab and prints what it prints
-for a real machine. It is a simulation, and says so: the kernel tree is a
-generated kernel-like history (a mainline that merges topic branches) with
-one planted noise regression, a few commits that do not build and some
-that change only documentation; its "kernel" is a small C program built by
-a real make and gcc; the lab machine is an emulated host that speaks SSH,
-installs and kexecs the kernels, and answers the osnoise tracer with noise
-drawn from a model of the regression report that started kbisect (on the
-isolated CPUs of a 64-CPU box, good kernels a few µs of noise per period,
-bad ones an interrupt storm of ~49 ms per 950 ms period). Everything
-else is kbisect's own code, as on a real lab: the bisection engine, the
-builds in slots with their cache, the boot checks, the osnoise parser,
-the verdict rule, the state directory, the report.
-
---noise gives the simulated machines the noise real ones have, as
-comma-separated settings (those left out are 0):
-   spread=S        the sample-to-sample spread within a boot (a log-normal
-                   sigma: 0.2 is about 20 %)
-   boot-spread=S   the boot-to-boot spread of the level
-   bad-boots=P     the share of boots that measure at the other side's
-                   level (a good kernel's boot that looks bad, and the
-                   reverse), as 5% or 0.05
-   spikes=P:A-Bx   the share of samples multiplied by A to B (an SMI)
-   flips=P         the share of samples drawn from the other side's level
-Each boot then draws its level from that model and each osnoise
-measurement its longest single noise, with no spread of the host's own;
-a measurement storms when its side does (a good kernel's bad boot
-storms, a spike does not). Without --noise the noise is the seed
-report's model alone. A bad boot can fool a verdict made on one boot:
-the run then ends not reproduced, or demo says WRONG, as a real lab
-would.
-
-At the end demo compares the answer with the planted commit.
-
-EXAMPLES
-   kbisect demo
-   kbisect demo --seed 7 --commits 2000
-   kbisect demo --noise spread=0.2,boot-spread=0.25,spikes=5%:2-20x
-   kbisect demo --noise spread=0.2,boot-spread=0.25,bad-boots=5% --seed 2
-   kbisect demo --json`,
+		Name:        "demo",
+		Usage:       "bisect a simulated lab end to end, in well under a minute",
+		Description: helpText(demoHelp),
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print run's JSON object on stdout"},
 			&cli.Int64Flag{Name: "seed", Value: 1, Usage: "which history, regression and noise"},

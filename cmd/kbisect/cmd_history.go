@@ -14,15 +14,10 @@ import (
 
 func historyCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "history",
-		Usage:     "what nightly measured on a machine: the metric per release, the threshold, the incidents",
-		UsageText: "kbisect history --job FILE [--format text|html|json] [--db FILE] [-o FILE]",
-		Description: `history reads the nightly database (the default of kbisect nightly, or
---db) and shows the machine of the job file: for every tree nightly
-follows, each release measured with its median and verdict, oldest first,
-and the incidents (the last good and first bad release, the first bad
-commit, the release that fixed it). html draws the metric per release with
-the threshold, the first bad releases marked.`,
+		Name:        "history",
+		Usage:       "what nightly measured on a machine: the metric per release, the threshold, the incidents",
+		UsageText:   "kbisect history --job FILE [--format text|html|json] [--db FILE] [-o FILE]",
+		Description: helpText(historyHelp),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "job", Usage: "the machine's job file"},
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "text, html or json"},

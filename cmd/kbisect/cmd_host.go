@@ -14,16 +14,9 @@ func hostCommand() *cli.Command {
 		Name:  "host",
 		Usage: "the lab machine of a job",
 		Subcommands: []*cli.Command{{
-			Name:  "check",
-			Usage: "connect to the job's host and say whether its kernel runs as the job needs",
-			Description: `check connects to the job's host over SSH (verifying its host key against
-known_hosts), prints the running kernel's release, boot id, command line,
-isolated and nohz_full CPUs and whether PREEMPT_RT is active, and checks
-that every boot parameter of the job is in effect. It exits 0 only when
-all is well: run it before leaving a bisection alone for the night.
-
-EXAMPLES
-   kbisect host check --job configs/system-0.yaml`,
+			Name:        "check",
+			Usage:       "connect to the job's host and say whether its kernel runs as the job needs",
+			Description: helpText(hostCheckHelp),
 			Flags: []cli.Flag{
 				verboseFlag(),
 				&cli.StringFlag{Name: "job", Required: true, Usage: "job file of the lab machine"},

@@ -17,18 +17,9 @@ func labCommand() *cli.Command {
 		Name:  "lab",
 		Usage: "the local QEMU lab: its guest image",
 		Subcommands: []*cli.Command{{
-			Name:  "image",
-			Usage: "build the QEMU lab's guest root file system once (debootstrap; needs root and Debian's mirror)",
-			Description: `image makes what boot.method qemu boots the kernels under test with: a
-Debian minbase root file system with openssh-server, rt-tests, rtla and
-kexec-tools (debootstrap), a small init that mounts proc, sys and tracefs
-and starts sshd, a root login key and a host key of its own. It takes a
-few minutes and is kept in DIR (default ~/.cache/kbisect/lab); jobs find
-it there unless boot.qemu.image names another.
-
-EXAMPLES
-   kbisect lab image
-   kbisect lab image --dir /var/tmp/kbisect-lab --mirror http://deb.debian.org/debian`,
+			Name:        "image",
+			Usage:       "build the QEMU lab's guest root file system once (debootstrap; needs root and Debian's mirror)",
+			Description: helpText(labImageHelp),
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "dir", Value: qemu.DefaultImageDir(), Usage: "where the image and its keys go"},
 				&cli.StringFlag{Name: "suite", Value: "bookworm", Usage: "the Debian release"},

@@ -28,25 +28,9 @@ type measureOptions struct {
 
 func measureCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "measure",
-		Usage: "run the noise workload on the lab host (or this machine) and decide from its samples",
-		Description: `measure runs the job's workload (the osnoise tracer through tracefs,
-rtla, oslat, cyclictest or your own command) on the job's lab host over
-SSH, or on this machine with --local, on the measured CPUs of the job,
-sample after sample, and prints each sample's
-per-CPU table. With an absolute threshold in the job it stops as soon as
-the verdict is sure (at least verdict.samples.min samples, at most max)
-and prints the verdict; with ratio or auto thresholds, which need both
-endpoints, it takes verdict.samples.min samples and prints their values.
-
-Tracefs is root's: connect as root, or set host.sudo. With --local and
-without a job file, --tool and --cpus say what to run.
-
-EXAMPLES
-   kbisect measure --job configs/system-0.yaml
-   kbisect measure --local --job configs/system-0.yaml
-   kbisect measure --local --tool osnoise --cpus 1-3 --duration 10s --samples 3
-   kbisect measure --local --job configs/system-0.yaml --json > samples.json`,
+		Name:        "measure",
+		Usage:       "run the noise workload on the lab host (or this machine) and decide from its samples",
+		Description: helpText(measureHelp),
 		Flags: []cli.Flag{
 			verboseFlag(),
 			&cli.StringFlag{Name: "job", Usage: "job file: its workload and verdict sections"},

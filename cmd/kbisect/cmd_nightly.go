@@ -28,43 +28,7 @@ func nightlyCommand() *cli.Command {
 		Usage: "measure the release tags new since the last night; bisect a regression once",
 		UsageText: `kbisect nightly --job FILE --remote URL|PATH [--branch B] [--tags GLOB]
        [--db FILE] [--json]`,
-		Description: `nightly runs from cron, a systemd timer or a CI schedule, one job file
-per machine. It fetches the branch and the tags from --remote into the
-job's build.tree (git fetch: the work tree is not touched) and takes the
-release tags matching --tags (default v*; with --branch, those on it)
-newer than the newest one this machine has measured. The first night
-measures the newest tag only: the baseline.
-
-The newest new tag is judged against the baseline, the newest release
-measured good on the machine: alone with an absolute verdict.threshold,
-against the baseline's samples with a ratio or auto one (the first night's
-release is the baseline). A baseline measured longer ago than
-nightly.baseline_max_age is measured again beside the new release, in
-alternating rounds; a new release bad against a baseline of another night
-is confirmed by the baseline measured again. A baseline bad too is the
-machine's drift: nothing is bisected, and the next nights measure both
-again until it is quiet.
-
-Good: recorded, and an open incident is closed ("fixed in vX"). Bad: if an
-incident is open, it is reported as still present since its first bad
-tag, with its first bad commit, and nothing is bisected again. Otherwise
-the older new tags are measured newest first (missed nights) down to a
-good one, and the range from the last good tag to the first bad one is
-bisected with the whole run pipeline (a state directory per incident); the
-incident and its answer are recorded.
-
-History goes to an SQLite database (--db; default <git-dir of
-build.tree>/kbisect/history.db, shared by the machines of a controller):
-every tag's samples and per-CPU numbers, verdicts, incidents. kbisect
-history shows it. The night's reports (report.formats: text, markdown,
-json, html, junit) are written as night.<ext> in report.dir, or the
-machine's nightly directory. Two nightly runs for one machine never run at
-once. See docs/ci.md.
-
-EXIT STATUS
-   0 no regression (or nothing new), 5 a regression (new or still present),
-   4 the machine drifted, 1 failure, 2 usage or job file error,
-   130 interrupted.`,
+		Description: helpText(nightlyHelp),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "job", Usage: "the machine's job file"},
 			&cli.StringFlag{Name: "remote", Usage: "the git URL or path to fetch the releases from"},

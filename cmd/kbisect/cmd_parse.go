@@ -14,28 +14,10 @@ import (
 
 func parseCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "parse",
-		Usage:     "read a noise tool's output and print its per-CPU table",
-		ArgsUsage: "FILE (- for standard input)",
-		Description: `parse reads the output of a noise tool, as saved from a run, and prints
-the per-CPU table with units in the header and, below it, the worst and
-the median CPU of every metric. It reads every layout kbisect knows:
-
-   osnoise        the osnoise tracer's trace file (tracefs), any flag
-                  columns, several periods per CPU; also the layout of
-                  the eventpoll regression report's table
-   rtla-osnoise   rtla osnoise top or hist, 6.1 (Debian) and newer
-   rtla-timerlat  rtla timerlat top or hist, with or without -u and -n
-   oslat          oslat text (rt-tests 1.x and 2.x) or --json
-   cyclictest     T: lines, -h/-H histograms, or --json
-
-Output that is truncated or not the tool's is an error that says which
-line and why, never a partial table.
-
-EXAMPLES
-   kbisect parse --tool osnoise trace.txt
-   ssh lab cat /sys/kernel/tracing/trace | kbisect parse --tool osnoise -
-   kbisect parse --tool oslat --json oslat.txt`,
+		Name:        "parse",
+		Usage:       "read a noise tool's output and print its per-CPU table",
+		ArgsUsage:   "FILE (- for standard input)",
+		Description: helpText(parseHelp),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "tool", Usage: "the tool that wrote FILE: " + strings.Join(noise.ParseTools, ", "), Required: true},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object: the per-CPU data and the summary"},

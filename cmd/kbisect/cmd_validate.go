@@ -11,21 +11,10 @@ import (
 
 func validateCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "validate",
-		Usage:     "check job files: every error with file:line:col, before a long run finds it",
-		ArgsUsage: "FILE…",
-		Description: `validate loads each job file as kbisect run would (includes, defaults,
-strict keys, CPU lists against the machine and the boot parameters, files
-that must exist) and prints "FILE: ok", or every problem found, each with
-its file:line:col. Warnings (a measured CPU that is not isolated, a
-${SECRET} not set here) do not fail a file.
-
-EXIT STATUS
-   0 every file is valid, 2 any file has an error.
-
-EXAMPLES
-   kbisect validate configs/*.yaml
-   kbisect validate --json configs/system-0.yaml`,
+		Name:         "validate",
+		Usage:        "check job files: every error with file:line:col, before a long run finds it",
+		ArgsUsage:    "FILE…",
+		Description:  helpText(validateHelp),
 		Flags:        []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print one JSON object on stdout"}},
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
@@ -64,16 +53,10 @@ func configCommand() *cli.Command {
 		Name:  "config",
 		Usage: "show a job file as kbisect uses it",
 		Subcommands: []*cli.Command{{
-			Name:      "show",
-			Usage:     "print the effective job: includes merged, defaults filled in, secrets unexpanded",
-			ArgsUsage: "FILE",
-			Description: `show prints the job as kbisect runs it, in YAML: the included files
-merged under the machine's file, every default filled in, and a comment
-on each value that came from an include or a default. Commands print as
-written, so ${BMC_PASSWORD} stays a name and never becomes its value.
-
-EXAMPLES
-   kbisect config show configs/system-0.yaml`,
+			Name:         "show",
+			Usage:        "print the effective job: includes merged, defaults filled in, secrets unexpanded",
+			ArgsUsage:    "FILE",
+			Description:  helpText(configShowHelp),
 			OnUsageError: onUsageError,
 			Action: func(c *cli.Context) error {
 				if c.NArg() != 1 {
