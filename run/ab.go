@@ -54,9 +54,30 @@ type ABResult struct {
 	Comparison *lab.ABResult
 }
 
+// Validate says what is wrong with the two kernels the options name: A
+// and B, or a base with one change (a usage error).
+func (o ABOptions) Validate() error {
+	switch {
+	case o.Base == "" && (o.A == "" || o.B == ""):
+		return usage.Errorf("ab: give --a REV and --b REV, or --base REV with --revert SHA or --patch FILE")
+	case o.Base != "" && (o.A != "" || o.B != ""):
+		return usage.Errorf("ab: --base makes B from A: drop --a and --b")
+	case o.Base != "" && (o.Revert == "") == (o.Patch == ""):
+		return usage.Errorf("ab --base: give --revert SHA or --patch FILE (one of them)")
+	case o.Base == "" && (o.Revert != "" || o.Patch != ""):
+		return usage.Errorf("ab: --revert and --patch need --base REV")
+	case o.Rounds < 0 || o.Samples < 0:
+		return usage.Errorf("ab: --rounds and --samples must be positive")
+	}
+	return nil
+}
+
 // AB measures A and B in alternating rounds, each on a fresh boot, and
 // compares them; the same options resume from the state directory.
 func AB(ctx context.Context, o ABOptions) (*ABResult, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
 	if o.Messages == nil {
 		o.Messages = io.Discard
 	}

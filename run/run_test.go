@@ -160,6 +160,28 @@ func TestJobOptionsThatCannotRunAreUsageErrors(t *testing.T) {
 	}
 }
 
+// TestABOptionsThatCannotRunAreUsageErrors: kernels named wrong are said
+// before the job file is even opened.
+func TestABOptionsThatCannotRunAreUsageErrors(t *testing.T) {
+	for _, c := range []struct {
+		o    ABOptions
+		want string
+	}{
+		{ABOptions{A: "v1"}, "give --a REV and --b REV"},
+		{ABOptions{A: "v1", B: "v2", Base: "v2", Revert: "abc"}, "drop --a and --b"},
+		{ABOptions{Base: "v2"}, "one of them"},
+		{ABOptions{Base: "v2", Revert: "abc", Patch: "fix.patch"}, "one of them"},
+		{ABOptions{A: "v1", B: "v2", Patch: "fix.patch"}, "need --base REV"},
+		{ABOptions{A: "v1", B: "v2", Rounds: -1}, "must be positive"},
+	} {
+		c.o.Job = filepath.Join(t.TempDir(), "none.yaml")
+		res, err := AB(context.Background(), c.o)
+		if res != nil || !usage.Is(err) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, %v; want a usage error saying %q", c.o, res, err, c.want)
+		}
+	}
+}
+
 // TestExecNamesTheCommitGitBisectRunNamesAndPutsHeadBack checks run.Exec
 // against git bisect run itself on a merge-heavy history.
 func TestExecNamesTheCommitGitBisectRunNamesAndPutsHeadBack(t *testing.T) {

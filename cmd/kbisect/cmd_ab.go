@@ -49,28 +49,10 @@ func abCommand() *cli.Command {
 	}
 }
 
-func (o abOptions) validate() error {
-	switch {
-	case len(o.Args) > 0:
-		return usagef("ab: unexpected argument %q (the kernels go in --a and --b, or --base with --revert or --patch)", o.Args[0])
-	case o.Base == "" && (o.A == "" || o.B == ""):
-		return usagef("ab: give --a REV and --b REV, or --base REV with --revert SHA or --patch FILE")
-	case o.Base != "" && (o.A != "" || o.B != ""):
-		return usagef("ab: --base makes B from A: drop --a and --b")
-	case o.Base != "" && (o.Revert == "") == (o.Patch == ""):
-		return usagef("ab --base: give --revert SHA or --patch FILE (one of them)")
-	case o.Base == "" && (o.Revert != "" || o.Patch != ""):
-		return usagef("ab: --revert and --patch need --base REV")
-	case o.Rounds < 0 || o.Samples < 0:
-		return usagef("ab: --rounds and --samples must be positive")
-	}
-	return nil
-}
-
 // runAB compares the two kernels the flags name and prints the answer.
 func runAB(ctx context.Context, o abOptions, stdout, stderr io.Writer) error {
-	if err := o.validate(); err != nil {
-		return err
+	if len(o.Args) > 0 {
+		return usagef("ab: unexpected argument %q (the kernels go in --a and --b, or --base with --revert or --patch)", o.Args[0])
 	}
 	ctx = traceTo(ctx, o.Verbose, stderr)
 	ao := o.ABOptions
