@@ -2,9 +2,11 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"encoding/xml"
 	"fmt"
 	"io"
+	"kbisect/internal/usage"
 	"kbisect/noise"
 	"kbisect/verdict"
 	"math"
@@ -450,5 +452,12 @@ func TestAFailedCheckIsAJUnitFailureAndShowsInTheHTML(t *testing.T) {
 	}
 	if !strings.Contains(h.String(), "NOT confirmed &lt;b&gt;") || strings.Contains(h.String(), "other:") {
 		t.Errorf("html shows the checks wrongly")
+	}
+}
+
+func TestFromStateRefusesAFormatItDoesNotWriteBeforeReadingTheState(t *testing.T) {
+	err := FromState(context.Background(), t.TempDir(), "pdf", io.Discard)
+	if !usage.Is(err) || err.Error() != `report --format "pdf": give text, markdown, json, html or junit` {
+		t.Errorf("%v", err)
 	}
 }

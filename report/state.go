@@ -86,8 +86,12 @@ func writeAB(dir, format string, res *lab.ABResult, w io.Writer) error {
 	return WriteABText(w, job, res)
 }
 
-// FromState renders the state directory's run or comparison.
+// FromState renders the state directory's run or comparison in one of
+// FileExt's formats.
 func FromState(ctx context.Context, dir, format string, stdout io.Writer) error {
+	if _, ok := FileExt[format]; !ok {
+		return usage.Errorf("report --format %q: give text, markdown, json, html or junit", format)
+	}
 	if ab, err := lab.ReadAB(dir); err != nil {
 		return err
 	} else if ab != nil {
