@@ -75,6 +75,22 @@ func (i Incident) state() string {
 	return "open"
 }
 
+// HistoryFormats are the formats of kbisect history.
+var HistoryFormats = []string{"text", "html", "json"}
+
+// WriteHistory writes the history in one of HistoryFormats (text when it
+// is none of them); html draws metric, the job's verdict.metric.
+func WriteHistory(w io.Writer, h History, format, metric string, generated time.Time) error {
+	switch format {
+	case "json":
+		return WriteHistoryJSON(w, h)
+	case "html":
+		return WriteHistoryHTML(w, h, metric, generated)
+	}
+	WriteHistoryText(w, h)
+	return nil
+}
+
 // WriteHistoryJSON writes the history as history --format json.
 func WriteHistoryJSON(w io.Writer, h History) error {
 	b, err := json.MarshalIndent(h, "", "  ")

@@ -38,7 +38,7 @@ func runHistory(ctx context.Context, jobFile, format, dbPath, output string, std
 	if jobFile == "" {
 		return usagef("history: --job FILE is required")
 	}
-	if !slices.Contains([]string{"text", "html", "json"}, format) {
+	if !slices.Contains(report.HistoryFormats, format) {
 		return usagef("history --format %q: text, html or json", format)
 	}
 	h, job, err := nightly.MachineHistory(ctx, jobFile, dbPath, stderr)
@@ -46,13 +46,6 @@ func runHistory(ctx context.Context, jobFile, format, dbPath, output string, std
 		return err
 	}
 	return report.WriteOutput(output, stdout, func(w io.Writer) error {
-		switch format {
-		case "json":
-			return report.WriteHistoryJSON(w, h)
-		case "html":
-			return report.WriteHistoryHTML(w, h, job.Verdict.Metric, time.Now())
-		}
-		report.WriteHistoryText(w, h)
-		return nil
+		return report.WriteHistory(w, h, format, job.Verdict.Metric, time.Now())
 	})
 }
