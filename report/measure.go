@@ -17,6 +17,13 @@ func WriteSample(w io.Writer, job *configs.Job, i int, m *noise.Measurement) {
 	fmt.Fprintln(w)
 }
 
+// WriteSampleValue says one sample's value of the job's metric, as
+// kbisect measure does while it measures.
+func WriteSampleValue(w io.Writer, job *configs.Job, i int, v float64) {
+	kind, _ := lab.MetricKind(job)
+	fmt.Fprintf(w, "sample %d: %s of the %s CPU: %s\n", i, job.Verdict.Metric, worstWord(job.Verdict.Aggregate), noise.FormatValue(kind, v))
+}
+
 // WriteMeasureText writes what kbisect measure found: each sample's value,
 // their median and range, and the verdict when the rule could decide.
 func WriteMeasureText(w io.Writer, job *configs.Job, res *lab.MeasureResult) {
@@ -24,7 +31,7 @@ func WriteMeasureText(w io.Writer, job *configs.Job, res *lab.MeasureResult) {
 	for i, v := range res.Values {
 		values[i] = noise.FormatValue(res.Kind, v)
 	}
-	fmt.Fprintf(w, "%s of the %s CPU per sample: %s\n", job.Verdict.Metric, WorstWord(job.Verdict.Aggregate), strings.Join(values, ", "))
+	fmt.Fprintf(w, "%s of the %s CPU per sample: %s\n", job.Verdict.Metric, worstWord(job.Verdict.Aggregate), strings.Join(values, ", "))
 	if len(res.Values) > 1 {
 		med, _ := noise.Aggregate(res.Values, "median")
 		fmt.Fprintf(w, "median %s, range %s to %s\n", noise.FormatValue(res.Kind, med), noise.FormatValue(res.Kind, slices.Min(res.Values)), noise.FormatValue(res.Kind, slices.Max(res.Values)))
@@ -36,8 +43,8 @@ func WriteMeasureText(w io.Writer, job *configs.Job, res *lab.MeasureResult) {
 	}
 }
 
-// WorstWord names the CPU an aggregate picks: "worst" for max.
-func WorstWord(aggregate string) string {
+// worstWord names the CPU an aggregate picks: "worst" for max.
+func worstWord(aggregate string) string {
 	if aggregate == "max" {
 		return "worst"
 	}

@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"kbisect/configs"
-	"kbisect/lab"
 	"kbisect/noise"
 	"kbisect/report"
 	"kbisect/run"
@@ -57,8 +55,7 @@ func runMeasure(ctx context.Context, o measureOptions, stdout, stderr io.Writer)
 	job, res, err := run.Measure(ctx, run.MeasureOptions{Job: o.Job, Local: o.Local, Samples: o.Samples, Tool: o.Tool, CPUs: o.CPUs,
 		Duration: o.Duration, Messages: stderr,
 		Sample: func(job *configs.Job, i int, m *noise.Measurement, v float64) {
-			kind, _ := lab.MetricKind(job)
-			fmt.Fprintf(stderr, "sample %d: %s of the %s CPU: %s\n", i, job.Verdict.Metric, report.WorstWord(job.Verdict.Aggregate), noise.FormatValue(kind, v))
+			report.WriteSampleValue(stderr, job, i, v)
 			if !o.JSON {
 				report.WriteSample(stdout, job, i, m)
 			}
