@@ -86,20 +86,14 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	defer res.Close()
 	runErr := answer(asJSON, res, err, stdout, func() { res.Report.WriteText(stdout) })
 	took := time.Since(started)
-	found := res.JSON.FirstBad
-	want := t.Expected.FirstBad
-	switch {
-	case runErr != nil:
+	if runErr != nil {
 		fmt.Fprintf(stderr, "\nkbisect demo: the run did not end with an answer (%.0fs)\n", took.Seconds())
-	case want != "" && found == want:
-		fmt.Fprintf(stderr, "\nkbisect demo: found the planted regression %s in %.0fs (simulated lab).\n", want[:12], took.Seconds())
-	case want == "":
-		fmt.Fprintf(stderr, "\nkbisect demo: the planted regression %s sits among commits that do not build: inconclusive is the honest answer (%.0fs).\n", t.Regression[:12], took.Seconds())
-	default:
-		fmt.Fprintf(stderr, "\nkbisect demo: WRONG: found %q, the planted regression is %s (%.0fs).\n", found, want[:12], took.Seconds())
-		if runErr == nil {
-			runErr = &resultError{exitFailure}
-		}
+		return runErr
 	}
-	return runErr
+	line, wrong := t.Judge(res.JSON.FirstBad, took)
+	fmt.Fprintf(stderr, "\nkbisect demo: %s\n", line)
+	if wrong {
+		return &resultError{exitFailure}
+	}
+	return nil
 }

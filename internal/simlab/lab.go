@@ -12,7 +12,6 @@ package simlab
 
 import (
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -23,7 +22,6 @@ import (
 
 	"kbisect/internal/commitid"
 	"kbisect/internal/simhost"
-	"kbisect/internal/simnoise"
 )
 
 // The simulated machine: the dual-socket server of the first seed
@@ -338,39 +336,6 @@ func durationText(d time.Duration) string {
 		return strconv.FormatInt(int64(d/time.Microsecond), 10) + "us"
 	}
 	return strconv.FormatInt(int64(d), 10) + "ns"
-}
-
-// Describe says what the lab is, for kbisect demo: a simulation, made in
-// made, with machines identical machines.
-func (l *Lab) Describe(w io.Writer, made time.Duration, machines int) {
-	t := l.Tree
-	modelled := ""
-	if l.opt.Noise != (simnoise.Model{}) {
-		modelled = fmt.Sprintf("  noise:   as real machines have it, %s:\n"+
-			"           each boot draws its level (a bad boot the other side's), each sample\n"+
-			"           scatters around it\n", l.opt.Noise)
-	}
-	after := fmt.Sprintf("an interrupt storm of ~%v interruptions, ~49ms per 950ms period", t.BadNoise)
-	if l.opt.NoStorm {
-		after = fmt.Sprintf("interruptions of ~%v, no storm (the longest single noise tells)", t.BadNoise)
-	}
-	fmt.Fprintf(w, `kbisect demo: a SIMULATED lab (made in %.1fs, in %s)
-  tree:    %d generated commits, %s..%s; planted regression %s %q;
-           %d commits that do not build, %d that change only documentation
-  kernel:  a small C program built by make and gcc, as kbisect builds a kernel
-  host:    an emulated 64-CPU PREEMPT_RT machine over SSH on 127.0.0.1:%d
-           (%s), answering osnoise with noise modelled on the seed report:
-           on the isolated CPUs, interruptions of ~%v before the regression;
-           after it %s
-%s  job:     %s
-
-`, made.Seconds(), l.Dir, len(t.Commits), t.Good, t.Bad, t.Regression[:12], t.Subject(t.Regression),
-		len(t.Broken), len(t.DocOnly), l.Host.Port, BootParams, t.GoodNoise, after, modelled,
-		strings.Join(append([]string{l.JobFile}, l.JobFiles...), " "))
-	if machines > 1 {
-		fmt.Fprintf(w, "  %d identical machines: while one measures the commit git asks for, the others\n"+
-			"  measure the commits that come next after either verdict\n\n", machines)
-	}
 }
 
 // Subject is a commit's subject line ("" when it is not the tree's).
