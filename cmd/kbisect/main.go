@@ -4,6 +4,7 @@
 // This package only parses flags, wires the packages, chooses a terminal
 // or CI view of the progress and maps results to exit codes: the use cases
 // are run's (run, ab, measure) and nightly's, every rendering is report's.
+// Each command's long help is prose in help/<command>.txt.
 package main
 
 import (
