@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"kbisect/internal/commitid"
@@ -93,7 +92,7 @@ func WriteHistory(w io.Writer, h History, format, metric string, generated time.
 
 // WriteHistoryJSON writes the history as history --format json.
 func WriteHistoryJSON(w io.Writer, h History) error {
-	b, err := json.MarshalIndent(h, "", "  ")
+	b, err := MarshalJSON(h)
 	if err != nil {
 		return err
 	}

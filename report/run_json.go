@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -137,8 +138,22 @@ func RunJSONOf(res bisect.Result, dir string, runErr error) RunJSON {
 }
 
 func WriteJSON(w io.Writer, out any) {
-	b, _ := json.MarshalIndent(out, "", "  ")
+	b, _ := MarshalJSON(out)
 	fmt.Fprintf(w, "%s\n", b)
+}
+
+// MarshalJSON writes a report as JSON for people and scripts alike:
+// indented, and with <, > and & as themselves (a reason may say
+// "probability >0.9999").
+func MarshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 func WriteGitResult(w io.Writer, g *bisect.Graph, res bisect.Result) {

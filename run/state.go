@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"kbisect/bisect"
 	"kbisect/internal/atomicfile"
@@ -169,7 +168,7 @@ func saveResult(g *bisect.Graph, log *bisect.StateLog, res bisect.Result, out re
 
 // writeResultJSON writes result.json into the state dir.
 func writeResultJSON(dir string, out report.RunJSON) error {
-	b, err := json.MarshalIndent(out, "", "  ")
+	b, err := report.MarshalJSON(out)
 	if err != nil {
 		return err
 	}
