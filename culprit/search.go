@@ -339,6 +339,14 @@ func (s *Search) Badness() []float64 {
 // BootsOf is how many boots a commit has had.
 func (s *Search) BootsOf(commit int) int { return s.boots[commit] }
 
+// SetCosts says what a build, a boot and a sample cost now that the lab
+// has measured them; the next choices weigh them.
+func (s *Search) SetCosts(c Costs) {
+	if c.Build > 0 && c.Boot > 0 && c.Sample > 0 {
+		s.opt.Costs = c
+	}
+}
+
 // Next says what to measure next, or how the search ends.
 func (s *Search) Next() Step {
 	pc, none := s.post.probs()

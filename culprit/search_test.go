@@ -1,6 +1,7 @@
 package culprit
 
 import (
+	"math"
 	"testing"
 )
 
@@ -144,5 +145,28 @@ func TestSearchFindsTheCulpritDespiteWrongSideBoots(t *testing.T) {
 		s := l.calibrated(Options{Revert: seed%3 == 0})
 		assertFound(t, l, s, l.run(s), c)
 		t.Logf("seed %d: %d found after %d boots, %d on the wrong side", seed, c, s.Boots(), wrong)
+	}
+}
+
+// Costs steer the choice: while builds are cheap the search builds the
+// commit that halves what is left; once the lab says a build costs days,
+// a boot of the kernel it has built is worth more than any new build.
+func TestSetCostsSteersTheChoiceTowardBuiltKernels(t *testing.T) {
+	d := Chain(64)
+	s := newSearch(t, d, Options{Costs: Costs{Build: 1, Boot: 60, Sample: 10}})
+	first := s.Next()
+	if first.Kind != Measure {
+		t.Fatalf("first step %v, want a measurement", first.Kind)
+	}
+	good := math.Exp(goodLevel)
+	s.Observe(first, []float64{good, good, good})
+	cheap := s.Next()
+	if cheap.Commit == first.Commit {
+		t.Fatalf("with cheap builds the search booted %d again; want a new commit", first.Commit)
+	}
+	s.SetCosts(Costs{Build: 1e6, Boot: 60, Sample: 10})
+	dear := s.Next()
+	if dear.Commit != first.Commit {
+		t.Fatalf("with builds at 1e6 s the search chose %d, not the built %d", dear.Commit, first.Commit)
 	}
 }

@@ -36,7 +36,10 @@ type SearchRecord struct {
 	BootID  string    `json:"boot_id,omitempty"`
 	Reason  string    `json:"reason,omitempty"`
 	Seconds float64   `json:"seconds"`
-	Time    string    `json:"time"`
+	// BuildSeconds is the part of Seconds a build took (0: the kernel was
+	// built before, or came from the cache).
+	BuildSeconds float64 `json:"build_seconds,omitempty"`
+	Time         string  `json:"time"`
 }
 
 // The kinds of search records.

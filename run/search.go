@@ -76,6 +76,9 @@ func (r *jobRun) searchPosterior(ctx context.Context) (bisect.Result, *lab.Calib
 	if err != nil {
 		return res, p.cal, nil, err
 	}
+	c := p.costs()
+	sec := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)).Round(time.Second) }
+	r.ev.line("costs as the lab measured them so far: a build %s, a boot %s, a sample %s", sec(c.Build), sec(c.Boot), sec(c.Sample))
 	last := len(p.rng.Commits) - 1
 	for _, b := range p.bads {
 		p.search.ObserveAt(last, b)
@@ -158,10 +161,38 @@ func (e *emptyRange) Error() string {
 
 // costs are what the lab spends, as the job expects it: a build, a boot
 // and a sample. The search only weighs them against each other.
+// costs are what a build, a boot and a sample cost on this lab: what the
+// journal's boots measured, and guesses from the job until they have.
 func (p *posteriorRun) costs() culprit.Costs {
 	job := p.r.job
 	sample := math.Max(job.Workload.Duration.D().Seconds(), 1) + 5
-	return culprit.Costs{Build: 600, Boot: math.Max(job.Boot.Settle.D().Seconds(), 0) + 90, Sample: sample}
+	guess := culprit.Costs{Build: 600, Boot: math.Max(job.Boot.Settle.D().Seconds(), 0) + 90, Sample: sample}
+	return measuredCosts(p.journal.Records(), guess)
+}
+
+// measuredCosts learns the costs from journaled boots: a build's from the
+// builds that ran (not cached), a boot's from each boot's time less its
+// build and its samples (at the guessed cost of a sample, which the
+// workload's duration sets). Medians, so one slow boot does not steer.
+func measuredCosts(records []lab.SearchRecord, guess culprit.Costs) culprit.Costs {
+	var builds, boots []float64
+	for _, rec := range records {
+		if rec.BuildSeconds > 0 {
+			builds = append(builds, rec.BuildSeconds)
+		}
+		if rec.Kind == lab.SearchSkip || len(rec.Values) == 0 || rec.Seconds <= 0 {
+			continue
+		}
+		boots = append(boots, rec.Seconds-rec.BuildSeconds-float64(len(rec.Values))*guess.Sample)
+	}
+	c := guess
+	if len(builds) > 0 {
+		c.Build = math.Max(noise.Median(builds), 1)
+	}
+	if len(boots) > 0 {
+		c.Boot = math.Max(noise.Median(boots), 1)
+	}
+	return c
 }
 
 // badness maps a boot's values to what the model compares: positive,
@@ -335,6 +366,9 @@ func (p *posteriorRun) endpoint(kind, commit string) *lab.Evidence {
 
 func (p *posteriorRun) record(kind, commit, built string, ev *lab.Evidence) lab.SearchRecord {
 	rec := lab.SearchRecord{Kind: kind, Commit: commit, Built: built, Values: ev.Values, Release: ev.Release, Reason: ev.Reason, Seconds: ev.Seconds}
+	if ev.Build != nil && !ev.Build.Cached {
+		rec.BuildSeconds = ev.Build.Seconds
+	}
 	if len(ev.Boots) > 0 {
 		rec.BootID = ev.Boots[len(ev.Boots)-1].BootID
 	}
@@ -417,6 +451,7 @@ func (p *posteriorRun) boot(ctx context.Context, step culprit.Step) error {
 		return err
 	}
 	lam := p.search.Observe(step, p.badness(ev.Values))
+	p.search.SetCosts(p.costs())
 	v := verdict.Good
 	if lam > 0 {
 		v = verdict.Bad
