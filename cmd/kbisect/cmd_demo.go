@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -23,7 +24,7 @@ func demoCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print run's JSON object on stdout"},
 			&cli.Int64Flag{Name: "seed", Value: 1, Usage: "which history, regression and noise"},
 			&cli.IntFlag{Name: "commits", Value: 400, Usage: "commits in the generated history (60 to 5000)"},
-			&cli.StringFlag{Name: "dir", Usage: "keep the lab here (default: a temporary directory, removed after)"},
+			&cli.StringFlag{Name: "dir", Usage: "keep the lab here; the same command again resumes it (default: a temporary directory, removed after)"},
 			&cli.IntFlag{Name: "machines", Value: 1, Usage: "identical simulated machines bisecting together (1 to 8)"},
 			&cli.StringFlag{Name: "noise", Usage: "give the machines the noise real ones have: `SETTINGS` as spread=0.2,boot-spread=0.25,bad-boots=5%,spikes=5%:2-20x,flips=1%"},
 			verboseFlag(),
@@ -69,10 +70,20 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	}
 	started := time.Now()
 	l, err := simlab.New(dir, simlab.Options{Seed: o.Seed, Commits: o.Commits, Noise: model})
+	var other *simlab.OtherLabError
+	if errors.As(err, &other) {
+		return usagef("demo --dir: %v", err)
+	}
 	if err != nil {
 		return err
 	}
 	defer l.Close()
+	if l.Resumed {
+		if len(l.Hosts)+1 != o.Machines {
+			return usagef("demo --dir %s: the lab there has %s, not %d: give --machines %d to go on with it, or another --dir", dir, machines(len(l.Hosts)+1), o.Machines, len(l.Hosts)+1)
+		}
+		fmt.Fprintf(stderr, "kbisect demo: the lab in %s was made before: its hosts are back, and the run goes on from its state\n", dir)
+	}
 	for len(l.Hosts)+1 < o.Machines { // Hosts are the machines added to the first
 		if _, _, err := l.AddHost(); err != nil {
 			return err
@@ -96,4 +107,11 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 		return &resultError{exitFailure}
 	}
 	return nil
+}
+
+func machines(n int) string {
+	if n == 1 {
+		return "1 machine"
+	}
+	return fmt.Sprintf("%d machines", n)
 }

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestDemoNoiseSettingsThatCannotBeAreUsageErrors: a bad --noise stops
@@ -36,5 +40,54 @@ func TestDemoWithMildNoiseFindsThePlantedRegression(t *testing.T) {
 		!strings.Contains(stderr, "  noise:   as real machines have it, spread=0.1,boot-spread=0,") ||
 		!strings.Contains(stderr, "kbisect demo: found the planted regression ") {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+}
+
+// TestDemoDirResumesAfterAnInterruption: a demo stopped mid-run and
+// started again with the same --dir goes on: the same hosts (keys and
+// ports, so the job and its state hold), the boots already measured kept,
+// and the planted commit found. Other options for the same dir are a
+// usage error that says what to do.
+func TestDemoDirResumesAfterAnInterruption(t *testing.T) {
+	dir := t.TempDir()
+	journal := filepath.Join(dir, "state", "search.jsonl")
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { // stop once a few boots are journaled
+		defer cancel()
+		for ctx.Err() == nil {
+			if b, err := os.ReadFile(journal); err == nil && bytes.Count(b, []byte("\n")) >= 8 {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	code, _, stderr := runCLI(t, ctx, "demo", "--commits", "120", "--dir", dir)
+	if code == exitOK {
+		t.Fatalf("the first demo ended before it was stopped:\n%s", stderr)
+	}
+	before, err := os.ReadFile(journal)
+	if err != nil || bytes.Count(before, []byte("\n")) < 8 {
+		t.Fatalf("journal after the stop: %d lines, %v", bytes.Count(before, []byte("\n")), err)
+	}
+
+	code, stdout, stderr := runCLI(t, context.Background(), "demo", "--commits", "120", "--dir", dir)
+	if code != exitOK || !strings.Contains(stderr, "kbisect demo: the lab in "+dir+" was made before") ||
+		!strings.Contains(stderr, "kbisect: resuming from "+filepath.Join(dir, "state")) ||
+		!strings.Contains(stderr, "kbisect demo: found the planted regression ") || !strings.Contains(stdout, " is the first bad commit\n") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	after, err := os.ReadFile(journal)
+	if err != nil || !bytes.HasPrefix(after, before) {
+		t.Fatalf("the resumed run did not keep the journal's boots (%v)", err)
+	}
+
+	code, _, stderr = runCLI(t, context.Background(), "demo", "--commits", "200", "--dir", dir)
+	if code != exitUsage || !strings.Contains(stderr, "demo --dir: simlab: "+dir+" holds a lab made with other options (seed 1, 120 commits") ||
+		!strings.Contains(stderr, "give the same ones to go on with it, or another directory") {
+		t.Fatalf("other options for the same dir: exit %d\n%s", code, stderr)
+	}
+	code, _, stderr = runCLI(t, context.Background(), "demo", "--commits", "120", "--machines", "2", "--dir", dir)
+	if code != exitUsage || !strings.Contains(stderr, "the lab there has 1 machine, not 2: give --machines 1") {
+		t.Fatalf("other machines for the same dir: exit %d\n%s", code, stderr)
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -119,37 +120,74 @@ func Start(t testing.TB, def Kernel) *Host {
 }
 
 // New starts an emulated host running def, listening on 127.0.0.1; its
-// identity file and power-cycle flag live in dir, which must exist. It
-// runs until Close.
+// identity file, its own keys and port, and its power-cycle flag live in
+// dir, which must exist. It runs until Close.
 func New(dir string, def Kernel) (*Host, error) {
 	_, hostPriv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("simhost: host key: %v", err)
 	}
-	hostSigner, err := ssh.NewSignerFromKey(hostPriv)
-	if err != nil {
-		return nil, fmt.Errorf("simhost: host key: %v", err)
-	}
-	userPub, userPriv, err := ed25519.GenerateKey(rand.Reader)
+	_, userPriv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("simhost: user key: %v", err)
 	}
-	pemBlock, err := ssh.MarshalPrivateKey(userPriv, "")
+	for path, key := range map[string]ed25519.PrivateKey{filepath.Join(dir, hostKeyFile): hostPriv, filepath.Join(dir, "id"): userPriv} {
+		block, err := ssh.MarshalPrivateKey(key, "")
+		if err != nil {
+			return nil, fmt.Errorf("simhost: %v", err)
+		}
+		if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
+			return nil, fmt.Errorf("simhost: %v", err)
+		}
+	}
+	h, err := start(dir, def, 0)
 	if err != nil {
-		return nil, fmt.Errorf("simhost: user key: %v", err)
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, portFile), []byte(strconv.Itoa(h.Port)+"\n"), 0o644); err != nil {
+		h.Close()
+		return nil, fmt.Errorf("simhost: %v", err)
+	}
+	return h, nil
+}
+
+// Files of a host's identity in its directory, besides the client's id.
+const (
+	hostKeyFile = "host_key"
+	portFile    = "port"
+)
+
+// Resume starts again the host New started in dir: the same host key,
+// client identity and port, so known_hosts and job files written for it
+// hold. It runs def, as a machine does after a power cycle.
+func Resume(dir string, def Kernel) (*Host, error) {
+	b, err := os.ReadFile(filepath.Join(dir, portFile))
+	if err != nil {
+		return nil, fmt.Errorf("simhost: %s holds no host to resume: %v", dir, err)
+	}
+	port, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || port <= 0 || port > 65535 {
+		return nil, fmt.Errorf("simhost: %s: %q is not a port", filepath.Join(dir, portFile), strings.TrimSpace(string(b)))
+	}
+	return start(dir, def, port)
+}
+
+// start serves the host whose keys are in dir on port (0: any).
+func start(dir string, def Kernel, port int) (*Host, error) {
+	hostSigner, err := readKey(filepath.Join(dir, hostKeyFile))
+	if err != nil {
+		return nil, err
 	}
 	h := &Host{running: def, def: def, bootID: newID(), installed: map[string]bool{}, faults: map[string]Fault{},
 		conns: map[net.Conn]bool{}, files: map[string]string{}, cycle: filepath.Join(dir, "power-cycle"),
 		done: make(chan struct{}), cpus: DefaultCPUs, levels: map[string]time.Duration{}, seed: 1,
 		dropAt: map[int]bool{}, uptime: bootUptime}
 	h.Identity = filepath.Join(dir, "id")
-	if err := os.WriteFile(h.Identity, pem.EncodeToMemory(pemBlock), 0o600); err != nil {
-		return nil, fmt.Errorf("simhost: %v", err)
-	}
-	authorized, err := ssh.NewPublicKey(userPub)
+	user, err := readKey(h.Identity)
 	if err != nil {
-		return nil, fmt.Errorf("simhost: user key: %v", err)
+		return nil, err
 	}
+	authorized := user.PublicKey()
 	cfg := &ssh.ServerConfig{PublicKeyCallback: func(_ ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
 		if string(key.Marshal()) == string(authorized.Marshal()) {
 			return nil, nil
@@ -157,7 +195,10 @@ func New(dir string, def Kernel) (*Host, error) {
 		return nil, fmt.Errorf("unknown key")
 	}}
 	cfg.AddHostKey(hostSigner)
-	if h.l, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+	if h.l, err = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err != nil {
+		if port != 0 {
+			return nil, fmt.Errorf("simhost: the host in %s listened on 127.0.0.1:%d, and cannot again (%v): free the port, or make a new lab", dir, port, err)
+		}
 		return nil, fmt.Errorf("simhost: %v", err)
 	}
 	h.Port = h.l.Addr().(*net.TCPAddr).Port
@@ -166,6 +207,18 @@ func New(dir string, def Kernel) (*Host, error) {
 	go h.serve(cfg)
 	go h.watchPowerCycle(h.done)
 	return h, nil
+}
+
+func readKey(path string) (ssh.Signer, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("simhost: %v", err)
+	}
+	k, err := ssh.ParsePrivateKey(b)
+	if err != nil {
+		return nil, fmt.Errorf("simhost: %s: %v", path, err)
+	}
+	return k, nil
 }
 
 // Close stops the host: it stops listening and drops every connection.

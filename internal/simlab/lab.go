@@ -89,6 +89,9 @@ type Lab struct {
 	// file (the first host is Host, with JobFile).
 	Hosts    []*simhost.Host
 	JobFiles []string
+	// Resumed says the lab was made before in Dir and started again: the
+	// same tree, hosts with the same keys and ports, the same job files.
+	Resumed bool
 
 	opt  Options
 	name string // the machine's name in the job: simlab, simlab-2, …
@@ -96,7 +99,10 @@ type Lab struct {
 
 // New makes a lab in dir (made if missing): the tree in dir/tree, the
 // host's keys in dir/host, the job in dir/job.yaml, the build cache in
-// dir/cache.
+// dir/cache, and what it was made with in dir/lab.json. A dir that holds
+// a lab made with the same options already is opened again (Resumed),
+// its hosts started with their keys and ports; one made with others is
+// an *OtherLabError.
 func New(dir string, opt Options) (*Lab, error) {
 	if err := opt.Validate(); err != nil {
 		return nil, err
@@ -108,6 +114,9 @@ func New(dir string, opt Options) (*Lab, error) {
 	if err != nil {
 		return nil, fmt.Errorf("simlab: %v", err)
 	}
+	if l, err := reopen(dir, opt); l != nil || err != nil {
+		return l, err
+	}
 	l := &Lab{Dir: dir, JobFile: filepath.Join(dir, "job.yaml"), Fragment: filepath.Join(dir, "rt.config"),
 		KnownHosts: filepath.Join(dir, "known_hosts"), CacheDir: filepath.Join(dir, "cache"), opt: opt}
 	if l.Tree, err = NewTree(filepath.Join(dir, "tree"), opt); err != nil {
@@ -118,17 +127,11 @@ func New(dir string, opt Options) (*Lab, error) {
 		return nil, fmt.Errorf("simlab: %v", err)
 	}
 	l.Default = DefaultKernel(opt.GoodNoise)
-	l.Metric, l.Threshold = DefaultMetric, DefaultThreshold
-	if opt.NoStorm || !(opt.GoodNoise < simhost.StormLevel && opt.BadNoise >= simhost.StormLevel) {
-		l.Metric, l.Threshold = "max_single_noise", threshold(opt.GoodNoise, opt.BadNoise)
-	}
+	l.Metric, l.Threshold = labMetric(opt)
 	if l.Host, err = simhost.New(hostDir, l.Default); err != nil {
 		return nil, err
 	}
-	l.Host.SetCPUs(CPUs)
-	l.Host.SetSeed(uint64(opt.Seed))
-	l.Host.SetNoStorm(opt.NoStorm)
-	if err := l.Host.SetNoiseModel(opt.hostNoise()); err != nil {
+	if err := l.setUp(l.Host, uint64(opt.Seed)); err != nil {
 		l.Host.Close()
 		return nil, err
 	}
@@ -143,7 +146,29 @@ func New(dir string, opt Options) (*Lab, error) {
 			return nil, fmt.Errorf("simlab: %v", err)
 		}
 	}
+	if err := l.save(); err != nil {
+		l.Host.Close()
+		return nil, err
+	}
 	return l, nil
+}
+
+// labMetric is the job's verdict: DefaultMetric and DefaultThreshold when
+// only the bad kernels storm; otherwise the longest single noise with a
+// threshold between the levels.
+func labMetric(opt Options) (string, time.Duration) {
+	if opt.NoStorm || !(opt.GoodNoise < simhost.StormLevel && opt.BadNoise >= simhost.StormLevel) {
+		return "max_single_noise", threshold(opt.GoodNoise, opt.BadNoise)
+	}
+	return DefaultMetric, DefaultThreshold
+}
+
+// setUp gives a host the lab's CPUs, isolation and noise.
+func (l *Lab) setUp(h *simhost.Host, seed uint64) error {
+	h.SetCPUs(CPUs)
+	h.SetSeed(seed)
+	h.SetNoStorm(l.opt.NoStorm)
+	return h.SetNoiseModel(l.opt.hostNoise())
 }
 
 // Requirements says which tools the lab needs and this machine lacks:
@@ -183,10 +208,7 @@ func (l *Lab) AddHost() (string, *simhost.Host, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	h.SetCPUs(CPUs)
-	h.SetSeed(uint64(l.opt.Seed)*1000 + uint64(n))
-	h.SetNoStorm(l.opt.NoStorm)
-	if err := h.SetNoiseModel(l.opt.hostNoise()); err != nil {
+	if err := l.setUp(h, uint64(l.opt.Seed)*1000+uint64(n)); err != nil {
 		h.Close()
 		return "", nil, err
 	}
@@ -206,6 +228,9 @@ func (l *Lab) AddHost() (string, *simhost.Host, error) {
 	}
 	l.Hosts = append(l.Hosts, h)
 	l.JobFiles = append(l.JobFiles, other.JobFile)
+	if err := l.save(); err != nil {
+		return "", nil, err
+	}
 	return other.JobFile, h, nil
 }
 
