@@ -36,8 +36,12 @@ type Learned struct {
 // out.
 func Learn(good, bad [][]float64, kind string, higherIsBad bool) (*Learned, error) {
 	rule := noise.Rule{MetricKind: kind, HigherIsBad: higherIsBad}
+	// The floor keeps a badness positive; it is in the badness's unit.
 	floor := 1e-3
-	if kind == noise.KindTime {
+	switch {
+	case !higherIsBad && kind != noise.KindPercent:
+		floor = math.SmallestNonzeroFloat64 // an inverse: 1/20,000 ns is as small as it is
+	case kind == noise.KindTime:
 		floor = 1 // ns
 	}
 	badness := func(boots [][]float64) (out [][]float64, medians []float64) {

@@ -58,6 +58,11 @@ func TestLearnTurnsALowerIsBadMetricIntoBadness(t *testing.T) {
 	if !near(l.Good, 0.1, 1.05) || !near(l.Bad, 1.0, 1.05) || l.Kind != noise.KindNumber {
 		t.Errorf("levels %g and %g (%s); want badness 0.1 and 1 (number)", l.Good, l.Bad, l.Kind)
 	}
+	// A throughput's badness is its inverse, however small.
+	l, err = Learn([][]float64{{20000, 20400, 19600}}, [][]float64{{10000, 10200, 9800}}, noise.KindNumber, false)
+	if err != nil || !near(l.Good, 1/20000.0, 1.01) || !near(l.Bad, 1/10000.0, 1.01) {
+		t.Errorf("a throughput of 20,000 and 10,000: %+v, %v", l, err)
+	}
 }
 
 // One boot of a kernel says nothing of how boots differ: the boot spread
