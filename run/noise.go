@@ -56,6 +56,9 @@ func realBoots(ctx context.Context, o SimulateOptions, job *configs.Job) (*learn
 // stateBoots are a state directory's calibration boots of the endpoints
 // (a posterior search's 3-8 boots each, or the rule's).
 func stateBoots(dir string) (*learnBoots, error) {
+	if _, err := os.Stat(dir); err != nil {
+		return nil, usage.Errorf("--from-state %s: %v", dir, pathErr(err))
+	}
 	cal, err := lab.ReadCalibration(dir)
 	if err != nil {
 		return nil, usage.Errorf("--from-state %s: %v", dir, err)
@@ -128,11 +131,7 @@ func measureBoots(good, bad []string, job *configs.Job) (*learnBoots, error) {
 func readMeasure(flag, path string) (*lab.MeasureResult, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return nil, usage.Errorf("%s %s: %v", flag, path, err)
+		return nil, usage.Errorf("%s %s: %v", flag, path, pathErr(err))
 	}
 	var r lab.MeasureResult
 	if err := json.Unmarshal(data, &r); err != nil || r.Metric == "" || r.Kind == "" {
@@ -177,4 +176,14 @@ func plural(n int, thing string) string {
 		return "1 " + thing
 	}
 	return fmt.Sprintf("%d %ss", n, thing)
+}
+
+// pathErr is a file's error without its path, which the message names
+// already.
+func pathErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }

@@ -2,9 +2,7 @@ package run
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -30,11 +28,7 @@ func historyBoots(ctx context.Context, path string, good, bad []string, job *con
 		}
 	}
 	if _, err := os.Stat(path); err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return nil, usage.Errorf("--from-history %s: %v: give the nightly's database (<git dir of build.tree>/kbisect/history.db, or nightly's --db)", path, err)
+		return nil, usage.Errorf("--from-history %s: %v: give the nightly's database (<git dir of build.tree>/kbisect/history.db, or nightly's --db)", path, pathErr(err))
 	}
 	d, err := history.Open(ctx, path)
 	if err != nil {

@@ -74,6 +74,9 @@ func TestSimulateSaysWhichFlagIsWrong(t *testing.T) {
 		"--good 7us --bad 15us --bad-boots 60%":  "simulate: bad-boots 0.6 is not between 0 and 0.5",
 		"--good 15us --bad 7us":                  "the bad kernel's samples must be larger than the good one's",
 		"--good 7us --bad 15us --strategies foo": `no strategy "foo"`,
+		"--from-state /nonexistent/run-1":        "--from-state /nonexistent/run-1: no such file or directory",
+		"--good-measure good.json":               "--good-measure and --bad-measure go together",
+		"--good-kernel v6.1 --bad-kernel v6.2":   "--good-kernel and --bad-kernel name kernels of the nightly history: give --from-history DB too",
 	} {
 		code, _, stderr := runCLI(t, context.Background(), append([]string{"simulate"}, strings.Fields(args)...)...)
 		if code != 2 || !strings.Contains(stderr, want) {
