@@ -412,6 +412,26 @@ func (d *DB) Check(ctx context.Context) error {
 	return nil
 }
 
+// Machines returns the machines the database holds measurements of, in
+// the order first measured.
+func (d *DB) Machines(ctx context.Context) ([]string, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT a.name FROM machines a JOIN measurements m ON m.machine_id = a.id
+		GROUP BY a.id ORDER BY MIN(m.id)`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		out = append(out, name)
+	}
+	return out, rows.Err()
+}
+
 // Trees returns where the machine has a history, in the order first
 // measured.
 func (d *DB) Trees(ctx context.Context, machine string) ([]Where, error) {

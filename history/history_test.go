@@ -87,6 +87,35 @@ func TestAMeasurementAndAnIncidentComeBackAsWritten(t *testing.T) {
 	}
 }
 
+// Machines are those with measurements, the first measured first: an
+// incident alone does not make one.
+func TestMachinesAreThoseMeasuredInTheOrderFirstMeasured(t *testing.T) {
+	ctx := context.Background()
+	d, err := Open(ctx, filepath.Join(t.TempDir(), "history.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if got, err := d.Machines(ctx); err != nil || len(got) != 0 {
+		t.Errorf("an empty database: %q, %v", got, err)
+	}
+	for _, m := range []string{"system-1", "system-0", "system-1"} {
+		w := where
+		w.Machine = m
+		if _, err := d.AddMeasurement(ctx, w, measurement("v6.12.57", 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unmeasured := where
+	unmeasured.Machine = "system-2"
+	if _, err := d.OpenIncident(ctx, unmeasured, Incident{LastGood: "v6.12.57", FirstBadTag: "v6.12.58"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := d.Machines(ctx); err != nil || strings.Join(got, " ") != "system-1 system-0" {
+		t.Errorf("machines %q, %v; want system-1 system-0", got, err)
+	}
+}
+
 func TestANewerSchemaIsRefusedAndAnOlderOneMigrated(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "history.db")

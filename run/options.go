@@ -7,12 +7,13 @@
 // to a state directory before the next step, and the same options resume
 // a run from it. The CLI, the nightly and the demo call it; it returns a
 // typed result and tells how it goes as progress events, and knows nothing of
-// flags or terminals.
+// flags or terminals. "Plan a bisection" (SimulateConfig): kbisect
+// simulate's config, its noise learned from real boots.
 //
-// It may import bisect, configs, culprit (the posterior search), lab,
-// kbuild, noise, progress, remote (a host's facts), report, testcmd,
-// verdict, worktree and the internal helper packages; never cmd, nightly
-// or the simulated lab.
+// It may import bisect, configs, culprit (the posterior search), history
+// (read, for a simulation), lab, kbuild, noise, progress, remote (a host's
+// facts), report, simulate (its config), testcmd, verdict, worktree and
+// the internal helper packages; never cmd, nightly or the simulated lab.
 package run
 
 import (

@@ -2,11 +2,12 @@
 // real search, rule and confirmation driven against a noise model in
 // simulated time (no builds, no SSH), thousands of bisections a minute,
 // so a user learns how often each strategy names the right commit on
-// this machine's noise and what it costs in boots and hours.
+// this machine's noise and what it costs in boots and hours. The noise
+// model can be learned from real boots of a good and a bad kernel (Learn).
 //
-// It imports culprit (the search it runs), noise (the rule it compares
-// with), internal/simnoise (the noise it draws) and nothing else of
-// kbisect.
+// It imports culprit (the search it runs, and its fit of the noise),
+// noise (the rule it compares with), internal/simnoise (the noise it
+// draws) and nothing else of kbisect.
 package simulate
 
 import (

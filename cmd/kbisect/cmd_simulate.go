@@ -5,15 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
-	"kbisect/configs"
-	"kbisect/internal/simnoise"
-	"kbisect/noise"
 	"kbisect/progress"
 	"kbisect/report"
 	"kbisect/run"
@@ -44,27 +40,50 @@ rule per commit kbisect used before, with git's bisection and its
 threshold); median-10 (the median of 10 samples of one boot).
 
 With --job, the job's samples, confidence and absolute threshold are used.
-With --from-state, the levels and spreads are learned from a run's state
-directory — its endpoints' boots, as calibration measured them — and the
-flags given say the rest (boots on the wrong side, spikes and flips cannot
-be learned from a few boots: give them).
+
+The levels and spreads can be learned from real boots of a good and a bad
+kernel instead, as a run's calibration learns its endpoints': the levels,
+the spread within a boot and, from two boots or more of each kernel, the
+boot spread. Boots on the wrong side, stray boots, spikes and flips cannot
+be learned from a few boots: give them. The flags given win over what is
+learned.
+   --from-state DIR   a run's state directory: its endpoints' boots, as
+                      calibration measured them.
+   --good-measure FILE, --bad-measure FILE (each repeatable)
+                      kbisect measure --json files, each one boot of a good
+                      or a bad kernel; the metric's direction is the job's
+                      (--job) or the metric's own.
+   --from-history DB --good-kernel TAG --bad-kernel TAG (repeatable)
+                      the nightly's database: every measurement of those
+                      releases (or commits) on the machine (--job's, or the
+                      only one there) is one boot. The history keeps each
+                      measurement's samples but no boot boundaries: one
+                      that pooled several boots (alternating rounds,
+                      verdict.boots > 1) counts as one.
 
 EXAMPLES
    kbisect simulate --good 7us --bad 15us --spread 0.2 --spikes 5%:2-20x
    kbisect simulate --good 7us --bad 15us --spread 0.3 --bad-boots 5% --runs 2000 --json
    kbisect simulate --job configs/system-0.yaml --good 3us --bad 49ms --commits 1200
-   kbisect simulate --from-state ~/linux/.git/kbisect/run-1a2b3c --bad-boots 5% --commits 3000`,
+   kbisect simulate --from-state ~/linux/.git/kbisect/run-1a2b3c --bad-boots 5% --commits 3000
+   kbisect simulate --good-measure good-1.json --good-measure good-2.json --bad-measure bad-1.json --bad-measure bad-2.json
+   kbisect simulate --job configs/system-0.yaml --from-history ~/linux/.git/kbisect/history.db --good-kernel v6.12.57 --bad-kernel v6.12.58`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "job", Usage: "take samples, confidence and threshold from this job file"},
 			&cli.StringFlag{Name: "from-state", Usage: "learn the levels and spreads from a run's state directory (its endpoints' boots)"},
+			&cli.StringSliceFlag{Name: "good-measure", Usage: "learn from this kbisect measure --json file, one boot of a good kernel (repeatable)"},
+			&cli.StringSliceFlag{Name: "bad-measure", Usage: "learn from this kbisect measure --json file, one boot of a bad kernel (repeatable)"},
+			&cli.StringFlag{Name: "from-history", Usage: "learn from the nightly's database: the measurements of --good-kernel and --bad-kernel"},
+			&cli.StringSliceFlag{Name: "good-kernel", Usage: "with --from-history: a good release tag (or commit) the nightly measured (repeatable)"},
+			&cli.StringSliceFlag{Name: "bad-kernel", Usage: "with --from-history: a bad release tag (or commit) the nightly measured (repeatable)"},
 			&cli.IntFlag{Name: "commits", Value: 8192, Usage: "commits in the range"},
 			&cli.IntFlag{Name: "runs", Value: 1000, Usage: "bisections per strategy"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "which culprits and noise"},
 			&cli.StringFlag{Name: "good", Usage: "a good kernel's typical sample: 7us, or a number"},
 			&cli.StringFlag{Name: "bad", Usage: "a bad kernel's typical sample: 15us, or a number"},
 			&cli.StringFlag{Name: "threshold", Usage: "the absolute threshold of the rule and plain bisections (default: halfway on a log scale)"},
-			&cli.Float64Flag{Name: "spread", Value: 0.2, Usage: "log-normal spread of samples within a boot"},
-			&cli.Float64Flag{Name: "boot-spread", Usage: "log-normal spread of a boot's level"},
+			&cli.Float64Flag{Name: "spread", DefaultText: "learned, or 0.2", Usage: "log-normal spread of samples within a boot"},
+			&cli.Float64Flag{Name: "boot-spread", DefaultText: "learned, or 0", Usage: "log-normal spread of a boot's level"},
 			&cli.StringFlag{Name: "bad-boots", Value: "0%", Usage: "share of boots at the other side's level"},
 			&cli.StringFlag{Name: "stray-boots", Value: "0%", Usage: "share of boots partway to the other side: 25%:20-60% (of the way)"},
 			&cli.StringFlag{Name: "spikes", Value: "0%", Usage: "share and size of spikes: 5%:2-20x"},
@@ -81,7 +100,10 @@ EXAMPLES
 		},
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
-			cfg, err := simulateConfig(c)
+			if c.NArg() > 0 {
+				return usagef("simulate: unexpected argument %q", c.Args().First())
+			}
+			cfg, err := run.SimulateConfig(c.Context, simulateOptions(c))
 			if err != nil {
 				return err
 			}
@@ -90,93 +112,26 @@ EXAMPLES
 	}
 }
 
-// simulateConfig reads the flags, and the job file when one is given.
-func simulateConfig(c *cli.Context) (simulate.Config, error) {
-	cfg := simulate.Config{Commits: c.Int("commits"), Runs: c.Int("runs"), Seed: c.Uint64("seed"), MaxBoots: c.Int("max-boots"),
-		Costs: simulate.Costs{Build: c.Duration("build-cost").Seconds(), Boot: c.Duration("boot-cost").Seconds(), Sample: c.Duration("sample-cost").Seconds()}}
-	var kind string
-	var err error
-	if !c.IsSet("from-state") && (!c.IsSet("good") || !c.IsSet("bad")) {
-		return cfg, usagef("simulate: give --good and --bad (a good and a bad kernel's typical sample, as 7us and 15us), or --from-state DIR")
-	}
-	if c.IsSet("good") || c.IsSet("bad") {
-		if cfg.Good, kind, err = simulateValue(c.String("good")); err != nil {
-			return cfg, usagef("--good: %v", err)
-		}
-		badKind := ""
-		if cfg.Bad, badKind, err = simulateValue(c.String("bad")); err != nil {
-			return cfg, usagef("--bad: %v", err)
-		}
-		if badKind != kind {
-			return cfg, usagef("--good %s and --bad %s: give both as times (7us) or both as numbers", c.String("good"), c.String("bad"))
-		}
-	}
-	cfg.Kind = kind
-	if t := c.String("threshold"); t != "" {
-		v, tk, err := simulateValue(t)
-		if err != nil || tk != kind {
-			return cfg, usagef("--threshold %s: give it as --good and --bad are given", t)
-		}
-		cfg.Threshold = v
-	}
-	if path := c.String("job"); path != "" {
-		job, err := configs.Open(path, c.App.ErrWriter)
-		if err != nil {
-			return cfg, err
-		}
-		cfg.MinSamples, cfg.MaxSamples, cfg.Confidence = job.Verdict.Samples.Min, job.Verdict.Samples.Max, job.Verdict.Confidence
-		if th := job.Verdict.Threshold; th.Kind == configs.ThresholdTime && cfg.Threshold == 0 && kind == noise.KindTime {
-			cfg.Threshold = float64(th.Time.Nanoseconds())
-		}
-	}
-	if c.IsSet("samples-min") {
-		cfg.MinSamples = c.Int("samples-min")
-	}
-	if c.IsSet("samples-max") {
-		cfg.MaxSamples = c.Int("samples-max")
-	}
-	if c.IsSet("confidence") {
-		cfg.Confidence = c.Float64("confidence")
-	}
-	m := simnoise.Model{Spread: c.Float64("spread"), BootSpread: c.Float64("boot-spread")}
-	if m.BadBoots, err = simnoise.ParsePercent(c.String("bad-boots")); err != nil {
-		return cfg, usagef("--bad-boots: %v", err)
-	}
-	if m.Strays, m.StrayMin, m.StrayMax, err = simnoise.ParseStrays(c.String("stray-boots")); err != nil {
-		return cfg, usagef("--stray-boots: %v", err)
-	}
-	if m.Flips, err = simnoise.ParsePercent(c.String("flips")); err != nil {
-		return cfg, usagef("--flips: %v", err)
-	}
-	if m.Spikes, m.SpikeMin, m.SpikeMax, err = simnoise.ParseSpikes(c.String("spikes")); err != nil {
-		return cfg, usagef("--spikes: %v", err)
-	}
-	cfg.Noise = m
-	if c.IsSet("from-state") {
-		if err := fromState(c, &cfg); err != nil {
-			return cfg, err
+// simulateOptions are the flags as given.
+func simulateOptions(c *cli.Context) run.SimulateOptions {
+	o := run.SimulateOptions{Commits: c.Int("commits"), Runs: c.Int("runs"), Seed: c.Uint64("seed"), MaxBoots: c.Int("max-boots"),
+		Costs: simulate.Costs{Build: c.Duration("build-cost").Seconds(), Boot: c.Duration("boot-cost").Seconds(), Sample: c.Duration("sample-cost").Seconds()},
+		Good:  c.String("good"), Bad: c.String("bad"), Threshold: c.String("threshold"),
+		BadBoots: c.String("bad-boots"), StrayBoots: c.String("stray-boots"), Spikes: c.String("spikes"), Flips: c.String("flips"),
+		MinSamples: c.Int("samples-min"), MaxSamples: c.Int("samples-max"), Confidence: c.Float64("confidence"),
+		Job: c.String("job"), State: c.String("from-state"), GoodMeasures: c.StringSlice("good-measure"), BadMeasures: c.StringSlice("bad-measure"),
+		History: c.String("from-history"), GoodKernels: c.StringSlice("good-kernel"), BadKernels: c.StringSlice("bad-kernel"),
+		Messages: c.App.ErrWriter}
+	for name, to := range map[string]**float64{"spread": &o.Spread, "boot-spread": &o.BootSpread} {
+		if c.IsSet(name) {
+			v := c.Float64(name)
+			*to = &v
 		}
 	}
 	if s := c.String("strategies"); s != "" {
-		cfg.Strategies = strings.Split(s, ",")
+		o.Strategies = strings.Split(s, ",")
 	}
-	if err := cfg.Validate(); err != nil {
-		return cfg, usagef("simulate: %v", err)
-	}
-	return cfg, nil
-}
-
-// simulateValue reads a typical sample: a time with its unit (in ns), or
-// a plain number.
-func simulateValue(s string) (float64, string, error) {
-	if v, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil {
-		return v, noise.KindNumber, nil
-	}
-	d, err := configs.ParseDuration(s)
-	if err != nil {
-		return 0, "", err
-	}
-	return float64(time.Duration(d).Nanoseconds()), noise.KindTime, nil
+	return o
 }
 
 func runSimulate(ctx context.Context, cfg simulate.Config, asJSON bool, stdout, stderr io.Writer) error {
@@ -200,33 +155,4 @@ func runSimulate(ctx context.Context, cfg simulate.Config, asJSON bool, stdout, 
 		return err
 	}
 	return report.WriteSimulation(stdout, res)
-}
-
-// fromState learns the levels and spreads from a run's state directory;
-// flags given explicitly win.
-func fromState(c *cli.Context, cfg *simulate.Config) error {
-	dir := c.String("from-state")
-	n, err := run.LearnNoise(dir)
-	if err != nil {
-		return err
-	}
-	if !c.IsSet("good") {
-		cfg.Good = n.Good
-	}
-	if !c.IsSet("bad") {
-		cfg.Bad = n.Bad
-	}
-	if !c.IsSet("spread") {
-		cfg.Noise.Spread = n.Spread
-	}
-	if !c.IsSet("boot-spread") {
-		cfg.Noise.BootSpread = n.BootSpread
-	}
-	cfg.Kind = noise.KindNumber
-	if n.Time {
-		cfg.Kind = noise.KindTime
-	}
-	fmt.Fprintf(c.App.ErrWriter, "kbisect: the noise model from %s: %d and %d boots of the endpoints; good %s, bad %s, spread %.2f, boot spread %.2f\n",
-		dir, n.GoodBoots, n.BadBoots, noise.FormatValue(cfg.Kind, cfg.Good), noise.FormatValue(cfg.Kind, cfg.Bad), cfg.Noise.Spread, cfg.Noise.BootSpread)
-	return nil
 }

@@ -3,10 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
-	"kbisect/lab"
+	"kbisect/history"
 	"kbisect/noise"
 )
 
@@ -70,6 +74,9 @@ func TestSimulateSaysWhichFlagIsWrong(t *testing.T) {
 		"--good 7us --bad 15us --bad-boots 60%":  "simulate: bad-boots 0.6 is not between 0 and 0.5",
 		"--good 15us --bad 7us":                  "the bad kernel's samples must be larger than the good one's",
 		"--good 7us --bad 15us --strategies foo": `no strategy "foo"`,
+		"--from-state /nonexistent/run-1":        "--from-state /nonexistent/run-1: no such file or directory",
+		"--good-measure good.json":               "--good-measure and --bad-measure go together",
+		"--good-kernel v6.1 --bad-kernel v6.2":   "--good-kernel and --bad-kernel name kernels of the nightly history: give --from-history DB too",
 	} {
 		code, _, stderr := runCLI(t, context.Background(), append([]string{"simulate"}, strings.Fields(args)...)...)
 		if code != 2 || !strings.Contains(stderr, want) {
@@ -78,40 +85,103 @@ func TestSimulateSaysWhichFlagIsWrong(t *testing.T) {
 	}
 }
 
-// --from-state learns the levels and spreads from a run's calibration:
-// three boots of each endpoint here, 10 µs and 20 µs.
-func TestSimulateLearnsTheNoiseFromAStateDirectory(t *testing.T) {
+// simulateOut is what kbisect simulate --json says of the model.
+type simulateOut struct {
+	Good, Bad float64
+	Kind      string
+	Noise     string
+}
+
+// Three boots of each kernel, measured by kbisect measure --json into a
+// file each, give the levels (the middle boot's median) and the spreads.
+func TestSimulateLearnsTheNoiseFromMeasureFiles(t *testing.T) {
 	dir := t.TempDir()
-	ev := func(level float64) *lab.Evidence {
-		e := &lab.Evidence{Kind: noise.KindTime}
-		for b := 0; b < 3; b++ {
-			for i := 0; i < 5; i++ {
-				e.Values = append(e.Values, level*(1+0.02*float64(i-2))*(1+0.01*float64(b)))
-			}
-			e.Boots = append(e.Boots, lab.BootInfo{Samples: 5})
-		}
-		return e
-	}
-	cal := &lab.Calibration{Good: ev(10000), Bad: ev(20000), Reproduced: true,
-		Rule: noise.Rule{Kind: noise.Auto, MetricKind: noise.KindTime, HigherIsBad: true, MinSamples: 3, MaxSamples: 10, Confidence: 0.95}}
-	if err := lab.WriteCalibration(dir, cal); err != nil {
+	script := filepath.Join(dir, "next.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nhead -n1 \""+dir+"/values\"\nsed -i 1d \""+dir+"/values\"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	code, stdout, stderr := runCLI(t, context.Background(), "simulate", "--from-state", dir, "--commits", "64", "--runs", "8", "--strategies", "kbisect", "--json")
-	if code != 0 {
+	job := jobFile(t, `apiVersion: kbisect/v1
+kind: Job
+machine: {name: vm, cpus: 2}
+host: {address: h, known_hosts: /dev/null}
+boot: {method: kexec, params: nohz_full=1 isolcpus=1, power_cycle: pdu 1}
+build: {tree: /}
+workload: {tool: command, cpus: 1, command: `+script+`, pattern: '([0-9.]+)', unit: us}
+verdict: {threshold: auto, samples: {min: 5, max: 5}}
+`)
+	args := []string{"simulate", "--commits", "64", "--runs", "8", "--strategies", "kbisect", "--json"}
+	for i, boot := range []string{"10 10.4 9.7 10.2 9.9", "11 11.6 10.6 11.3 10.9", "9.5 9.1 9.8 9.4 9.6", "20 21 19.5 20.4 19.8", "22 23.5 21 22.4 21.6", "19 19.6 18.4 19.3 18.8"} {
+		if err := os.WriteFile(filepath.Join(dir, "values"), []byte(strings.ReplaceAll(boot, " ", "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, stdout, stderr := runCLI(t, context.Background(), "measure", "--local", "--job", job, "--json")
+		if code != exitOK {
+			t.Fatalf("measure: exit %d: %s", code, stderr)
+		}
+		side := []string{"good", "bad"}[i/3]
+		file := filepath.Join(dir, fmt.Sprintf("%s-%d.json", side, i%3))
+		if err := os.WriteFile(file, []byte(stdout), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--"+side+"-measure", file)
+	}
+	code, stdout, stderr := runCLI(t, context.Background(), args...)
+	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var out struct {
-		Good, Bad float64
-		Noise     string
-	}
+	var out simulateOut
 	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
 		t.Fatal(err)
 	}
-	if out.Good < 9900 || out.Good > 10300 || out.Bad < 19800 || out.Bad > 20600 || !strings.Contains(stderr, "3 and 3 boots of the endpoints") {
+	if math.Abs(out.Good-10000) > 1e-6 || math.Abs(out.Bad-20000) > 1e-6 || out.Kind != noise.KindTime || !strings.Contains(out.Noise, "boot-spread=0.") ||
+		!strings.Contains(stderr, "the noise model from 3 good and 3 bad measure files: value in 3 boots of the good kernel and 3 of the bad, a file each; good 10 µs, bad 20 µs, spread") {
+		t.Errorf("good %g, bad %g (%s), noise %s; stderr %s", out.Good, out.Bad, out.Kind, out.Noise, stderr)
+	}
+
+	code, _, stderr = runCLI(t, context.Background(), "simulate", "--good-measure", job, "--bad-measure", filepath.Join(dir, "bad-0.json"))
+	if code != exitUsage || !strings.Contains(stderr, "--good-measure "+job+" is not what kbisect measure --json writes") {
+		t.Errorf("a job file as a measure file: exit %d, %s", code, stderr)
+	}
+}
+
+// Each nightly measurement of a kernel is one boot of it.
+func TestSimulateLearnsTheNoiseFromTheNightlyHistory(t *testing.T) {
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "history.db")
+	d, err := history.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := history.Where{Machine: "system-0", Remote: "https://git.kernel.org/pub/scm/linux/kernel/git/stable/linux.git", Branch: "linux-6.12.y"}
+	for _, m := range []history.Measurement{
+		{Tag: "v6.12.57", Values: []float64{10000, 10500, 9600}},
+		{Tag: "v6.12.58", Values: []float64{20000, 21000, 19000}},
+		{Tag: "v6.12.57", Values: []float64{12000, 12600, 11400}},
+		{Tag: "v6.12.58", Values: []float64{24000, 25000, 23000}},
+		{Tag: "v6.12.57", Values: []float64{8000, 8500, 7700}},
+		{Tag: "v6.12.58", Values: []float64{17000, 18000, 16000}},
+	} {
+		m.Metric, m.Kind, m.Verdict = "max_single_noise", noise.KindTime, "good"
+		if _, err := d.AddMeasurement(ctx, w, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.Close()
+	code, stdout, stderr := runCLI(t, ctx, "simulate", "--from-history", db, "--good-kernel", "v6.12.57", "--bad-kernel", "v6.12.58",
+		"--commits", "64", "--runs", "8", "--strategies", "kbisect", "--json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var out simulateOut
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(out.Good-10000) > 1e-6 || math.Abs(out.Bad-20000) > 1e-6 || !strings.Contains(out.Noise, "boot-spread=0.") ||
+		!strings.Contains(stderr, "max_single_noise in 3 nightly measurements of v6.12.57 and 3 of v6.12.58 on system-0, one boot each; good 10 µs, bad 20 µs") {
 		t.Errorf("good %g, bad %g, noise %s; stderr %s", out.Good, out.Bad, out.Noise, stderr)
 	}
-	if code, _, stderr := runCLI(t, context.Background(), "simulate", "--from-state", t.TempDir()); code != 2 || !strings.Contains(stderr, "no calibration there yet") {
-		t.Errorf("an empty state directory: exit %d, %s", code, stderr)
+	code, _, stderr = runCLI(t, ctx, "simulate", "--from-history", db, "--good-kernel", "v6.12.57", "--bad-kernel", "v6.13")
+	if code != exitUsage || !strings.Contains(stderr, "--bad-kernel v6.13: no measurement of it on system-0 (it measured v6.12.57, v6.12.58)") {
+		t.Errorf("an unknown kernel: exit %d, %s", code, stderr)
 	}
 }

@@ -40,7 +40,7 @@ func only(pkgs ...string) []string { return append(slices.Clone(internals), pkgs
 // new package is placed on purpose.
 var house = map[string]rule{
 	"cmd/kbisect":       {},
-	"run":               {mayImport: only("bisect", "configs", "culprit", "lab", "noise", "report", "testcmd", "worktree", "kbuild", "remote", "progress")},
+	"run":               {mayImport: only("bisect", "configs", "culprit", "history", "lab", "noise", "report", "simulate", "testcmd", "worktree", "kbuild", "remote", "progress")},
 	"nightly":           {mayImport: only("bisect", "configs", "history", "lab", "noise", "report", "run", "worktree", "progress")},
 	"report":            {mayImport: only("bisect", "configs", "lab", "noise", "kbuild", "remote", "simulate")},
 	"simulate":          {mayImport: only("culprit", "noise"), forbid: []string{"lab", "remote", "kbuild", "bisect", "configs", "worktree"}},

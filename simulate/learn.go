@@ -1,0 +1,93 @@
+package simulate
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"kbisect/culprit"
+	"kbisect/noise"
+)
+
+// Learned is a machine's noise learned from real boots of a good and a
+// bad kernel: what a simulation takes where its flags say nothing.
+type Learned struct {
+	// Good and Bad are the kernels' levels, the medians of their boots'
+	// medians: in the metric's unit when higher is worse (ns for a time),
+	// else as badness (the inverse, or 100 − a percentage).
+	Good, Bad float64
+	// Kind is the levels' kind: noise.KindTime for a time where higher is
+	// worse, noise.KindNumber for everything else.
+	Kind string
+	// Spread is the log-normal spread of samples within a boot.
+	Spread float64
+	// BootSpread is the spread of a boot's level from boot to boot, known
+	// (BootSpreadLearned) only from two boots or more of each kernel.
+	BootSpread        float64
+	BootSpreadLearned bool
+	// GoodBoots and BadBoots are the boots it rests on.
+	GoodBoots, BadBoots int
+}
+
+// Learn fits the noise to boots of a good and a bad kernel, as a run's
+// calibration fits its endpoints (culprit.Fit on the samples' badness):
+// each boot is its samples' values of one metric, of the kind
+// (noise.KindTime, …) and direction given. Boots without samples are left
+// out.
+func Learn(good, bad [][]float64, kind string, higherIsBad bool) (*Learned, error) {
+	rule := noise.Rule{MetricKind: kind, HigherIsBad: higherIsBad}
+	// The floor keeps a badness positive; it is in the badness's unit.
+	floor := 1e-3
+	switch {
+	case !higherIsBad && kind != noise.KindPercent:
+		floor = math.SmallestNonzeroFloat64 // an inverse: 1/20,000 ns is as small as it is
+	case kind == noise.KindTime:
+		floor = 1 // ns
+	}
+	badness := func(boots [][]float64) (out [][]float64, medians []float64) {
+		for _, boot := range boots {
+			if len(boot) == 0 {
+				continue
+			}
+			b := make([]float64, len(boot))
+			for i, x := range boot {
+				b[i] = rule.Badness(x, floor)
+			}
+			out, medians = append(out, b), append(medians, noise.Median(boot))
+		}
+		return out, medians
+	}
+	g, gm := badness(good)
+	b, bm := badness(bad)
+	switch {
+	case len(g) == 0:
+		return nil, errors.New("no samples of the good kernel")
+	case len(b) == 0:
+		return nil, errors.New("no samples of the bad kernel")
+	}
+	m, err := culprit.Fit(g, b, culprit.FitOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if !(m.Bad > m.Good) {
+		worse := "higher"
+		if !higherIsBad {
+			worse = "lower"
+		}
+		return nil, fmt.Errorf("the two kernels do not differ: the bad one measures %s, the good one %s (the medians of their boots' medians), and %s is worse",
+			noise.FormatValue(kind, noise.Median(bm)), noise.FormatValue(kind, noise.Median(gm)), worse)
+	}
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	l := &Learned{Good: math.Exp(m.Good), Bad: math.Exp(m.Bad), Kind: noise.KindNumber, Spread: m.Spread, GoodBoots: len(g), BadBoots: len(b)}
+	if kind == noise.KindTime && higherIsBad {
+		l.Kind = noise.KindTime
+	}
+	// From one boot of a side, Fit's boot spread is its floor, not a
+	// measurement.
+	if len(g) >= 2 && len(b) >= 2 {
+		l.BootSpread, l.BootSpreadLearned = m.BootSpread, true
+	}
+	return l, nil
+}
