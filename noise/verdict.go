@@ -362,6 +362,34 @@ func (r Rule) Worse(a, b []float64) bool {
 func (r Rule) Badness(x, floor float64) float64 {
 	to, _ := r.badness()
 	b := to(x)
+	return floored(b, floor)
+}
+
+// BadnessOf maps a value as Badness does, under the floor the metric's
+// resolution sets (BadnessFloor).
+func (r Rule) BadnessOf(x float64) float64 { return r.Badness(x, r.BadnessFloor()) }
+
+// BadnessFloor is the least badness a sample is taken to have, in the
+// badness's unit: below what the metric can resolve, so that a quiet
+// sample (0 ns of noise, 100 % available) stays on the log scale without
+// drowning its kernel's real spread. A time is resolved to 1 ns; a share
+// of 100 % stolen to 10⁻⁶ % (the tracer prints five decimals); an
+// inverse (a throughput, where lower is worse) is never 0, and is kept as
+// small as it is; other numbers to 10⁻³.
+func (r Rule) BadnessFloor() float64 {
+	switch {
+	case r.HigherIsBad && r.MetricKind == KindTime:
+		return 1
+	case r.MetricKind == KindPercent:
+		return 1e-6
+	case !r.HigherIsBad:
+		return math.SmallestNonzeroFloat64
+	}
+	return 1e-3
+}
+
+// floored is the larger of a badness and its floor; NaN is the floor.
+func floored(b, floor float64) float64 {
 	if math.IsNaN(b) || b < floor {
 		return floor
 	}

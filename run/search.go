@@ -198,13 +198,9 @@ func measuredCosts(records []lab.SearchRecord, guess culprit.Costs) culprit.Cost
 // badness maps a boot's values to what the model compares: positive,
 // larger when worse.
 func (p *posteriorRun) badness(values []float64) []float64 {
-	floor := 1e-3
-	if p.rule.MetricKind == noise.KindTime {
-		floor = 1 // ns
-	}
 	out := make([]float64, len(values))
 	for i, x := range values {
-		out[i] = p.rule.Badness(x, floor)
+		out[i] = p.rule.BadnessOf(x)
 	}
 	return out
 }

@@ -36,14 +36,6 @@ type Learned struct {
 // out.
 func Learn(good, bad [][]float64, kind string, higherIsBad bool) (*Learned, error) {
 	rule := noise.Rule{MetricKind: kind, HigherIsBad: higherIsBad}
-	// The floor keeps a badness positive; it is in the badness's unit.
-	floor := 1e-3
-	switch {
-	case !higherIsBad && kind != noise.KindPercent:
-		floor = math.SmallestNonzeroFloat64 // an inverse: 1/20,000 ns is as small as it is
-	case kind == noise.KindTime:
-		floor = 1 // ns
-	}
 	badness := func(boots [][]float64) (out [][]float64, medians []float64) {
 		for _, boot := range boots {
 			if len(boot) == 0 {
@@ -51,7 +43,7 @@ func Learn(good, bad [][]float64, kind string, higherIsBad bool) (*Learned, erro
 			}
 			b := make([]float64, len(boot))
 			for i, x := range boot {
-				b[i] = rule.Badness(x, floor)
+				b[i] = rule.BadnessOf(x) // as the search weighs it
 			}
 			out, medians = append(out, b), append(medians, noise.Median(boot))
 		}
