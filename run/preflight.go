@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -33,6 +34,20 @@ func preflight(ctx context.Context, jobs []*configs.Job, stateDir string, resume
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// answered says whether a state directory holds a run that found its
+// first bad commit: running it again reads the answer from the state and
+// needs no lab.
+func answered(stateDir string) bool {
+	data, err := os.ReadFile(filepath.Join(stateDir, "result.json"))
+	if err != nil {
+		return false
+	}
+	var out struct {
+		Result string `json:"result"`
+	}
+	return json.Unmarshal(data, &out) == nil && out.Result == string(bisect.Found)
 }
 
 // holdsRun says whether a state directory holds a run's session log with
