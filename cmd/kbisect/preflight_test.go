@@ -43,7 +43,7 @@ func assertNothingBuilt(t *testing.T, state, cache string) {
 // TestRunAgainstAnUnreachableHostNeverStartsABuild: a host that does not
 // resolve or refuses SSH stops the run before its first build, at once
 // (no retries), naming the host, the fix and host check, with exit 1; no
-// state directory is left for a later run to resume.
+// state directory is left for a later run to resume. kbisect ab too.
 func TestRunAgainstAnUnreachableHostNeverStartsABuild(t *testing.T) {
 	l := simLab(t, simlab.Options{Seed: 3, Commits: 60})
 	for _, tc := range []struct {
@@ -71,6 +71,13 @@ func TestRunAgainstAnUnreachableHostNeverStartsABuild(t *testing.T) {
 			if code != exitFailure || !strings.Contains(stdout, "(not reached)") || !strings.Contains(stdout, "not ready: "+tc.says) {
 				t.Errorf("host check: exit %d\n%s", code, stdout)
 			}
+
+			// kbisect ab starts the same way.
+			code, _, stderr = runCLI(t, context.Background(), "ab", "--job", job, "--a", l.Tree.Good, "--b", l.Tree.Bad, "--state", state)
+			if code != exitFailure || !strings.Contains(stderr, tc.says) || !strings.Contains(stderr, "nothing was built") {
+				t.Errorf("ab: exit %d\n%s", code, stderr)
+			}
+			assertNothingBuilt(t, state, l.CacheDir)
 		})
 	}
 }
