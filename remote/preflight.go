@@ -84,6 +84,7 @@ if [ -r /etc/default/grub ]; then
 fi
 for d in /boot/grub /boot/grub2; do
 	[ -e "$d/grub.cfg" ] || continue
+	echo "grub_cfg=$d/grub.cfg"
 	grep -q next_entry "$d/grub.cfg" && echo "grub_next_entry=yes"
 	if [ -e "$d/custom.cfg" ] && ! grep -q '^# written by kbisect' "$d/custom.cfg"; then echo "grub_custom=$d/custom.cfg"; fi
 	break
@@ -194,12 +195,15 @@ func (r readiness) check(n Needs, opt Options) []Problem {
 		if !(have("grub-probe") || have("grub2-probe")) || !(have("grub-mkrelpath") || have("grub2-mkrelpath")) {
 			add("install grub's tools on the host (Debian: apt-get install grub-common)", "grub-probe or grub-mkrelpath is not installed on the host (boot.method grub)")
 		}
+		if r.get("grub_cfg") == "" {
+			add("use boot.method kexec or script on this host", "the host has no grub.cfg in /boot/grub or /boot/grub2, where grub reads the custom.cfg that holds kbisect's one-shot entry")
+		}
 		if d := r.get("grub_default"); d != "saved" {
 			if d == "" {
 				d = "not set"
 			}
 			add("set GRUB_DEFAULT=saved in the host's /etc/default/grub and run update-grub", "GRUB_DEFAULT is %s on the host: grub-reboot's one-shot entry needs GRUB_DEFAULT=saved", d)
-		} else if r.get("grub_next_entry") != "yes" {
+		} else if r.get("grub_cfg") != "" && r.get("grub_next_entry") != "yes" {
 			add("run update-grub on the host", "the host's grub.cfg does not read next_entry: GRUB_DEFAULT=saved is set but update-grub has not run since")
 		}
 		if c := r.get("grub_custom"); c != "" {

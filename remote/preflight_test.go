@@ -23,6 +23,7 @@ boot_free_kb=400000
 modules_writable=yes
 modules_free_kb=9000000
 grub_default=saved
+grub_cfg=/boot/grub/grub.cfg
 grub_next_entry=yes
 kexec_load_disabled=0
 lockdown=[none] integrity confidentiality
@@ -63,6 +64,10 @@ func TestEveryProblemOfAHostIsNamedWithItsFix(t *testing.T) {
 		{"grub.cfg not regenerated", func(s string) string { return strings.Replace(s, "grub_next_entry=yes\n", "", 1) },
 			Needs{Method: MethodGrub}, Options{},
 			[]string{"the host's grub.cfg does not read next_entry: GRUB_DEFAULT=saved is set but update-grub has not run since | run update-grub on the host"}},
+		{"no grub.cfg where custom.cfg goes", func(s string) string {
+			return strings.Replace(strings.Replace(s, "grub_cfg=/boot/grub/grub.cfg\n", "", 1), "grub_next_entry=yes\n", "", 1)
+		}, Needs{Method: MethodGrub}, Options{},
+			[]string{"the host has no grub.cfg in /boot/grub or /boot/grub2, where grub reads the custom.cfg that holds kbisect's one-shot entry | use boot.method kexec or script on this host"}},
 		{"no grub-reboot", func(s string) string { return strings.Replace(s, "have=grub-reboot\n", "", 1) },
 			Needs{Method: MethodGrub}, Options{},
 			[]string{"grub-reboot is not installed on the host (boot.method grub) | install grub on the host (Debian: apt-get install grub2-common), or use boot.method kexec"}},

@@ -23,6 +23,7 @@ boot_free_kb=1048576
 modules_writable=yes
 modules_free_kb=20971520
 grub_default=saved
+grub_cfg=/boot/grub/grub.cfg
 grub_next_entry=yes
 kexec_load_disabled=0
 lockdown=[none] integrity confidentiality
