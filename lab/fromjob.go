@@ -148,6 +148,28 @@ func bootOptions(job *configs.Job, art remote.Artifact, env []string, consoleLog
 	}
 }
 
+// hostNeeds is what a run of the job asks of its host, for the
+// preflight: the boot method's and the workload's programs, tracefs, the
+// machine's CPUs and every CPU list the job names.
+func hostNeeds(job *configs.Job) remote.Needs {
+	n := remote.Needs{Method: job.Boot.Method, Initramfs: string(job.Boot.Initramfs), CPUs: job.Machine.CPUs}
+	if w, err := Workload(job, func(string) (string, bool) { return "", true }); err == nil {
+		n.Tools, n.Tracefs = w.Programs()
+	}
+	w := job.Workload
+	n.Lists = append(n.Lists, remote.CPUList{Key: "workload.cpus", CPUs: w.CPUs, Online: true},
+		remote.CPUList{Key: "workload.load_cpus", CPUs: w.LoadCPUs, Online: true})
+	if bp, err := configs.ParseBootParams(job.Boot.Params, 0); err == nil {
+		for _, l := range []struct {
+			name string
+			cpus configs.CPUs
+		}{{"isolcpus", bp.IsolCPUs}, {"nohz_full", bp.NohzFull}, {"rcu_nocbs", bp.RCUNocbs}, {"irqaffinity", bp.IRQAffinity}, {"kthread_cpus", bp.KthreadCPUs}} {
+			n.Lists = append(n.Lists, remote.CPUList{Key: "boot.params", Name: l.name, CPUs: l.cpus})
+		}
+	}
+	return n
+}
+
 // Expect is what the job's test kernels must show once booted (release
 // "" for whichever runs).
 func Expect(job *configs.Job, release string) remote.Expect {

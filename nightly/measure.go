@@ -203,6 +203,14 @@ func cpuValues(m *noise.Measurement, metric string) []history.CPUValue {
 // to judge beside a baseline are named by the night).
 func (n *night) setupPipeline(ctx context.Context) error {
 	job := n.job
+	// The lab is checked before the first build, as kbisect run does.
+	rd, err := lab.Preflight(ctx, job, lab.PreflightOptions{StateDir: n.dir})
+	if err != nil {
+		return err
+	}
+	if err := rd.Err(); err != nil {
+		return err
+	}
 	buildLog, err := os.OpenFile(filepath.Join(n.dir, "build.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err

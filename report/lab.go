@@ -8,29 +8,43 @@ import (
 	"kbisect/remote"
 )
 
-// HostJSON is kbisect host check --json.
+// HostJSON is kbisect host check --json: facts is null when the host was
+// not reached; problems are the preflight's, each with its fix.
 type HostJSON struct {
-	Host  string       `json:"host"`
-	Facts remote.Facts `json:"facts"`
-	OK    bool         `json:"ok"`
-	Wrong []string     `json:"wrong"`
+	Host     string           `json:"host"`
+	Facts    *remote.Facts    `json:"facts"`
+	OK       bool             `json:"ok"`
+	Wrong    []string         `json:"wrong"`
+	Problems []remote.Problem `json:"problems"`
 }
 
-// WriteHostCheck writes what runs on the host, and what of the job's boot
-// parameters is not in effect.
-func WriteHostCheck(w io.Writer, host string, facts remote.Facts, wrong []string) {
-	fmt.Fprintf(w, "host:       %s (host key verified)\n", host)
-	fmt.Fprintf(w, "kernel:     %s\n", facts.Release)
-	fmt.Fprintf(w, "version:    %s\n", facts.Version)
-	fmt.Fprintf(w, "boot id:    %s\n", facts.BootID)
-	fmt.Fprintf(w, "cmdline:    %s\n", facts.Cmdline)
-	writeIsolation(w, facts)
-	fmt.Fprintf(w, "PREEMPT_RT: %v\n", facts.PreemptRT)
-	if len(wrong) == 0 {
-		fmt.Fprintln(w, "ok: the job's boot parameters are in effect")
+// WriteHostCheck writes what runs on the host, what of the job's boot
+// parameters is not in effect, and whether a run can start there (the
+// preflight's problems, each with its fix).
+func WriteHostCheck(w io.Writer, c HostJSON) {
+	if c.Facts == nil {
+		fmt.Fprintf(w, "host:       %s (not reached)\n", c.Host)
+	} else {
+		facts := *c.Facts
+		fmt.Fprintf(w, "host:       %s (host key verified)\n", c.Host)
+		fmt.Fprintf(w, "kernel:     %s\n", facts.Release)
+		fmt.Fprintf(w, "version:    %s\n", facts.Version)
+		fmt.Fprintf(w, "boot id:    %s\n", facts.BootID)
+		fmt.Fprintf(w, "cmdline:    %s\n", facts.Cmdline)
+		writeIsolation(w, facts)
+		fmt.Fprintf(w, "PREEMPT_RT: %v\n", facts.PreemptRT)
+		if len(c.Wrong) == 0 {
+			fmt.Fprintln(w, "ok: the job's boot parameters are in effect")
+		}
+		for _, b := range c.Wrong {
+			fmt.Fprintf(w, "wrong: %s\n", b)
+		}
 	}
-	for _, b := range wrong {
-		fmt.Fprintf(w, "wrong: %s\n", b)
+	if len(c.Problems) == 0 {
+		fmt.Fprintln(w, "ready: a run can start (SSH, sudo, boot method, workload, CPUs, room here and there)")
+	}
+	for _, p := range c.Problems {
+		fmt.Fprintf(w, "not ready: %s\n  fix: %s\n", p.What, p.Fix)
 	}
 }
 

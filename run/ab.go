@@ -109,6 +109,14 @@ func AB(ctx context.Context, o ABOptions) (*ABResult, error) {
 	if state, err = filepath.Abs(state); err != nil {
 		return nil, err
 	}
+	ev := newEvents(o.Progress)
+	have, err := lab.ReadAB(state)
+	if err != nil {
+		return nil, err
+	}
+	if err := preflight(ctx, []*configs.Job{job}, state, have != nil, ev.line); err != nil {
+		return nil, err
+	}
 	if err := prepareABState(state, o.Job, plan); err != nil {
 		return nil, err
 	}
@@ -129,7 +137,6 @@ func AB(ctx context.Context, o ABOptions) (*ABResult, error) {
 	if bo.Base, err = lab.BaseConfig(ctx, job, o.Messages); err != nil {
 		return nil, err
 	}
-	ev := newEvents(o.Progress)
 	ev.g, ev.labels = g, map[string]string{plan.A: "A", plan.B: "B"}
 	p := &lab.Pipeline{Job: job, Build: bo, StateDir: state, Progress: ev}
 	if job.Boot.Method == configs.BootQEMU {

@@ -146,6 +146,11 @@ func (r *jobRun) prepare(ctx context.Context) error {
 		}
 		dir = filepath.Join(wt.GitDir, "kbisect", "run-"+runID(start, "job:"+r.jobSum))
 	}
+	if !answered(dir) {
+		if err := preflight(ctx, r.jobs, dir, holdsRun(dir), r.ev.line); err != nil {
+			return err
+		}
+	}
 	records, err := r.openState(dir)
 	if err != nil {
 		return err

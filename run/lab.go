@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"time"
 
 	"kbisect/configs"
 	"kbisect/internal/usage"
@@ -17,16 +16,20 @@ import (
 )
 
 // HostCheck is what kbisect host check found: the host as reached (its
-// key verified), what its running kernel says of itself, and what of the
-// job's boot parameters is not in effect.
+// key verified), what its running kernel says of itself, what of the
+// job's boot parameters is not in effect, and what the preflight of a run
+// finds wrong, each with its fix.
 type HostCheck struct {
-	Host  string
-	Facts remote.Facts
-	Wrong []string
+	Host string
+	// Facts are the running kernel's (nil: the host was not reached).
+	Facts    *remote.Facts
+	Wrong    []string
+	Problems []remote.Problem
 }
 
 // CheckHost reaches the job's host and compares what runs there with the
-// job's boot parameters. It never takes more than two minutes.
+// job's boot parameters, and runs the preflight a run starts with: the
+// same checks, the same words. It never takes more than two minutes.
 func CheckHost(ctx context.Context, jobFile string, messages io.Writer) (*HostCheck, error) {
 	job, err := configs.Open(jobFile, messages)
 	if err != nil {
@@ -35,18 +38,15 @@ func CheckHost(ctx context.Context, jobFile string, messages io.Writer) (*HostCh
 	if _, err := lab.HostOptions(job); err != nil {
 		return nil, usage.Errorf("host check: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute) // a check never hangs
-	defer cancel()
-	h, err := lab.DialHost(ctx, job)
+	rd, err := lab.Preflight(ctx, job, lab.PreflightOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("host check: %w", err)
 	}
-	defer h.Close()
-	facts, err := h.Facts(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("host check: %w", err)
+	c := &HostCheck{Host: rd.Host, Facts: rd.Facts, Problems: rd.Problems}
+	if rd.Facts != nil {
+		c.Wrong = append([]string{}, rd.Facts.Check(lab.Expect(job, ""))...)
 	}
-	return &HostCheck{Host: h.Name(), Facts: facts, Wrong: append([]string{}, facts.Check(lab.Expect(job, ""))...)}, nil
+	return c, nil
 }
 
 // Boot installs and boots a built kernel on the job's host, and proves

@@ -35,12 +35,13 @@ func runHostCheck(ctx context.Context, jobFile string, asJSON bool, stdout, stde
 	if err != nil {
 		return err
 	}
+	out := report.HostJSON{Host: c.Host, Facts: c.Facts, OK: len(c.Wrong) == 0 && len(c.Problems) == 0, Wrong: c.Wrong, Problems: c.Problems}
 	if asJSON {
-		report.WriteJSON(stdout, report.HostJSON{Host: c.Host, Facts: c.Facts, OK: len(c.Wrong) == 0, Wrong: c.Wrong})
+		report.WriteJSON(stdout, out)
 	} else {
-		report.WriteHostCheck(stdout, c.Host, c.Facts, c.Wrong)
+		report.WriteHostCheck(stdout, out)
 	}
-	if len(c.Wrong) > 0 {
+	if !out.OK {
 		return &resultError{code: exitFailure}
 	}
 	return nil

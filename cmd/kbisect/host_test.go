@@ -3,33 +3,54 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
 	"kbisect/internal/sshtest"
 )
 
-// sshJob is a job file whose host is the test sshd.
+// sshJob is a job file whose host is the test sshd: this machine, its
+// CPUs, booted by a script (its user space has no kexec to count on).
 func sshJob(t *testing.T, s *sshtest.Server, params, workload string) string {
 	t.Helper()
 	return jobFile(t, fmt.Sprintf(`apiVersion: kbisect/v1
 kind: Job
-machine: {name: box, cpus: 2}
+machine: {name: box, cpus: %d}
 host: {address: 127.0.0.1, port: %d, user: %s, identity: %s, known_hosts: %s}
-boot: {method: kexec, power_cycle: pdu 1, params: %q}
-build: {tree: /}
+boot: {method: script, script: "true", power_cycle: "true", params: %q}
+build: {tree: %s}
 workload: %s
-`, s.Port, s.User, s.Identity, s.KnownHosts, params, workload))
+`, localCPUs(t), s.Port, s.User, s.Identity, s.KnownHosts, params, emptyRepo(t), workload))
+}
+
+// emptyRepo is a git repository with no commits: a tree to name.
+func emptyRepo(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if out, err := sshtest.RunLocal("git", "init", "-q", dir); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	return dir
 }
 
 func TestHostCheckSaysWhatRunsAndWhatIsWrong(t *testing.T) {
 	s := sshtest.Start(t)
 	// This machine was booted with "quiet": a job asking only for that
 	// finds it in effect.
-	ok := sshJob(t, s, "quiet", "{cpus: 1}")
+	ok := sshJob(t, s, "quiet", `{tool: command, cpus: 1, command: "echo 'Run time: 8ms'", pattern: 'Run time: (\d+)ms', unit: ms}
+verdict: {threshold: 5s, samples: 3}`)
 	code, stdout, stderr := runCLI(t, context.Background(), "host", "check", "--job", ok)
-	if code != exitOK || !strings.Contains(stdout, "(host key verified)") || !strings.Contains(stdout, "ok: the job's boot parameters are in effect") {
+	if !strings.Contains(stdout, "(host key verified)") || !strings.Contains(stdout, "ok: the job's boot parameters are in effect") {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	// The preflight's verdict on this machine: ready, unless the test
+	// runs as another user than root.
+	if os.Geteuid() == 0 && (code != exitOK || !strings.Contains(stdout, "\nready: a run can start")) {
+		t.Errorf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if os.Geteuid() != 0 && (code != exitFailure || !strings.Contains(stdout, "is not root on the host")) {
+		t.Errorf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	release, _ := sshtest.RunLocal("uname", "-r")
 	if !strings.Contains(stdout, "kernel:     "+strings.TrimSpace(string(release))+"\n") {

@@ -78,7 +78,9 @@ func TestRunJobFindsThePlantedRegressionOnTheSimulatedLab(t *testing.T) {
 		}
 	}
 
-	// Again: everything comes from the state directory.
+	// Again: everything comes from the state directory, even with the
+	// lab gone (no preflight for a run that has its answer).
+	l.Host.Close()
 	code, again, stderr := runCLI(t, context.Background(), append(args, "--json")...)
 	var out report.RunJSON
 	if err := json.Unmarshal([]byte(again), &out); err != nil || code != exitOK {

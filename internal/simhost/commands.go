@@ -85,6 +85,8 @@ func (h *Host) exec(ctx context.Context, c net.Conn, command string, stdin io.Re
 		return 0
 	case "osnoise":
 		return h.osnoise(script, c, stdout, stderr)
+	case "preflight":
+		return h.preflight(arg, stdout)
 	}
 	return h.shell(ctx, script, stdout, stderr)
 }

@@ -28,10 +28,11 @@ type Server struct {
 	cmd        *exec.Cmd
 }
 
-// Start starts sshd for the test. Without sshd the real-SSH tests say
-// so by name and skip; CI sets KBISECT_REQUIRE_SSHD, where a missing sshd
-// fails.
-func Start(t testing.TB) *Server {
+// Start starts sshd for the test, with extra lines for its sshd_config
+// (e.g. "SetEnv PATH=/usr/bin:/bin": a host whose sessions lack what
+// /usr/sbin holds). Without sshd the real-SSH tests say so by name and
+// skip; CI sets KBISECT_REQUIRE_SSHD, where a missing sshd fails.
+func Start(t testing.TB, extra ...string) *Server {
 	t.Helper()
 	sshd, err := exec.LookPath("sshd")
 	if err != nil {
@@ -95,7 +96,8 @@ PasswordAuthentication no
 KbdInteractiveAuthentication no
 PermitRootLogin prohibit-password
 LogLevel ERROR
-`, s.Port, ecdsaKey, hostKey, filepath.Join(s.Dir, "sshd.pid"), filepath.Join(s.Dir, "authorized_keys"))
+%s
+`, s.Port, ecdsaKey, hostKey, filepath.Join(s.Dir, "sshd.pid"), filepath.Join(s.Dir, "authorized_keys"), strings.Join(extra, "\n"))
 	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}

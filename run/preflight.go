@@ -1,0 +1,58 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+
+	"kbisect/bisect"
+	"kbisect/configs"
+	"kbisect/lab"
+)
+
+// preflight checks every job's lab before anything is built and before
+// the state directory is made: a run that cannot reach its lab stops in
+// seconds and leaves nothing behind, so the same command, once the lab is
+// fixed, starts afresh instead of resuming a run that never began. On a
+// resume it runs again (a host may have changed overnight), and waits for
+// a host the run before may have left rebooting.
+func preflight(ctx context.Context, jobs []*configs.Job, stateDir string, resume bool, say func(string, ...any)) error {
+	var errs []error
+	for _, job := range jobs {
+		rd, err := lab.Preflight(ctx, job, lab.PreflightOptions{StateDir: stateDir, Resume: resume, Say: say})
+		if err != nil {
+			return err
+		}
+		if err := rd.Err(); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if rd.Host != "" {
+			say("preflight: %s is ready (%s)", rd.Host, job.File)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// answered says whether a state directory holds a run that found its
+// first bad commit: running it again reads the answer from the state and
+// needs no lab.
+func answered(stateDir string) bool {
+	data, err := os.ReadFile(filepath.Join(stateDir, "result.json"))
+	if err != nil {
+		return false
+	}
+	var out struct {
+		Result string `json:"result"`
+	}
+	return json.Unmarshal(data, &out) == nil && out.Result == string(bisect.Found)
+}
+
+// holdsRun says whether a state directory holds a run's session log with
+// something in it: a resume.
+func holdsRun(stateDir string) bool {
+	fi, err := os.Stat(filepath.Join(stateDir, bisect.LogName))
+	return err == nil && fi.Size() > 0
+}
