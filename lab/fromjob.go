@@ -111,29 +111,27 @@ func HostOptions(job *configs.Job) (remote.Options, error) {
 	}, nil
 }
 
-// bootEnv is the environment of the boot commands: the ${NAME} variables
-// their text uses.
-func bootEnv(job *configs.Job) ([]string, error) {
-	var env []string
-	for _, c := range []configs.Command{job.Boot.PowerCycle, job.Boot.Console, job.Boot.Script, job.Boot.Initramfs} {
-		vars, err := c.Env(nil)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %v", job.File, err)
-		}
-		env = append(env, vars...)
+// commandEnv is the environment of one of the job's commands: the ${NAME}
+// variables its text uses, and no other command's. A command that runs
+// here must not hand its secrets (a BMC password) to the lab host.
+func commandEnv(job *configs.Job, c configs.Command) ([]string, error) {
+	vars, err := c.Env(nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", job.File, err)
 	}
-	return env, nil
+	return vars, nil
 }
 
 // installOptions say how the job's kernels are installed on its host.
-func installOptions(job *configs.Job, env []string) remote.InstallOptions {
-	return remote.InstallOptions{Initramfs: string(job.Boot.Initramfs), Keep: job.Boot.KeepKernels, Env: env}
+func installOptions(job *configs.Job) (remote.InstallOptions, error) {
+	env, err := commandEnv(job, job.Boot.Initramfs)
+	return remote.InstallOptions{Initramfs: string(job.Boot.Initramfs), Keep: job.Boot.KeepKernels, Env: env}, err
 }
 
 // bootOptions say how the job's host boots the artifact and what it must
 // show once booted.
-func bootOptions(job *configs.Job, art remote.Artifact, env []string, consoleLog io.Writer) remote.BootOptions {
-	return remote.BootOptions{
+func bootOptions(job *configs.Job, art remote.Artifact, consoleLog io.Writer) (remote.BootOptions, error) {
+	o := remote.BootOptions{
 		Method:       job.Boot.Method,
 		Release:      art.Release,
 		Params:       job.Boot.Params,
@@ -143,9 +141,20 @@ func bootOptions(job *configs.Job, art remote.Artifact, env []string, consoleLog
 		PowerCycle:   string(job.Boot.PowerCycle),
 		Console:      string(job.Boot.Console),
 		ConsoleLog:   consoleLog,
-		Env:          env,
 		Expect:       Expect(job, art.Release),
 	}
+	var err error
+	if o.ScriptEnv, err = commandEnv(job, job.Boot.Script); err != nil {
+		return o, err
+	}
+	for _, c := range []configs.Command{job.Boot.PowerCycle, job.Boot.Console} {
+		vars, err := commandEnv(job, c)
+		if err != nil {
+			return o, err
+		}
+		o.LocalEnv = append(o.LocalEnv, vars...)
+	}
+	return o, nil
 }
 
 // Expect is what the job's test kernels must show once booted (release

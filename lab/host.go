@@ -42,7 +42,12 @@ func BootArtifact(ctx context.Context, job *configs.Job, art remote.Artifact, co
 	if err != nil {
 		return nil, remote.Facts{}, err
 	}
-	env, err := bootEnv(job)
+	inst, err := installOptions(job)
+	if err != nil {
+		h.Close()
+		return nil, remote.Facts{}, err
+	}
+	bo, err := bootOptions(job, art, consoleLog)
 	if err != nil {
 		h.Close()
 		return nil, remote.Facts{}, err
@@ -50,7 +55,7 @@ func BootArtifact(ctx context.Context, job *configs.Job, art remote.Artifact, co
 	// A copy to a host that stops reading must not hang the night.
 	installCtx, cancel := context.WithTimeout(ctx, 30*time.Minute)
 	defer cancel()
-	if err := h.Install(installCtx, art, installOptions(job, env)); err != nil {
+	if err := h.Install(installCtx, art, inst); err != nil {
 		h.Close()
 		return nil, remote.Facts{}, err
 	}
@@ -60,5 +65,5 @@ func BootArtifact(ctx context.Context, job *configs.Job, art remote.Artifact, co
 	// nothing in it may hang the night.
 	bootCtx, cancelBoot := context.WithTimeout(ctx, 2*job.Boot.Timeout.D()+10*time.Minute)
 	defer cancelBoot()
-	return remote.Boot(bootCtx, h, redial, bootOptions(job, art, env, consoleLog))
+	return remote.Boot(bootCtx, h, redial, bo)
 }

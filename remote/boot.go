@@ -39,8 +39,10 @@ type BootOptions struct {
 	// console; ConsoleLog keeps all of it.
 	Console    string
 	ConsoleLog io.Writer
-	// Env holds the ${NAME} values the commands use.
-	Env []string
+	// ScriptEnv holds the ${NAME} values boot.script uses: they go to
+	// the host with the boot script. LocalEnv holds those of PowerCycle
+	// and Console, which run here: they never reach the host.
+	ScriptEnv, LocalEnv []string
 	// Expect is what the booted kernel must show.
 	Expect Expect
 }
@@ -170,7 +172,10 @@ grub-reboot kbisect 2>/dev/null || grub2-reboot kbisect
 	default:
 		return fmt.Errorf("boot method %q is not supported here yet", opt.Method)
 	}
-	env := append([]string{"KBISECT_RELEASE=" + opt.Release}, opt.Env...)
+	env := []string{"KBISECT_RELEASE=" + opt.Release}
+	if opt.Method == MethodScript {
+		env = append(env, opt.ScriptEnv...)
+	}
 	if _, _, err := h.Run(ctx, shell.Cmd{Script: script, Env: env}); err != nil {
 		var ee *shell.ExitError
 		if errors.As(err, &ee) && opt.Method == MethodKexec && ee.Code != 126 && ee.Code != 127 && !strings.Contains(ee.Stderr, "Operation not permitted") {
@@ -316,7 +321,7 @@ func recoverHost(ctx context.Context, name string, dial Dialer, before string, o
 	if opt.PowerCycle == "" {
 		return &InfraError{Host: name, Op: "boot", Err: fmt.Errorf("kernel %s %w, and there is no boot.power_cycle to get the host back", opt.Release, why)}
 	}
-	if err := runLocal(ctx, opt.PowerCycle, opt.Env); err != nil {
+	if err := runLocal(ctx, opt.PowerCycle, opt.LocalEnv); err != nil {
 		return &InfraError{Host: name, Op: "power cycle", Err: err}
 	}
 	h, f, err := waitForBoot(ctx, dial, before, opt.Timeout)
