@@ -128,12 +128,13 @@ func installOptions(job *configs.Job) (remote.InstallOptions, error) {
 	return remote.InstallOptions{Initramfs: string(job.Boot.Initramfs), Keep: job.Boot.KeepKernels, Env: env}, err
 }
 
-// bootOptions say how the job's host boots the artifact and what it must
-// show once booted.
-func bootOptions(job *configs.Job, art remote.Artifact, consoleLog io.Writer) (remote.BootOptions, error) {
+// bootOptions say how the job's host boots the artifact, from which base
+// command line, and what it must show once booted.
+func bootOptions(job *configs.Job, art remote.Artifact, base string, consoleLog io.Writer) (remote.BootOptions, error) {
 	o := remote.BootOptions{
 		Method:       job.Boot.Method,
 		Release:      art.Release,
+		BaseCmdline:  base,
 		Params:       job.Boot.Params,
 		ExtraCmdline: job.Boot.ExtraCmdline,
 		Script:       string(job.Boot.Script),
@@ -221,7 +222,7 @@ func guestBootTimeout(job *configs.Job) time.Duration {
 // guestKexecOptions kexec the artifact inside the running guest with the
 // job's parameters.
 func guestKexecOptions(job *configs.Job, art remote.Artifact, timeout time.Duration) remote.BootOptions {
-	return remote.BootOptions{Method: remote.MethodKexec, Release: art.Release,
+	return remote.BootOptions{Method: remote.MethodKexec, Release: art.Release, BaseCmdline: qemu.BaseCmdline(),
 		Params: job.Boot.Params, ExtraCmdline: job.Boot.ExtraCmdline, Timeout: timeout, Expect: Expect(job, art.Release)}
 }
 

@@ -34,10 +34,12 @@ func WaitForHost(ctx context.Context, job *configs.Job) error {
 }
 
 // BootArtifact installs the artifact on the job's host, boots it as the
-// job says, and verifies that it runs with the job's parameters. It
-// returns the connection to the new kernel and its facts. A kernel that
-// fails is a *remote.KernelError; anything else wrong is the lab's.
-func BootArtifact(ctx context.Context, job *configs.Job, art remote.Artifact, consoleLog io.Writer) (*remote.Host, remote.Facts, error) {
+// job says with the job's parameters added to base (the base command
+// line found at first contact: RecordedBase, HostBase), and verifies
+// that it runs with exactly that command line. It returns the connection
+// to the new kernel and its facts. A kernel that fails is a
+// *remote.KernelError; anything else wrong is the lab's.
+func BootArtifact(ctx context.Context, job *configs.Job, art remote.Artifact, base string, consoleLog io.Writer) (*remote.Host, remote.Facts, error) {
 	h, err := DialHost(ctx, job)
 	if err != nil {
 		return nil, remote.Facts{}, err
@@ -47,7 +49,7 @@ func BootArtifact(ctx context.Context, job *configs.Job, art remote.Artifact, co
 		h.Close()
 		return nil, remote.Facts{}, err
 	}
-	bo, err := bootOptions(job, art, consoleLog)
+	bo, err := bootOptions(job, art, base, consoleLog)
 	if err != nil {
 		h.Close()
 		return nil, remote.Facts{}, err

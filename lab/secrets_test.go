@@ -70,7 +70,7 @@ build: {tree: /}
 	if err := h.Install(ctx, art, inst); err != nil {
 		t.Fatal(err)
 	}
-	bo, err := bootOptions(job, art, nil)
+	bo, err := bootOptions(job, art, job.Boot.BaseCmdline, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -131,7 +131,7 @@ func AB(ctx context.Context, o ABOptions) (*ABResult, error) {
 	}
 	ev := newEvents(o.Progress)
 	ev.g, ev.labels = g, map[string]string{plan.A: "A", plan.B: "B"}
-	p := &lab.Pipeline{Job: job, Build: bo, StateDir: state, Progress: ev}
+	p := &lab.Pipeline{Job: job, Build: bo, StateDir: state, Progress: ev, BaseFile: baseFile(state, "")}
 	if job.Boot.Method == configs.BootQEMU {
 		q, err := lab.NewQEMULab(job, state, ev)
 		if err != nil {
