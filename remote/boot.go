@@ -30,7 +30,8 @@ type BootOptions struct {
 	// Params are the job's boot parameters, ExtraCmdline the rest.
 	BaseCmdline, Params, ExtraCmdline string
 	// Script boots the installed kernel on the host (method script),
-	// with KBISECT_RELEASE set.
+	// with KBISECT_RELEASE and KBISECT_CMDLINE (the whole command line,
+	// which the booted kernel must show) set.
 	Script string
 	// Timeout bounds the wait for the new kernel to answer SSH.
 	Timeout time.Duration
