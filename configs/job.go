@@ -84,18 +84,22 @@ const (
 // Boot says how a test kernel is installed and booted, with which
 // parameters, and how the machine is recovered when it hangs.
 type Boot struct {
-	Method       string   `yaml:"method"`
-	Params       string   `yaml:"params,omitempty"`
-	ExtraCmdline string   `yaml:"extra_cmdline,omitempty"`
-	Initramfs    Command  `yaml:"initramfs,omitempty"`
-	Timeout      Duration `yaml:"timeout,omitempty"`
-	Settle       Duration `yaml:"settle"`
-	Script       Command  `yaml:"script,omitempty"`
-	PowerCycle   Command  `yaml:"power_cycle,omitempty"`
-	Console      Command  `yaml:"console,omitempty"`
-	OnFailure    string   `yaml:"on_failure,omitempty"`
-	KeepKernels  int      `yaml:"keep_kernels,omitempty"`
-	QEMU         QEMU     `yaml:"qemu,omitempty"`
+	Method       string `yaml:"method"`
+	Params       string `yaml:"params,omitempty"`
+	ExtraCmdline string `yaml:"extra_cmdline,omitempty"`
+	// BaseCmdline, when set, is the command line the job's parameters
+	// are added to; else the host's own kernel's, recorded at first
+	// contact.
+	BaseCmdline string   `yaml:"base_cmdline,omitempty"`
+	Initramfs   Command  `yaml:"initramfs,omitempty"`
+	Timeout     Duration `yaml:"timeout,omitempty"`
+	Settle      Duration `yaml:"settle"`
+	Script      Command  `yaml:"script,omitempty"`
+	PowerCycle  Command  `yaml:"power_cycle,omitempty"`
+	Console     Command  `yaml:"console,omitempty"`
+	OnFailure   string   `yaml:"on_failure,omitempty"`
+	KeepKernels int      `yaml:"keep_kernels,omitempty"`
+	QEMU        QEMU     `yaml:"qemu,omitempty"`
 }
 
 // QEMU describes the local virtual machine of boot method qemu.

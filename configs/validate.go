@@ -198,6 +198,7 @@ func (l *loader) validateBoot() *BootParams {
 			l.errorf(l.at("boot.extra_cmdline"), "boot.extra_cmdline", "%s belongs in boot.params, where kbisect reads and verifies the isolation", p.Name)
 		}
 	}
+	l.validateBaseCmdline(b)
 
 	switch init := string(b.Initramfs); {
 	case slices.Contains(InitramfsTools, init), strings.ContainsAny(init, " \t/"):
@@ -429,4 +430,37 @@ func ParseConfigLine(line string) (ConfigOption, error) {
 		return ConfigOption{}, fmt.Errorf("%s: the value must be y, m, n, a number or a \"quoted string\"", m[1])
 	}
 	return ConfigOption{Name: m[1], Value: m[2]}, nil
+}
+
+// loaderWords are what a boot loader adds to a command line by itself:
+// never part of a base command line, never asked of a booted kernel.
+var loaderWords = []string{"BOOT_IMAGE", "initrd"}
+
+// LoaderWords returns the names of the parameters a boot loader adds to a
+// kernel's command line by itself (grub's BOOT_IMAGE, an initrd=).
+func LoaderWords() []string { return slices.Clone(loaderWords) }
+
+// validateBaseCmdline checks boot.base_cmdline: the machine's own
+// parameters (root=, console=, …), without what the job sets itself.
+func (l *loader) validateBaseCmdline(b *Boot) {
+	const key = "boot.base_cmdline"
+	if b.BaseCmdline == "" {
+		return
+	}
+	if b.Method == BootQEMU {
+		l.errorf(l.at(key), key, "boot.method qemu boots its guest with kbisect's own command line (console, root, init); put other parameters in boot.extra_cmdline")
+		return
+	}
+	for _, p := range SplitCmdline(b.BaseCmdline) {
+		at := l.at(key)
+		if n := l.nodeOf(key); n != nil {
+			at = l.valuePos(n, p.Offset)
+		}
+		switch {
+		case slices.Contains(IsolationParams, p.Name):
+			l.errorf(at, key, "%s belongs in boot.params, where kbisect reads and verifies the isolation", p.Name)
+		case slices.Contains(loaderWords, p.Name):
+			l.errorf(at, key, "%s is what the boot loader adds; leave it out", p.Name)
+		}
+	}
 }

@@ -25,9 +25,13 @@ func (p *Pipeline) bootRetrying(ctx context.Context, commit string, art remote.A
 				}
 				p.abandoned = false
 			}
+			base, err := p.baseCmdline(ctx)
+			if err != nil {
+				return nil, remote.Facts{}, err
+			}
 			console, closeConsole := p.consoleLog(commit)
 			defer closeConsole()
-			h, f, err := BootArtifact(ctx, p.Job, art, console)
+			h, f, err := BootArtifact(ctx, p.Job, art, base, console)
 			if err != nil {
 				if h != nil {
 					h.Close() // a kernel that is not the one asked for

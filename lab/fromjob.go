@@ -111,31 +111,30 @@ func HostOptions(job *configs.Job) (remote.Options, error) {
 	}, nil
 }
 
-// bootEnv is the environment of the boot commands: the ${NAME} variables
-// their text uses.
-func bootEnv(job *configs.Job) ([]string, error) {
-	var env []string
-	for _, c := range []configs.Command{job.Boot.PowerCycle, job.Boot.Console, job.Boot.Script, job.Boot.Initramfs} {
-		vars, err := c.Env(nil)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %v", job.File, err)
-		}
-		env = append(env, vars...)
+// commandEnv is the environment of one of the job's commands: the ${NAME}
+// variables its text uses, and no other command's. A command that runs
+// here must not hand its secrets (a BMC password) to the lab host.
+func commandEnv(job *configs.Job, c configs.Command) ([]string, error) {
+	vars, err := c.Env(nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", job.File, err)
 	}
-	return env, nil
+	return vars, nil
 }
 
 // installOptions say how the job's kernels are installed on its host.
-func installOptions(job *configs.Job, env []string) remote.InstallOptions {
-	return remote.InstallOptions{Initramfs: string(job.Boot.Initramfs), Keep: job.Boot.KeepKernels, Env: env}
+func installOptions(job *configs.Job) (remote.InstallOptions, error) {
+	env, err := commandEnv(job, job.Boot.Initramfs)
+	return remote.InstallOptions{Initramfs: string(job.Boot.Initramfs), Keep: job.Boot.KeepKernels, Env: env}, err
 }
 
-// bootOptions say how the job's host boots the artifact and what it must
-// show once booted.
-func bootOptions(job *configs.Job, art remote.Artifact, env []string, consoleLog io.Writer) remote.BootOptions {
-	return remote.BootOptions{
+// bootOptions say how the job's host boots the artifact, from which base
+// command line, and what it must show once booted.
+func bootOptions(job *configs.Job, art remote.Artifact, base string, consoleLog io.Writer) (remote.BootOptions, error) {
+	o := remote.BootOptions{
 		Method:       job.Boot.Method,
 		Release:      art.Release,
+		BaseCmdline:  base,
 		Params:       job.Boot.Params,
 		ExtraCmdline: job.Boot.ExtraCmdline,
 		Script:       string(job.Boot.Script),
@@ -143,9 +142,20 @@ func bootOptions(job *configs.Job, art remote.Artifact, env []string, consoleLog
 		PowerCycle:   string(job.Boot.PowerCycle),
 		Console:      string(job.Boot.Console),
 		ConsoleLog:   consoleLog,
-		Env:          env,
 		Expect:       Expect(job, art.Release),
 	}
+	var err error
+	if o.ScriptEnv, err = commandEnv(job, job.Boot.Script); err != nil {
+		return o, err
+	}
+	for _, c := range []configs.Command{job.Boot.PowerCycle, job.Boot.Console} {
+		vars, err := commandEnv(job, c)
+		if err != nil {
+			return o, err
+		}
+		o.LocalEnv = append(o.LocalEnv, vars...)
+	}
+	return o, nil
 }
 
 // hostNeeds is what a run of the job asks of its host, for the
@@ -234,7 +244,7 @@ func guestBootTimeout(job *configs.Job) time.Duration {
 // guestKexecOptions kexec the artifact inside the running guest with the
 // job's parameters.
 func guestKexecOptions(job *configs.Job, art remote.Artifact, timeout time.Duration) remote.BootOptions {
-	return remote.BootOptions{Method: remote.MethodKexec, Release: art.Release,
+	return remote.BootOptions{Method: remote.MethodKexec, Release: art.Release, BaseCmdline: qemu.BaseCmdline(),
 		Params: job.Boot.Params, ExtraCmdline: job.Boot.ExtraCmdline, Timeout: timeout, Expect: Expect(job, art.Release)}
 }
 

@@ -34,15 +34,22 @@ func WaitForHost(ctx context.Context, job *configs.Job) error {
 }
 
 // BootArtifact installs the artifact on the job's host, boots it as the
-// job says, and verifies that it runs with the job's parameters. It
-// returns the connection to the new kernel and its facts. A kernel that
-// fails is a *remote.KernelError; anything else wrong is the lab's.
-func BootArtifact(ctx context.Context, job *configs.Job, art remote.Artifact, consoleLog io.Writer) (*remote.Host, remote.Facts, error) {
+// job says with the job's parameters added to base (the base command
+// line found at first contact: RecordedBase, HostBase), and verifies
+// that it runs with exactly that command line. It returns the connection
+// to the new kernel and its facts. A kernel that fails is a
+// *remote.KernelError; anything else wrong is the lab's.
+func BootArtifact(ctx context.Context, job *configs.Job, art remote.Artifact, base string, consoleLog io.Writer) (*remote.Host, remote.Facts, error) {
 	h, err := DialHost(ctx, job)
 	if err != nil {
 		return nil, remote.Facts{}, err
 	}
-	env, err := bootEnv(job)
+	inst, err := installOptions(job)
+	if err != nil {
+		h.Close()
+		return nil, remote.Facts{}, err
+	}
+	bo, err := bootOptions(job, art, base, consoleLog)
 	if err != nil {
 		h.Close()
 		return nil, remote.Facts{}, err
@@ -50,7 +57,7 @@ func BootArtifact(ctx context.Context, job *configs.Job, art remote.Artifact, co
 	// A copy to a host that stops reading must not hang the night.
 	installCtx, cancel := context.WithTimeout(ctx, 30*time.Minute)
 	defer cancel()
-	if err := h.Install(installCtx, art, installOptions(job, env)); err != nil {
+	if err := h.Install(installCtx, art, inst); err != nil {
 		h.Close()
 		return nil, remote.Facts{}, err
 	}
@@ -60,5 +67,5 @@ func BootArtifact(ctx context.Context, job *configs.Job, art remote.Artifact, co
 	// nothing in it may hang the night.
 	bootCtx, cancelBoot := context.WithTimeout(ctx, 2*job.Boot.Timeout.D()+10*time.Minute)
 	defer cancelBoot()
-	return remote.Boot(bootCtx, h, redial, bootOptions(job, art, env, consoleLog))
+	return remote.Boot(bootCtx, h, redial, bo)
 }

@@ -69,6 +69,10 @@ type Pipeline struct {
 	// Ahead builds the next commits while this one is measured (nil:
 	// none).
 	Ahead *Ahead
+	// BaseFile is where the base command line of the machine's test
+	// kernels is recorded at the first boot, and read again by a resumed
+	// run ("": found at this pipeline's first boot, recorded nowhere).
+	BaseFile string
 
 	rule  noise.Rule
 	ready bool
@@ -81,6 +85,8 @@ type Pipeline struct {
 	// bySig holds the verdicts of kernels by their code signature: two
 	// commits that built the same binary share one measurement.
 	bySig map[string]*Evidence
+	// base is the base command line, once found.
+	base *remote.Base
 }
 
 // say tells the progress what happens to commit in phase: note, in a

@@ -236,7 +236,7 @@ func TestADroppedMeasurementCostsABootNotTheRun(t *testing.T) {
 	r := newSimRun(t, simlab.Options{Seed: 13, Commits: 80})
 	var notes []string
 	r.pipe.Progress = progress.Func(func(e progress.Event) {
-		if e.Text != "" {
+		if e.Kind == progress.Phase && e.Text != "" {
 			notes = append(notes, e.Text)
 		}
 	})

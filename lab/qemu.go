@@ -155,7 +155,9 @@ func (q *QEMULab) Boot(ctx context.Context, art remote.Artifact) (Machine, remot
 			}
 			continue
 		}
-		if problems := f.Check(Expect(job, art.Release)); len(problems) > 0 {
+		expect := Expect(job, art.Release)
+		expect.Cmdline = qemuOptions(job, art, q.Image, q.cpus, q.accel, port).Append()
+		if problems := f.Check(expect); len(problems) > 0 {
 			h.Close()
 			return nil, f, kernelFailed("runs, but not as the job asks: " + strings.Join(problems, "; "))
 		}

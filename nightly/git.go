@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -21,9 +23,11 @@ import (
 // remote into the tree, with git; it returns the fetched branch's head
 // (zero without a branch).
 func fetchReleases(ctx context.Context, tree, gitDir, remote, branch string) (plumbing.Hash, error) {
+	remote, credentials := splitCredentials(remote)
 	git := func(args ...string) ([]byte, error) {
 		cmd := exec.CommandContext(ctx, "git", append([]string{"-C", tree}, args...)...)
-		cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0") // a prompt would hang the night
+		cmd.Env = append(gitEnviron(), "GIT_TERMINAL_PROMPT=0") // a prompt would hang the night
+		cmd.Env = append(cmd.Env, credentials...)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()
@@ -60,6 +64,107 @@ func fetchReleases(ctx context.Context, tree, gitDir, remote, branch string) (pl
 		return plumbing.ZeroHash, fmt.Errorf("%s after the fetch: %w", ref, err)
 	}
 	return plumbing.NewHash(strings.TrimSpace(string(out))), nil
+}
+
+// splitCredentials takes the user and password (a token) out of a
+// remote's URL: git gets the URL without them, and them through its
+// environment, where a credential helper given there (it is no secret)
+// reads them when the server asks. Neither appears in git's argv (ps,
+// /proc/PID/cmdline), in what git prints, or in what kbisect logs. The
+// helpers of the user's git config are cleared first, so that none of
+// them stores the token. An ssh URL keeps its user (ssh needs it, and git
+// never uses a password there).
+func splitCredentials(remote string) (string, []string) {
+	u, err := url.Parse(remote)
+	if err != nil || u.Scheme == "" || u.Host == "" || u.User == nil {
+		return remote, nil
+	}
+	user := u.User.Username()
+	pass, hasPass := u.User.Password()
+	if u.Scheme != "http" && u.Scheme != "https" {
+		if !hasPass {
+			return remote, nil
+		}
+		u.User = url.User(user)
+		return u.String(), nil
+	}
+	u.User = nil
+	n, _ := strconv.Atoi(os.Getenv("GIT_CONFIG_COUNT")) // the caller's own, kept
+	helper := `!f() { test "$1" = get || exit 0; echo "username=$KBISECT_GIT_USERNAME"; ` +
+		`if [ -n "${KBISECT_GIT_PASSWORD+set}" ]; then echo "password=$KBISECT_GIT_PASSWORD"; fi; }; f`
+	env := []string{
+		fmt.Sprintf("GIT_CONFIG_COUNT=%d", n+2),
+		fmt.Sprintf("GIT_CONFIG_KEY_%d=credential.helper", n), fmt.Sprintf("GIT_CONFIG_VALUE_%d=", n),
+		fmt.Sprintf("GIT_CONFIG_KEY_%d=credential.helper", n+1), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", n+1, helper),
+		"KBISECT_GIT_USERNAME=" + user,
+	}
+	if hasPass {
+		env = append(env, "KBISECT_GIT_PASSWORD="+pass)
+	}
+	return u.String(), env
+}
+
+var remoteVar = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// expandRemote puts the values of the ${NAME}s of --remote in, from
+// lookup: a token given as https://ci:${STABLE_TOKEN}@host/… is in no
+// command line, kbisect's own included. A value in the URL's user and
+// password is escaped for it (a token may hold / or @).
+func expandRemote(remote string, lookup func(string) (string, bool)) (string, error) {
+	userEnd := -1 // where the user and password end, in a URL with them
+	if _, rest, ok := strings.Cut(remote, "://"); ok {
+		authority, _, _ := strings.Cut(rest, "/")
+		if at := strings.LastIndex(authority, "@"); at >= 0 {
+			userEnd = len(remote) - len(rest) + at
+		}
+	}
+	var missing []string
+	var out strings.Builder
+	last := 0
+	for _, m := range remoteVar.FindAllStringSubmatchIndex(remote, -1) {
+		out.WriteString(remote[last:m[0]])
+		last = m[1]
+		name := remote[m[2]:m[3]]
+		v, ok := lookup(name)
+		if !ok {
+			missing = append(missing, name)
+		}
+		if m[0] < userEnd {
+			v = escapeUserinfo(v)
+		}
+		out.WriteString(v)
+	}
+	out.WriteString(remote[last:])
+	if len(missing) > 0 {
+		return "", fmt.Errorf("environment variable %s is not set", strings.Join(missing, ", "))
+	}
+	return out.String(), nil
+}
+
+// escapeUserinfo percent-escapes all but the unreserved characters.
+func escapeUserinfo(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~", c) >= 0 {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
+
+// gitEnviron is this process's environment without credentials meant for
+// another remote.
+func gitEnviron() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "KBISECT_GIT_") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // remoteName is how the history names a remote: a local path made

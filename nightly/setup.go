@@ -3,6 +3,7 @@ package nightly
 import (
 	"context"
 	"io"
+	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
@@ -45,7 +46,11 @@ func Setup(ctx context.Context, r Request, messages io.Writer) (Options, error) 
 	if err != nil {
 		return Options{}, err
 	}
-	o := Options{Job: job, JobFile: r.Job, Remote: r.Remote, Branch: r.Branch, Tags: r.Tags, DB: r.DB}
+	remote, err := expandRemote(r.Remote, os.LookupEnv)
+	if err != nil {
+		return Options{}, usage.Errorf("nightly --remote: %v", err)
+	}
+	o := Options{Job: job, JobFile: r.Job, Remote: remote, Branch: r.Branch, Tags: r.Tags, DB: r.DB}
 	if err := job.CheckEnv(nil); err != nil {
 		return o, usage.Errorf("nightly --job %v (set it, or run validate to see where it is used)", err)
 	}

@@ -50,13 +50,18 @@ type Options struct {
 	Args []string
 }
 
+// BaseCmdline is what every guest's command line starts from: the
+// console, the root, kbisect's init, and panic=-1.
+func BaseCmdline() string {
+	return "console=ttyS0 root=/dev/vda rw rootfstype=ext4 init=/sbin/kbisect-init panic=-1"
+}
+
 // Append is the kernel command line the guest boots with.
 func (o Options) Append() string {
-	parts := []string{"console=ttyS0", "root=/dev/vda", "rw", "rootfstype=ext4", "init=/sbin/kbisect-init", "panic=-1"}
 	if p := strings.TrimSpace(o.Params); p != "" {
-		parts = append(parts, p)
+		return BaseCmdline() + " " + p
 	}
-	return strings.Join(parts, " ")
+	return BaseCmdline()
 }
 
 // Cmdline is the QEMU command line.

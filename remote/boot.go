@@ -25,10 +25,13 @@ type BootOptions struct {
 	Method string
 	// Release is the installed kernel to boot (/boot/vmlinuz-Release).
 	Release string
+	// BaseCmdline is what the command line starts from (Base.Cmdline:
+	// the host's own kernel's, recorded once, or boot.base_cmdline);
 	// Params are the job's boot parameters, ExtraCmdline the rest.
-	Params, ExtraCmdline string
+	BaseCmdline, Params, ExtraCmdline string
 	// Script boots the installed kernel on the host (method script),
-	// with KBISECT_RELEASE set.
+	// with KBISECT_RELEASE and KBISECT_CMDLINE (the whole command line,
+	// which the booted kernel must show) set.
 	Script string
 	// Timeout bounds the wait for the new kernel to answer SSH.
 	Timeout time.Duration
@@ -39,9 +42,12 @@ type BootOptions struct {
 	// console; ConsoleLog keeps all of it.
 	Console    string
 	ConsoleLog io.Writer
-	// Env holds the ${NAME} values the commands use.
-	Env []string
-	// Expect is what the booted kernel must show.
+	// ScriptEnv holds the ${NAME} values boot.script uses: they go to
+	// the host with the boot script. LocalEnv holds those of PowerCycle
+	// and Console, which run here: they never reach the host.
+	ScriptEnv, LocalEnv []string
+	// Expect is what the booted kernel must show; its Cmdline is set by
+	// Boot: the whole command line it boots with.
 	Expect Expect
 }
 
@@ -78,6 +84,10 @@ func Boot(ctx context.Context, h *Host, dial Dialer, opt BootOptions) (*Host, Fa
 	if err := checkRelease(opt.Release); err != nil {
 		return nil, Facts{}, err
 	}
+	if strings.TrimSpace(opt.BaseCmdline) == "" {
+		return nil, Facts{}, fmt.Errorf("boot %s: no base command line (the host's own kernel's, or boot.base_cmdline)", opt.Release)
+	}
+	cmdline := BootCmdline(opt.BaseCmdline, opt.Params, opt.ExtraCmdline)
 	before, err := h.Facts(ctx)
 	if err != nil {
 		return nil, Facts{}, err
@@ -86,7 +96,7 @@ func Boot(ctx context.Context, h *Host, dial Dialer, opt BootOptions) (*Host, Fa
 	var nh *Host
 	var facts Facts
 	err = withConsole(ctx, opt, func() error {
-		if err := trigger(ctx, h, before, opt); err != nil {
+		if err := trigger(ctx, h, cmdline, opt); err != nil {
 			return err
 		}
 		h.Close()
@@ -114,7 +124,9 @@ func Boot(ctx context.Context, h *Host, dial Dialer, opt BootOptions) (*Host, Fa
 	if err != nil {
 		return nil, Facts{}, err
 	}
-	if bad := facts.Check(opt.Expect); len(bad) > 0 {
+	expect := opt.Expect
+	expect.Cmdline = cmdline
+	if bad := facts.Check(expect); len(bad) > 0 {
 		return nh, facts, &InfraError{Host: nh.Name(), Op: "verify", Err: fmt.Errorf("the booted kernel is not the one asked for: %s", strings.Join(bad, "; "))}
 	}
 	return nh, facts, nil
@@ -123,9 +135,8 @@ func Boot(ctx context.Context, h *Host, dial Dialer, opt BootOptions) (*Host, Fa
 // trigger starts the reboot into the test kernel. The command returns
 // before the connection drops: the reboot itself is left to a background
 // process on the host.
-func trigger(ctx context.Context, h *Host, before Facts, opt BootOptions) error {
+func trigger(ctx context.Context, h *Host, cmdline string, opt BootOptions) error {
 	var script string
-	cmdline := BootCmdline(before.Cmdline, opt.Params, opt.ExtraCmdline)
 	rel := shell.Quote(opt.Release)
 	switch opt.Method {
 	case MethodKexec:
@@ -170,7 +181,12 @@ grub-reboot kbisect 2>/dev/null || grub2-reboot kbisect
 	default:
 		return fmt.Errorf("boot method %q is not supported here yet", opt.Method)
 	}
-	env := append([]string{"KBISECT_RELEASE=" + opt.Release}, opt.Env...)
+	env := []string{"KBISECT_RELEASE=" + opt.Release}
+	if opt.Method == MethodScript {
+		// The script boots with the command line kbisect then verifies.
+		env = append(env, "KBISECT_CMDLINE="+cmdline)
+		env = append(env, opt.ScriptEnv...)
+	}
 	if _, _, err := h.Run(ctx, shell.Cmd{Script: script, Env: env}); err != nil {
 		var ee *shell.ExitError
 		if errors.As(err, &ee) && opt.Method == MethodKexec && ee.Code != 126 && ee.Code != 127 && !strings.Contains(ee.Stderr, "Operation not permitted") {
@@ -184,41 +200,6 @@ grub-reboot kbisect 2>/dev/null || grub2-reboot kbisect
 		return err
 	}
 	return nil
-}
-
-// BootCmdline is the command line for the test kernel: the running one's
-// without what the boot loader adds (BOOT_IMAGE, initrd), without any
-// isolation parameter and without what the job's parameters and extra
-// command line set again (so it does not grow boot after boot), then
-// those, each word as written.
-func BootCmdline(running, params, extra string) string {
-	replaced := map[string]bool{}
-	for _, p := range configs.SplitCmdline(params + " " + extra) {
-		replaced[p.Name] = true
-	}
-	var keep []string
-	for _, p := range configs.SplitCmdline(running) {
-		if p.Name == "BOOT_IMAGE" || p.Name == "initrd" || isIsolation(p.Name) || replaced[p.Name] {
-			continue
-		}
-		keep = append(keep, p.Raw)
-	}
-	out := strings.Join(keep, " ")
-	for _, s := range []string{params, extra} {
-		if s = strings.TrimSpace(s); s != "" {
-			out = strings.TrimSpace(out + " " + s)
-		}
-	}
-	return out
-}
-
-func isIsolation(name string) bool {
-	for _, n := range configs.IsolationParams {
-		if n == name {
-			return true
-		}
-	}
-	return false
 }
 
 // bootTimeout is a kernel that did not answer within the boot timeout;
@@ -316,7 +297,7 @@ func recoverHost(ctx context.Context, name string, dial Dialer, before string, o
 	if opt.PowerCycle == "" {
 		return &InfraError{Host: name, Op: "boot", Err: fmt.Errorf("kernel %s %w, and there is no boot.power_cycle to get the host back", opt.Release, why)}
 	}
-	if err := runLocal(ctx, opt.PowerCycle, opt.Env); err != nil {
+	if err := runLocal(ctx, opt.PowerCycle, opt.LocalEnv); err != nil {
 		return &InfraError{Host: name, Op: "power cycle", Err: err}
 	}
 	h, f, err := waitForBoot(ctx, dial, before, opt.Timeout)

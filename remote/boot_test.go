@@ -14,6 +14,9 @@ import (
 	"kbisect/internal/sshtest"
 )
 
+// ownCmdline is the emulated host's own kernel's command line.
+const ownCmdline = "BOOT_IMAGE=/boot/vmlinuz-" + defaultKernel + " root=/dev/sda1 ro quiet " + labParams
+
 const (
 	defaultKernel = "6.1.0-28-rt-amd64"
 	testKernel    = "6.12.78-kbisect"
@@ -25,13 +28,19 @@ const (
 func simLab(t *testing.T) (*simhost.Host, Options) {
 	t.Helper()
 	sim := simhost.Start(t, simhost.Kernel{Release: defaultKernel, Version: "#1 SMP PREEMPT_RT Debian 6.1.119-1",
-		Cmdline: "BOOT_IMAGE=/boot/vmlinuz-" + defaultKernel + " root=/dev/sda1 ro quiet " + labParams,
+		Cmdline: ownCmdline,
 		Config:  "#\n# Linux/x86 6.1.119 Kernel Configuration\n#\nCONFIG_PREEMPT_RT=y\nCONFIG_NO_HZ_FULL=y\n# CONFIG_DEBUG_PREEMPT is not set\n"})
+	return sim, simOptions(t, sim)
+}
+
+// simOptions reach an emulated host.
+func simOptions(t *testing.T, sim *simhost.Host) Options {
+	t.Helper()
 	kh := filepath.Join(t.TempDir(), "known_hosts")
 	if err := os.WriteFile(kh, []byte(sim.KnownHostsLine+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return sim, Options{Address: "127.0.0.1", Port: sim.Port, User: "root", Identity: sim.Identity, KnownHosts: kh, ConnectTimeout: 2 * time.Second}
+	return Options{Address: "127.0.0.1", Port: sim.Port, User: "root", Identity: sim.Identity, KnownHosts: kh, ConnectTimeout: 2 * time.Second}
 }
 
 // installTestKernel connects to the host and installs the test kernel.
@@ -63,7 +72,7 @@ func installAndBoot(t *testing.T, sim *simhost.Host, opt Options, powerCycle str
 		t.Fatal("not installed")
 	}
 	return Boot(context.Background(), h, redialer(opt), BootOptions{
-		Method: MethodKexec, Release: testKernel, Params: labParams, ExtraCmdline: "console=ttyS1,115200",
+		Method: MethodKexec, BaseCmdline: ownCmdline, Release: testKernel, Params: labParams, ExtraCmdline: "console=ttyS1,115200",
 		Timeout: 3 * time.Second, PowerCycle: powerCycle,
 		Expect: Expect{Release: testKernel, Params: labParams, PreemptRT: true},
 	})
@@ -108,7 +117,7 @@ func TestTheConsoleOfAHungKernelIsAttachedToItsFailure(t *testing.T) {
 	sim.SetFault(testKernel, simhost.FaultNeverBack)
 	h := installTestKernel(t, opt, InstallOptions{})
 	var log strings.Builder
-	_, _, err := Boot(context.Background(), h, redialer(opt), BootOptions{Method: MethodKexec, Release: testKernel, Params: labParams, Timeout: 2 * time.Second,
+	_, _, err := Boot(context.Background(), h, redialer(opt), BootOptions{Method: MethodKexec, Release: testKernel, BaseCmdline: ownCmdline, Params: labParams, Timeout: 2 * time.Second,
 		PowerCycle: sim.PowerCycleCommand, ConsoleLog: &log,
 		Console: `printf '[    1.234] VFS: Cannot open root device\r\n[    1.235] Kernel panic - not syncing: VFS: Unable to mount root fs on unknown-block(0,0)\r\n'; exec sleep 600`})
 	var ke *KernelError
@@ -159,7 +168,7 @@ func TestTheWrongKernelIsNeverMeasured(t *testing.T) {
 func TestAGrubOneShotBootRunsTheNewKernel(t *testing.T) {
 	sim, opt := simLab(t)
 	h := installTestKernel(t, opt, InstallOptions{})
-	nh, f, err := Boot(context.Background(), h, redialer(opt), BootOptions{Method: MethodGrub, Release: testKernel, Params: labParams, Timeout: 3 * time.Second,
+	nh, f, err := Boot(context.Background(), h, redialer(opt), BootOptions{Method: MethodGrub, Release: testKernel, BaseCmdline: ownCmdline, Params: labParams, Timeout: 3 * time.Second,
 		Expect: Expect{Release: testKernel, Params: labParams}})
 	if err != nil {
 		t.Fatal(err)
@@ -231,7 +240,7 @@ func TestAnImageKexecRefusesIsAKernelFailure(t *testing.T) {
 	_, opt := simLab(t)
 	h := dial(t, opt)
 	// Never installed: kexec -l cannot open it.
-	_, _, err := Boot(context.Background(), h, redialer(opt), BootOptions{Method: MethodKexec, Release: testKernel, Params: labParams, Timeout: 2 * time.Second})
+	_, _, err := Boot(context.Background(), h, redialer(opt), BootOptions{Method: MethodKexec, Release: testKernel, BaseCmdline: ownCmdline, Params: labParams, Timeout: 2 * time.Second})
 	var ke *KernelError
 	if !errors.As(err, &ke) || !strings.Contains(err.Error(), "kexec could not load it: exit status 1: kexec: cannot open /boot/vmlinuz-"+testKernel) {
 		t.Errorf("got %T %v", err, err)

@@ -89,7 +89,7 @@ func withConsole(ctx context.Context, opt BootOptions, boot func() error) error 
 		return boot()
 	}
 	shell.Trace(ctx, "", opt.Console)
-	c, err := startConsole(opt.Console, opt.Env, opt.ConsoleLog)
+	c, err := startConsole(opt.Console, opt.LocalEnv, opt.ConsoleLog)
 	if err != nil {
 		return &InfraError{Host: "console", Op: "start", Err: err}
 	}

@@ -62,7 +62,11 @@ type Expect struct {
 	Release string
 	// Params are the job's boot parameters: every one must be on the
 	// command line, and the isolation they ask for in effect.
-	Params    string
+	Params string
+	// Cmdline, when set, is the whole command line the kernel was booted
+	// with: the booted one must have exactly its parameters, no more and
+	// no fewer (what a boot loader adds aside, see CmdlineDiff).
+	Cmdline   string
 	PreemptRT bool
 }
 
@@ -77,19 +81,10 @@ func (f Facts) Check(e Expect) []string {
 	if e.PreemptRT && !f.PreemptRT {
 		bad = append(bad, fmt.Sprintf("PREEMPT_RT is not active (uname -v: %s)", f.Version))
 	}
-	running := map[string][]string{} // a parameter may be given twice
-	for _, p := range configs.SplitCmdline(f.Cmdline) {
-		running[p.Name] = append(running[p.Name], p.Value)
-	}
-	for _, p := range configs.SplitCmdline(e.Params) {
-		got := running[p.Name]
-		switch {
-		case slices.Contains(got, p.Value):
-		case len(got) == 0:
-			bad = append(bad, fmt.Sprintf("%s is not on the kernel command line", paramText(p)))
-		default:
-			bad = append(bad, fmt.Sprintf("the command line has %s=%s, not %s", p.Name, strings.Join(got, ","), paramText(p)))
-		}
+	if e.Cmdline != "" {
+		bad = append(bad, CmdlineDiff(e.Cmdline, f.Cmdline)...)
+	} else {
+		bad = append(bad, paramsMissing(e.Params, f.Cmdline)...)
 	}
 	bp, err := configs.ParseBootParams(e.Params, 0)
 	if err != nil {
@@ -109,6 +104,28 @@ func (f Facts) Check(e Expect) []string {
 	}
 	check("/sys/devices/system/cpu/isolated", f.Isolated, bp.Domain(), "isolcpus is not in effect")
 	check("/sys/devices/system/cpu/nohz_full", f.NohzFull, bp.Tickless(), "nohz_full is not in effect (is CONFIG_NO_HZ_FULL on?)")
+	return bad
+}
+
+// paramsMissing names the parameters of params the command line lacks or
+// has with another value: what a kernel booted by someone else (the
+// host's own, for host check) is held to.
+func paramsMissing(params, cmdline string) []string {
+	var bad []string
+	running := map[string][]string{} // a parameter may be given twice
+	for _, p := range configs.SplitCmdline(cmdline) {
+		running[p.Name] = append(running[p.Name], p.Value)
+	}
+	for _, p := range configs.SplitCmdline(params) {
+		got := running[p.Name]
+		switch {
+		case slices.Contains(got, p.Value):
+		case len(got) == 0:
+			bad = append(bad, fmt.Sprintf("%s is not on the kernel command line", paramText(p)))
+		default:
+			bad = append(bad, fmt.Sprintf("the command line has %s=%s, not %s", p.Name, strings.Join(got, ","), paramText(p)))
+		}
+	}
 	return bad
 }
 

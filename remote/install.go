@@ -57,7 +57,9 @@ type InstallOptions struct {
 	// Keep is how many kbisect kernels stay installed (older ones are
 	// removed, never the running one): /boot must not fill up overnight.
 	Keep int
-	Env  []string
+	// Env holds the ${NAME} values of an Initramfs command: they go to
+	// the host with the install script.
+	Env []string
 	// Root prefixes every path on the host ("" for /): tests install
 	// into a directory instead of the machine's /boot.
 	Root string

@@ -138,7 +138,7 @@ func AB(ctx context.Context, o ABOptions) (*ABResult, error) {
 		return nil, err
 	}
 	ev.g, ev.labels = g, map[string]string{plan.A: "A", plan.B: "B"}
-	p := &lab.Pipeline{Job: job, Build: bo, StateDir: state, Progress: ev}
+	p := &lab.Pipeline{Job: job, Build: bo, StateDir: state, Progress: ev, BaseFile: baseFile(state, "")}
 	if job.Boot.Method == configs.BootQEMU {
 		q, err := lab.NewQEMULab(job, state, ev)
 		if err != nil {

@@ -191,7 +191,7 @@ func (r *jobRun) prepare(ctx context.Context) error {
 		return err
 	}
 	r.ev.g = r.g
-	r.pipe = &lab.Pipeline{Job: job, Build: bo, StateDir: r.stateDir, Progress: r.ev}
+	r.pipe = &lab.Pipeline{Job: job, Build: bo, StateDir: r.stateDir, Progress: r.ev, BaseFile: baseFile(r.stateDir, "")}
 	r.tester = r.pipe
 	if job.Boot.Method == configs.BootQEMU {
 		if len(r.jobs) > 1 {
@@ -214,7 +214,7 @@ func (r *jobRun) prepare(ctx context.Context) error {
 	if len(r.jobs) > 1 {
 		// Several identical machines: each tests its commit, building in
 		// its own slot; the pool keeps them busy with the next steps.
-		r.pipe.Name = job.Machine.Name
+		r.pipe.Name, r.pipe.BaseFile = job.Machine.Name, baseFile(r.stateDir, job.Machine.Name)
 		r.pool = &lab.Pool{Pipes: []*lab.Pipeline{r.pipe}, Session: r.sess}
 		for i, j := range r.jobs[1:] {
 			f, err := os.OpenFile(filepath.Join(r.stateDir, "build-"+FileSafe(j.Machine.Name)+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -225,7 +225,7 @@ func (r *jobRun) prepare(ctx context.Context) error {
 			b := bo
 			b.Log = f
 			r.pool.Pipes = append(r.pool.Pipes, &lab.Pipeline{Job: j, Build: b, StateDir: r.stateDir, Slot: i + 1,
-				Name: j.Machine.Name, Progress: r.ev})
+				Name: j.Machine.Name, Progress: r.ev, BaseFile: baseFile(r.stateDir, j.Machine.Name)})
 		}
 		if r.g2, err = bisect.OpenGraph(tree); err != nil {
 			return err

@@ -67,8 +67,21 @@ func Boot(ctx context.Context, jobFile, artifact string, messages io.Writer) (re
 	if err := job.CheckEnv(nil); err != nil {
 		return remote.Facts{}, usage.Errorf("boot: %v", err)
 	}
+	// The first contact: no state keeps a base between two boots, and
+	// the host may run the test kernel of another job, so the base is
+	// the job's or the host's own kernel's, never the running one's.
+	h, err := lab.DialHost(ctx, job)
+	if err != nil {
+		return remote.Facts{}, fmt.Errorf("boot: %w", err)
+	}
+	base, err := lab.HostBase(ctx, job, h)
+	h.Close()
+	if err != nil {
+		return remote.Facts{}, fmt.Errorf("boot: %w", err)
+	}
+	fmt.Fprintf(messages, "base command line: %s\n", base)
 	fmt.Fprintf(messages, "installing and booting %s on %s (%s)\n", art.Release, job.Host.Address, job.Boot.Method)
-	h, facts, err := lab.BootArtifact(ctx, job, art, nil)
+	h, facts, err := lab.BootArtifact(ctx, job, art, base.Cmdline, nil)
 	var ke *remote.KernelError
 	if errors.As(err, &ke) {
 		if ke.Console != "" {

@@ -174,3 +174,13 @@ func writeResultJSON(dir string, out report.RunJSON) error {
 	}
 	return atomicfile.WriteFile(filepath.Join(dir, "result.json"), append(b, '\n'))
 }
+
+// baseFile is where a state directory keeps the base command line of a
+// machine's test kernels, recorded at the run's first boot there and read
+// again on resume (machine "": the run's only one).
+func baseFile(dir, machine string) string {
+	if machine == "" {
+		return filepath.Join(dir, "base-cmdline.json")
+	}
+	return filepath.Join(dir, "base-cmdline-"+FileSafe(machine)+".json")
+}

@@ -15,6 +15,9 @@ func (h *Host) reboot(k Kernel) {
 	time.Sleep(100 * time.Millisecond) // the command's answer gets out first
 	h.mu.Lock()
 	fault := h.faults[k.Release]
+	if fault == FaultStaleCmdline {
+		k.Cmdline = h.running.Cmdline
+	}
 	h.mu.Unlock()
 	h.goDown()
 	h.comeUp(k, fault)

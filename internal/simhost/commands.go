@@ -65,6 +65,8 @@ func (h *Host) exec(ctx context.Context, c net.Conn, command string, stdin io.Re
 		}
 		fmt.Fprintf(stdout, "%s\n%s", k.Release, k.Config)
 		return 0
+	case "own-cmdline":
+		return h.ownCmdline(stdout, stderr)
 	case "install":
 		h.mu.Lock()
 		h.installed[arg] = true
@@ -80,8 +82,9 @@ func (h *Host) exec(ctx context.Context, c net.Conn, command string, stdin io.Re
 		go h.reboot(Kernel{Release: arg, Version: "#1 SMP PREEMPT_RT " + time.Now().Format("Mon Jan 2 15:04:05 MST 2006"), Cmdline: cmdline, Noise: h.level(arg)})
 		return 0
 	case "script":
+		// The job's script boots with the command line it is given.
 		rel := env["KBISECT_RELEASE"]
-		go h.reboot(Kernel{Release: rel, Version: "#1 SMP PREEMPT_RT", Cmdline: h.Running().Cmdline, Noise: h.level(rel)})
+		go h.reboot(Kernel{Release: rel, Version: "#1 SMP PREEMPT_RT", Cmdline: env["KBISECT_CMDLINE"], Noise: h.level(rel)})
 		return 0
 	case "osnoise":
 		return h.osnoise(script, c, stdout, stderr)
@@ -89,6 +92,26 @@ func (h *Host) exec(ctx context.Context, c net.Conn, command string, stdin io.Re
 		return h.preflight(arg, stdout)
 	}
 	return h.shell(ctx, script, stdout, stderr)
+}
+
+// ownCmdline answers remote's own-cmdline script: on a kernel kbisect did
+// not install, its command line (recorded on the host); on one it did,
+// the record, or exit 3 without one.
+func (h *Host) ownCmdline(stdout, stderr io.Writer) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	k := h.running
+	if h.installed[k.Release] || strings.Contains(k.Release, "-kbisect-") {
+		if h.ownRecord == nil {
+			fmt.Fprintf(stderr, "it runs %s, a test kernel kbisect installed, and holds no record of its own kernel's command line (/var/lib/kbisect/own-cmdline)\n", k.Release)
+			return 3
+		}
+		fmt.Fprintf(stdout, "host-record\n%s\n%s\n%s\n", k.Release, h.ownRecord.Release, h.ownRecord.Cmdline)
+		return 0
+	}
+	h.ownRecord = &Kernel{Release: k.Release, Cmdline: k.Cmdline}
+	fmt.Fprintf(stdout, "running\n%s\n%s\n%s\n", k.Release, k.Release, k.Cmdline)
+	return 0
 }
 
 // shell runs any other script with this machine's sh: the emulated host's

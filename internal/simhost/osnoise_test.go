@@ -128,7 +128,7 @@ func TestABootedImageRunsAtTheNoiseLevelItCarries(t *testing.T) {
 		t.Fatalf("the host read level %v %v from the image", l, ok)
 	}
 	nh, _, err := remote.Boot(ctx, h, func(ctx context.Context) (*remote.Host, error) { return remote.Dial(ctx, opt) },
-		remote.BootOptions{Method: remote.MethodKexec, Release: release, Params: labParams, Timeout: 30 * time.Second,
+		remote.BootOptions{Method: remote.MethodKexec, Release: release, BaseCmdline: "root=/dev/sda1 ro", Params: labParams, Timeout: 30 * time.Second,
 			Expect: remote.Expect{Release: release, Params: labParams, PreemptRT: true}})
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,8 @@
 // operations kbisect sends (facts, install, kexec, copies, the osnoise
 // tracer) as a lab machine would, including the ways machines fail: a
 // kernel that never comes back until power-cycled, one that boots the
-// wrong release, one that boots without the isolation parameters, a
+// wrong release, one that boots without the isolation parameters or with
+// the command line of the kernel before (a boot loader ignoring kbisect), a
 // connection that drops in the middle of a measurement, a host that
 // refuses or drops connections for a while. A kernel's noise comes from
 // its image: the KBISECT_SIM_NOISE_US=<n> string the simulated tree
@@ -49,6 +50,7 @@ const (
 	FaultWrongRelease       // another kernel than the one asked for comes back
 	FaultNoIsolation        // boots, but without the isolation parameters
 	FaultPanicReboot        // panics and reboots (panic=N) into the default kernel
+	FaultStaleCmdline       // boots with the command line the kernel before had, not the one asked for
 )
 
 // WrongRelease is the kernel FaultWrongRelease boots instead.
@@ -82,6 +84,7 @@ type Host struct {
 	bootID    string
 	down      bool
 	installed map[string]bool
+	ownRecord *Kernel // what the host recorded of its own kernel's command line
 	faults    map[string]Fault
 	conns     map[net.Conn]bool
 	boots     []string

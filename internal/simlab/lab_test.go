@@ -123,7 +123,7 @@ func TestAKernelCarriesItsNoiseFromBuildToMeasurement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nh, facts, err := lab.BootArtifact(ctx, job, art, io.Discard)
+	nh, facts, err := lab.BootArtifact(ctx, job, art, hostBase(t, ctx, job), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +231,7 @@ func TestALabWithoutStormsJudgesTheLongestSingleNoise(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, _, err := lab.BootArtifact(ctx, job, art, io.Discard)
+	h, _, err := lab.BootArtifact(ctx, job, art, hostBase(t, ctx, job), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,4 +248,20 @@ func TestALabWithoutStormsJudgesTheLongestSingleNoise(t *testing.T) {
 	if plain.Metric != simlab.DefaultMetric || plain.Host.NoStorm() {
 		t.Errorf("a lab with storms: %s, no storm %v", plain.Metric, plain.Host.NoStorm())
 	}
+}
+
+// hostBase is the base command line of the job's host at this first
+// contact.
+func hostBase(t *testing.T, ctx context.Context, job *configs.Job) string {
+	t.Helper()
+	h, err := lab.DialHost(ctx, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	base, err := lab.HostBase(ctx, job, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base.Cmdline
 }

@@ -25,7 +25,11 @@ type Server struct {
 	Identity   string // a key the server accepts
 	KnownHosts string // holds the server's host key
 	HostLine   string // that known_hosts line
-	cmd        *exec.Cmd
+	// Received, on a recording server, is the file that keeps what every
+	// session brought: its command, its environment and its standard
+	// input.
+	Received string
+	cmd      *exec.Cmd
 }
 
 // Start starts sshd for the test, with extra lines for its sshd_config
@@ -33,6 +37,29 @@ type Server struct {
 // /usr/sbin holds). Without sshd the real-SSH tests say so by name and
 // skip; CI sets KBISECT_REQUIRE_SSHD, where a missing sshd fails.
 func Start(t testing.TB, extra ...string) *Server {
+	t.Helper()
+	return start(t, false, extra...)
+}
+
+// StartRecording starts sshd for the test as Start does, and keeps in
+// s.Received what every session brought to the host (its command, the
+// environment it runs with, and all of its standard input) before the
+// command runs as usual: what a test must prove never reached a host.
+func StartRecording(t testing.TB) *Server {
+	t.Helper()
+	return start(t, true)
+}
+
+// recorder runs as sshd's ForceCommand: it appends the session's command,
+// environment and standard input to the record, then runs the command
+// with that input.
+const recorder = `#!/bin/sh
+rec=%s
+{ printf '== command: %%s\n== env:\n' "$SSH_ORIGINAL_COMMAND"; env; printf '== stdin:\n'; } >>"$rec"
+tee -a "$rec" | /bin/sh -c "$SSH_ORIGINAL_COMMAND"
+`
+
+func start(t testing.TB, record bool, extra ...string) *Server {
 	t.Helper()
 	sshd, err := exec.LookPath("sshd")
 	if err != nil {
@@ -98,6 +125,14 @@ PermitRootLogin prohibit-password
 LogLevel ERROR
 %s
 `, s.Port, ecdsaKey, hostKey, filepath.Join(s.Dir, "sshd.pid"), filepath.Join(s.Dir, "authorized_keys"), strings.Join(extra, "\n"))
+	if record {
+		s.Received = filepath.Join(s.Dir, "received")
+		tap := filepath.Join(s.Dir, "recorder")
+		if err := os.WriteFile(tap, []byte(fmt.Sprintf(recorder, shellQuote(s.Received))), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		config += "ForceCommand " + tap + "\n"
+	}
 	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -163,3 +198,6 @@ func WriteKey(t testing.TB) string {
 	}
 	return p
 }
+
+// shellQuote single-quotes s for sh.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
