@@ -60,8 +60,16 @@ func LocalVersion(commit string) string { return "-kbisect-" + commitid.Short(co
 
 // Build builds the kernel of commit in a slot (a worktree and an output
 // directory of its own), reusing the cache when the same tree, config,
-// compiler and make variables were built before.
+// compiler and make variables were built before. A build that fails for
+// the machine (a full or failing disk, memory, the compiler cache, a
+// missing tool) is a *SetupError, one that fails for the commit's code a
+// *BuildError.
 func Build(ctx context.Context, o Options, slot int, commit string) (*Artifact, error) {
+	a, err := build(ctx, o, slot, commit)
+	return a, fileFault(err)
+}
+
+func build(ctx context.Context, o Options, slot int, commit string) (*Artifact, error) {
 	start := time.Now()
 	if o.Jobs <= 0 {
 		o.Jobs = runtime.NumCPU()
@@ -143,7 +151,7 @@ func Build(ctx context.Context, o Options, slot int, commit string) (*Artifact, 
 		m.note("ccache: not used, build.ccache is false")
 	}
 	if err := m.build(ctx, final); err != nil {
-		return nil, classify(err, commit, m.log.String())
+		return nil, m.classify(err, commit)
 	}
 	phase("make")
 	a, err := s.collect(ctx, m, dir, final)

@@ -146,7 +146,7 @@ func TestMissingToolsAreTheMachinesProblem(t *testing.T) {
 		"kernel/gen_kheaders.sh: line 84: cpio: command not found":              "a build tool is missing: Debian: apt-get install cpio",
 		"kernel/fork.c:12:1: error: unknown type name 'foo'\nmake: *** Error 1": "",
 	} {
-		err := classify(errors.New("make failed"), "0123456789abcdef", log)
+		err := classify(errors.New("make failed"), "0123456789abcdef", log, buildFacts{})
 		var se *SetupError
 		if want == "" {
 			var be *BuildError

@@ -3,8 +3,10 @@ package kbuild
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"sort"
 	"strconv"
@@ -17,6 +19,7 @@ import (
 // maker runs make for a slot.
 type maker struct {
 	src, out string
+	cacheDir string
 	jobs     int
 	vars     map[string]string
 	ccache   bool
@@ -25,7 +28,7 @@ type maker struct {
 }
 
 func (o Options) maker(s *slot) *maker {
-	m := &maker{src: s.src, out: s.out, jobs: o.Jobs, vars: o.MakeVars, log: &tailBuffer{max: 256 << 10}, logTo: o.Log}
+	m := &maker{src: s.src, out: s.out, cacheDir: o.CacheDir, jobs: o.Jobs, vars: o.MakeVars, log: &tailBuffer{max: 256 << 10}, logTo: o.Log}
 	if o.CCache {
 		if _, err := exec.LookPath("ccache"); err == nil {
 			m.ccache = true
@@ -77,19 +80,48 @@ func (m *maker) run(ctx context.Context, targets ...string) error {
 	if err := c.Start(); err != nil {
 		return &SetupError{Msg: fmt.Sprintf("cannot run make: %v (Debian: apt-get install build-essential)", err)}
 	}
+	oom := oomKills()
 	done := make(chan error, 1)
 	go func() { done <- c.Wait() }()
 	select {
 	case err := <-done:
-		if err != nil {
-			return fmt.Errorf("%s: %w", strings.Join(targets, " "), err)
+		if err == nil {
+			return nil
 		}
-		return nil
+		me := &makeError{targets: targets, err: err}
+		if ws, ok := c.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			me.signal = ws.Signal()
+		}
+		if now := oomKills(); oom >= 0 && now > oom {
+			me.oomKills = now - oom
+		}
+		return me
 	case <-ctx.Done():
 		_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
 		<-done
 		return ctx.Err()
 	}
+}
+
+// classify tells why make failed: the build machine's fault, measured
+// now, or the commit's (see classify).
+func (m *maker) classify(err error, commit string) error {
+	if err == nil {
+		return nil
+	}
+	var me *makeError
+	if !errors.As(err, &me) {
+		return classify(err, commit, m.log.String(), buildFacts{})
+	}
+	return classify(err, commit, m.log.String(), measureRooms(m.out, m.src, m.cacheDir, os.TempDir(), m.ccacheDir()))
+}
+
+// ccacheDir is ccache's directory when the build uses ccache.
+func (m *maker) ccacheDir() string {
+	if !m.ccache {
+		return ""
+	}
+	return ccacheDir()
 }
 
 // imageTarget is the kernel image make target of the build's arch.

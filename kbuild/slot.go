@@ -132,7 +132,7 @@ func (s *slot) configure(ctx context.Context, m *maker, base string, req Request
 	switch {
 	case isMakeConfig(base):
 		if err := m.run(ctx, base); err != nil {
-			return classify(err, "", m.log.String())
+			return m.classify(err, "")
 		}
 	default:
 		b, err := os.ReadFile(base)
@@ -151,7 +151,7 @@ func (s *slot) configure(ctx context.Context, m *maker, base string, req Request
 		return err
 	}
 	if err := m.run(ctx, "olddefconfig"); err != nil {
-		return classify(err, "", m.log.String())
+		return m.classify(err, "")
 	}
 	return os.WriteFile(stateFile, []byte(commit+" "+inputs+"\n"), 0o644)
 }
@@ -258,7 +258,7 @@ func (s *slot) collect(ctx context.Context, m *maker, dir string, final Config) 
 		stage := filepath.Join(s.out, "kbisect-modules")
 		os.RemoveAll(stage)
 		if err := m.run(ctx, "modules_install", "INSTALL_MOD_PATH="+stage, "INSTALL_MOD_STRIP=1"); err != nil {
-			return nil, classify(err, "", m.log.String())
+			return nil, m.classify(err, "")
 		}
 		mods := filepath.Join(stage, "lib", "modules", release)
 		_ = os.Remove(filepath.Join(mods, "build"))
