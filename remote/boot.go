@@ -140,14 +140,7 @@ func trigger(ctx context.Context, h *Host, cmdline string, opt BootOptions) erro
 	rel := shell.Quote(opt.Release)
 	switch opt.Method {
 	case MethodKexec:
-		script = fmt.Sprintf(`# kbisect:kexec %s
-set -e
-KBISECT_CMDLINE=%s
-initrd=
-for f in /boot/initrd.img-%s /boot/initramfs-%s.img; do [ -e "$f" ] && initrd="--initrd=$f" && break; done
-kexec -l /boot/vmlinuz-%s $initrd --command-line="$KBISECT_CMDLINE"
-(sleep 1; systemctl kexec 2>/dev/null || kexec -e) </dev/null >/dev/null 2>&1 &
-`, rel, shell.Quote(cmdline), rel, rel, rel)
+		script = kexecScript(opt.Release, cmdline)
 	case MethodGrub:
 		// A one-shot entry in custom.cfg (read by grub at boot, no
 		// update-grub needed): a hang and a power cycle land on the
@@ -189,10 +182,14 @@ grub-reboot kbisect 2>/dev/null || grub2-reboot kbisect
 	}
 	if _, _, err := h.Run(ctx, shell.Cmd{Script: script, Env: env}); err != nil {
 		var ee *shell.ExitError
-		if errors.As(err, &ee) && opt.Method == MethodKexec && ee.Code != 126 && ee.Code != 127 && !strings.Contains(ee.Stderr, "Operation not permitted") {
-			// kexec -l refused the image: the kernel cannot even start.
-			// (A missing kexec or a kernel lockdown is the lab's.)
-			return &KernelError{Release: opt.Release, Reason: "kexec could not load it: " + ee.Error()}
+		if errors.As(err, &ee) && opt.Method == MethodKexec && ee.Code == exitKexecRejected {
+			// kexec_load refused the image itself: the kernel cannot
+			// even start. Any other failure of the load (no memory, busy,
+			// not permitted, no kexec) is the lab's.
+			return &KernelError{Release: opt.Release, Reason: "kexec refused the image: " + strings.TrimSpace(ee.Stderr)}
+		}
+		if errors.As(err, &ee) && opt.Method == MethodKexec && ee.Code == exitKexecLab {
+			return &InfraError{Host: h.Name(), Op: "boot kexec", Err: fmt.Errorf("kexec could not load %s, not for the kernel's fault: %s", opt.Release, strings.TrimSpace(ee.Stderr))}
 		}
 		if errors.As(err, &ee) {
 			return &InfraError{Host: h.Name(), Op: "boot " + opt.Method, Err: err}
@@ -200,6 +197,42 @@ grub-reboot kbisect 2>/dev/null || grub2-reboot kbisect
 		return err
 	}
 	return nil
+}
+
+// The kexec script's exit codes when kexec -l fails: the host types the
+// failure where it happens, from the errno kexec-tools reports.
+const (
+	// exitKexecRejected: the image itself was refused (EINVAL, ENOEXEC,
+	// a file type no loader knows): the kernel's failure.
+	exitKexecRejected = 80
+	// exitKexecLab: any other failure of the load (ENOMEM, EBUSY, EPERM,
+	// a missing image): the lab's.
+	exitKexecLab = 81
+)
+
+// kexecScript loads the release's kernel with kexec and starts the
+// reboot into it in the background. A failed load exits with
+// exitKexecRejected or exitKexecLab (126 and 127 when kexec cannot run),
+// kexec's words on standard error.
+func kexecScript(release, cmdline string) string {
+	rel := shell.Quote(release)
+	return fmt.Sprintf(`# kbisect:kexec %s
+set -e
+KBISECT_CMDLINE=%s
+initrd=
+for f in /boot/initrd.img-%s /boot/initramfs-%s.img; do [ -e "$f" ] && initrd="--initrd=$f" && break; done
+rc=0
+out=$(LC_ALL=C kexec -l /boot/vmlinuz-%s $initrd --command-line="$KBISECT_CMDLINE" 2>&1) || rc=$?
+if [ "$rc" -ne 0 ]; then
+	printf '%%s\n' "$out" >&2
+	case "$rc" in 126|127) exit "$rc" ;; esac
+	case "$out" in
+	*"Invalid argument"*|*"Exec format error"*|*"Cannot determine the file type"*) exit %d ;;
+	esac
+	exit %d
+fi
+(sleep 1; systemctl kexec 2>/dev/null || kexec -e) </dev/null >/dev/null 2>&1 &
+`, rel, shell.Quote(cmdline), rel, rel, rel, exitKexecRejected, exitKexecLab)
 }
 
 // bootTimeout is a kernel that did not answer within the boot timeout;

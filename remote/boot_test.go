@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -237,13 +238,74 @@ func TestInstallKeepsTheNewestKernelsAndNeverTheRunningOne(t *testing.T) {
 }
 
 func TestAnImageKexecRefusesIsAKernelFailure(t *testing.T) {
-	_, opt := simLab(t)
-	h := dial(t, opt)
-	// Never installed: kexec -l cannot open it.
+	sim, opt := simLab(t)
+	sim.SetFault(testKernel, simhost.FaultKexecRejected)
+	h := installTestKernel(t, opt, InstallOptions{})
 	_, _, err := Boot(context.Background(), h, redialer(opt), BootOptions{Method: MethodKexec, Release: testKernel, BaseCmdline: ownCmdline, Params: labParams, Timeout: 2 * time.Second})
 	var ke *KernelError
-	if !errors.As(err, &ke) || !strings.Contains(err.Error(), "kexec could not load it: exit status 1: kexec: cannot open /boot/vmlinuz-"+testKernel) {
+	if !errors.As(err, &ke) || !strings.Contains(err.Error(), "kexec refused the image: kexec_load failed: Invalid argument") {
 		t.Errorf("got %T %v", err, err)
+	}
+}
+
+// TestAKexecLoadThatFailsForTheHostIsALabFailure: kexec_load failing with
+// ENOMEM (or an image that is not there) is the lab's, never a skip.
+func TestAKexecLoadThatFailsForTheHostIsALabFailure(t *testing.T) {
+	sim, opt := simLab(t)
+	sim.SetFault(testKernel, simhost.FaultKexecNoMemory)
+	h := installTestKernel(t, opt, InstallOptions{})
+	_, _, err := Boot(context.Background(), h, redialer(opt), BootOptions{Method: MethodKexec, Release: testKernel, BaseCmdline: ownCmdline, Params: labParams, Timeout: 2 * time.Second})
+	var ie *InfraError
+	if !errors.As(err, &ie) || errors.As(err, new(*KernelError)) || !strings.Contains(err.Error(), "kexec could not load "+testKernel+", not for the kernel's fault: kexec_load failed: Cannot allocate memory") {
+		t.Errorf("got %T %v", err, err)
+	}
+	// Never installed: kexec -l cannot open it, and that is the lab's too.
+	_, _, err = Boot(context.Background(), dial(t, opt), redialer(opt), BootOptions{Method: MethodKexec, Release: "6.12.79-kbisect", BaseCmdline: ownCmdline, Params: labParams, Timeout: 2 * time.Second})
+	if !errors.As(err, &ie) || errors.As(err, new(*KernelError)) {
+		t.Errorf("a missing image: got %T %v", err, err)
+	}
+}
+
+// TestTheKexecScriptTypesTheLoadsFailureOnTheHost runs the kexec script
+// that goes to the host with a kexec that fails as kexec-tools does: the
+// script's exit code carries the class, so nothing reads text later.
+func TestTheKexecScriptTypesTheLoadsFailureOnTheHost(t *testing.T) {
+	bin := t.TempDir()
+	for name, body := range map[string]string{
+		"kexec":     "#!/bin/sh\nprintf '%s\\n' \"$KEXEC_SAYS\" >&2\nexit 255\n",
+		"systemctl": "#!/bin/sh\nexit 1\n", // never reached: the load fails first
+	} {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for says, want := range map[string]int{
+		"kexec_load failed: Invalid argument":                      exitKexecRejected,
+		"kexec_file_load failed: Exec format error":                exitKexecRejected,
+		"Cannot determine the file type of /boot/vmlinuz-x":        exitKexecRejected,
+		"kexec_load failed: Cannot allocate memory":                exitKexecLab,
+		"kexec_load failed: Device or resource busy":               exitKexecLab,
+		"kexec_load failed: Operation not permitted":               exitKexecLab,
+		"Cannot open `/boot/vmlinuz-x': No such file or directory": exitKexecLab,
+		"kexec_file_load failed: Key was rejected by service":      exitKexecLab,
+	} {
+		c := exec.Command("sh", "-s")
+		c.Stdin = strings.NewReader(kexecScript(testKernel, "root=/dev/sda1 nohz_full=1-3"))
+		c.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "KEXEC_SAYS="+says)
+		var stderr strings.Builder
+		c.Stderr = &stderr
+		err := c.Run()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != want || !strings.Contains(stderr.String(), says) {
+			t.Errorf("%q: %v (want exit %d), stderr %q", says, err, want, stderr.String())
+		}
+	}
+	// Without kexec on the PATH: 127, the lab's.
+	c := exec.Command("sh", "-s")
+	c.Stdin = strings.NewReader(kexecScript(testKernel, "root=/dev/sda1"))
+	c.Env = append(os.Environ(), "PATH="+t.TempDir())
+	if err := c.Run(); err == nil || c.ProcessState.ExitCode() != 127 {
+		t.Errorf("without kexec: %v", err)
 	}
 }
 

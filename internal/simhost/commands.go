@@ -75,8 +75,24 @@ func (h *Host) exec(ctx context.Context, c net.Conn, command string, stdin io.Re
 	case "kexec", "grub":
 		m := cmdlineArg.FindStringSubmatch(script)
 		if !h.Installed(arg) || m == nil {
-			fmt.Fprintf(stderr, "kexec: cannot open /boot/vmlinuz-%s\n", arg)
+			fmt.Fprintf(stderr, "Cannot open `/boot/vmlinuz-%s': No such file or directory\n", arg)
+			if name == "kexec" {
+				return exitKexecLab
+			}
 			return 1
+		}
+		if name == "kexec" {
+			h.mu.Lock()
+			f := h.faults[arg]
+			h.mu.Unlock()
+			switch f {
+			case FaultKexecRejected:
+				fmt.Fprintln(stderr, "kexec_load failed: Invalid argument")
+				return exitKexecRejected
+			case FaultKexecNoMemory:
+				fmt.Fprintln(stderr, "kexec_load failed: Cannot allocate memory")
+				return exitKexecLab
+			}
 		}
 		cmdline := strings.ReplaceAll(m[1], `'\''`, "'")
 		go h.reboot(Kernel{Release: arg, Version: "#1 SMP PREEMPT_RT " + time.Now().Format("Mon Jan 2 15:04:05 MST 2006"), Cmdline: cmdline, Noise: h.level(arg)})

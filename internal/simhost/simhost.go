@@ -45,12 +45,21 @@ type Fault int
 
 // Faults.
 const (
-	FaultNone         Fault = iota
-	FaultNeverBack          // hangs until power-cycled, then the default kernel runs
-	FaultWrongRelease       // another kernel than the one asked for comes back
-	FaultNoIsolation        // boots, but without the isolation parameters
-	FaultPanicReboot        // panics and reboots (panic=N) into the default kernel
-	FaultStaleCmdline       // boots with the command line the kernel before had, not the one asked for
+	FaultNone          Fault = iota
+	FaultNeverBack           // hangs until power-cycled, then the default kernel runs
+	FaultWrongRelease        // another kernel than the one asked for comes back
+	FaultNoIsolation         // boots, but without the isolation parameters
+	FaultPanicReboot         // panics and reboots (panic=N) into the default kernel
+	FaultStaleCmdline        // boots with the command line the kernel before had, not the one asked for
+	FaultKexecRejected       // kexec_load refuses the image: Invalid argument
+	FaultKexecNoMemory       // kexec_load fails for the host: Cannot allocate memory
+)
+
+// The exit codes of remote's kexec script when kexec -l fails: the image
+// refused, or the load failed for the host.
+const (
+	exitKexecRejected = 80
+	exitKexecLab      = 81
 )
 
 // WrongRelease is the kernel FaultWrongRelease boots instead.
