@@ -13,7 +13,7 @@ import (
 
 // bootRetrying boots the artifact, retrying the lab's failures with
 // backoff. A kernel failure is returned as kerr, not retried: it is the
-// commit's.
+// commit's. A host key that does not match known_hosts stops at once.
 func (p *Pipeline) bootRetrying(ctx context.Context, commit string, art remote.Artifact) (Machine, remote.Facts, *remote.KernelError, error) {
 	boot := p.Boot
 	if boot == nil {
@@ -59,6 +59,10 @@ func (p *Pipeline) bootRetrying(ctx context.Context, commit string, art remote.A
 			return nil, facts, ke, nil
 		case ctx.Err() != nil:
 			return nil, facts, nil, ctx.Err()
+		case errors.As(err, new(*remote.HostKeyError)):
+			// A host key that changed or is unknown does not come right
+			// by waiting: someone must look at the machine.
+			return nil, facts, nil, fmt.Errorf("boot %s: stopped at once, a host key is not retried: %w", art.Release, err)
 		case try >= retries:
 			return nil, facts, nil, fmt.Errorf("boot %s: the lab failed %d times, the last: %w", art.Release, try+1, err)
 		}

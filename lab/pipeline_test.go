@@ -2,6 +2,8 @@ package lab
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"errors"
 	"os"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"golang.org/x/crypto/ssh"
 
 	"kbisect/bisect"
 	"kbisect/configs"
@@ -364,5 +367,34 @@ func TestATestStoppedMidBootLeavesTheHostToComeBack(t *testing.T) {
 	if !slices.ContainsFunc(notes, func(n string) bool { return strings.HasPrefix(n, "waiting for the host") }) ||
 		slices.ContainsFunc(notes, func(n string) bool { return strings.HasPrefix(n, "retrying") }) {
 		t.Errorf("notes: %q", notes)
+	}
+}
+
+// TestAChangedHostKeyStopsAtOnce: a host key other than the one recorded
+// is not a flaky lab: no retry, no backoff, and the error says what to
+// do.
+func TestAChangedHostKeyStopsAtOnce(t *testing.T) {
+	r := newSimRun(t, simlab.Options{Seed: 23, Commits: 80})
+	_, other, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := ssh.NewSignerFromKey(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, _, _ := strings.Cut(r.lab.Host.KnownHostsLine, " ")
+	if err := os.WriteFile(r.lab.KnownHosts, []byte(host+" "+string(ssh.MarshalAuthorizedKey(signer.PublicKey()))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waits := 0
+	r.pipe.Sleep = func(ctx context.Context, d time.Duration) error { waits++; return ctx.Err() }
+	_, err = r.pipe.Evidence(context.Background(), r.lab.Tree.GoodCommit)
+	var hk *remote.HostKeyError
+	if !errors.As(err, &hk) || !hk.Changed || !strings.Contains(err.Error(), "stopped at once") || !strings.Contains(err.Error(), "ssh-keygen -f "+r.lab.KnownHosts+" -R") {
+		t.Fatalf("got %T %v", err, err)
+	}
+	if waits != 0 {
+		t.Errorf("a changed host key was retried after %d waits", waits)
 	}
 }

@@ -3,6 +3,7 @@ package remote
 import (
 	"errors"
 	"fmt"
+	"kbisect/internal/shell"
 	"net"
 	"os"
 	"path/filepath"
@@ -27,8 +28,8 @@ type HostKeyError struct {
 
 func (e *HostKeyError) Error() string {
 	if e.Changed {
-		return fmt.Sprintf("%s: the host key CHANGED (%s), unlike %s: if the machine was reinstalled, remove the old line with ssh-keygen -R and check the new fingerprint with its owner; kbisect never accepts a changed key",
-			e.Host, e.Fingerprint, strings.Join(e.Want, ", "))
+		return fmt.Sprintf("%s: the host key CHANGED (%s), unlike %s: if the machine was reinstalled, check the new fingerprint with its owner, then remove the old line (ssh-keygen -f %s -R %s) and run the same command again; kbisect never accepts a changed key",
+			e.Host, e.Fingerprint, strings.Join(e.Want, ", "), shell.Quote(e.KnownHosts), shell.Quote(knownhosts.Normalize(e.Host)))
 	}
 	return fmt.Sprintf("%s: unknown host key %s: check the fingerprint, then add this line to %s (or set host.accept_new_host_key):\n%s",
 		e.Host, e.Fingerprint, e.KnownHosts, e.Line)
