@@ -19,6 +19,9 @@ type Evidence struct {
 	// Verdict is good, bad or skip; Reason says why in a line.
 	Verdict verdict.Verdict `json:"verdict"`
 	Reason  string          `json:"reason"`
+	// Failure is the commit's own failure that made the verdict (a skip,
+	// or bad when the job bisects failures): its class and evidence.
+	Failure *Failure `json:"failure,omitempty"`
 	// SameAs names the commit whose kernel had the same signature, when
 	// its measurement was reused.
 	SameAs   string          `json:"same_as,omitempty"`
@@ -34,6 +37,38 @@ type Evidence struct {
 
 	// raw is the directory of the raw outputs, under the state directory.
 	raw string
+}
+
+// FailureClass is which of a commit's own failures kept it from being
+// measured. The lab's failures have none: they never become verdicts.
+type FailureClass string
+
+// The classes of a commit's failures.
+const (
+	// FailBuild: a compile or link error in the commit's tree.
+	FailBuild FailureClass = "does-not-build"
+	// FailBoot: the kernel did not come back, panicked, or kexec refused
+	// its image.
+	FailBoot FailureClass = "does-not-boot"
+	// FailWorkload: the kernel lacks what the workload needs (a tracer,
+	// NUMA).
+	FailWorkload FailureClass = "cannot-run-workload"
+	// FailUnsure: measured, but the verdict rule could not decide.
+	FailUnsure FailureClass = "unsure"
+)
+
+// Failure is a commit's own failure: its class and what showed it (the
+// build's error lines, the kernel's reason and panic line, the
+// workload's words).
+type Failure struct {
+	Class    FailureClass `json:"class"`
+	Evidence []string     `json:"evidence,omitempty"`
+}
+
+// fail records a commit's own failure as its verdict v and reason.
+func (ev *Evidence) fail(v verdict.Verdict, class FailureClass, reason string, evidence ...string) {
+	ev.Verdict, ev.Reason = v, reason
+	ev.Failure = &Failure{Class: class, Evidence: evidence}
 }
 
 // BuildInfo is how the commit's kernel was built.

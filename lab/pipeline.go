@@ -224,8 +224,7 @@ func (p *Pipeline) built(ctx context.Context, ev *Evidence) (*remote.Artifact, e
 	var be *kbuild.BuildError
 	switch {
 	case errors.As(err, &be):
-		ev.Verdict = p.failure(p.Job.Build.OnFailure)
-		ev.Reason = "does not build: " + firstOr(be.Lines, err.Error())
+		ev.fail(p.failure(p.Job.Build.OnFailure), FailBuild, "does not build: "+firstOr(be.Lines, err.Error()), be.Lines...)
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("build %s: %w", commitid.Short(commit), err)

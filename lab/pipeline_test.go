@@ -162,6 +162,11 @@ func TestAKernelThatDoesNotBootIsSkipped(t *testing.T) {
 	if ev.Verdict != "skip" || !strings.HasPrefix(ev.Reason, "does not boot: ") {
 		t.Errorf("%+v", ev)
 	}
+	// The state says why, by class: a resumed run or a report reads it.
+	kept, err := ReadEvidence(r.state, commit)
+	if err != nil || kept.Failure == nil || kept.Failure.Class != FailBoot || len(kept.Failure.Evidence) == 0 {
+		t.Errorf("the skip's failure in the state: %+v %v", kept, err)
+	}
 	if !strings.HasPrefix(r.lab.Host.Running().Release, "6.1.0") {
 		t.Errorf("after the power cycle the host runs %s", r.lab.Host.Running().Release)
 	}
@@ -396,5 +401,23 @@ func TestAChangedHostKeyStopsAtOnce(t *testing.T) {
 	}
 	if waits != 0 {
 		t.Errorf("a changed host key was retried after %d waits", waits)
+	}
+}
+
+// TestACommitThatDoesNotBuildRecordsItsErrorLines: a skip for a compile
+// error keeps its class and the compiler's lines in the state.
+func TestACommitThatDoesNotBuildRecordsItsErrorLines(t *testing.T) {
+	r := newSimRun(t, simlab.Options{Seed: 31, Commits: 80})
+	if len(r.lab.Tree.Broken) == 0 {
+		t.Fatal("the simulated history has no commit that does not build")
+	}
+	broken := r.lab.Tree.Broken[0]
+	ev, err := r.pipe.Evidence(context.Background(), broken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := ReadEvidence(r.state, broken)
+	if err != nil || ev.Verdict != "skip" || kept.Failure == nil || kept.Failure.Class != FailBuild || len(kept.Failure.Evidence) == 0 || !strings.Contains(kept.Failure.Evidence[0], "error") {
+		t.Errorf("got %+v (kept %+v, %v)", ev, kept, err)
 	}
 }

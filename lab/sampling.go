@@ -68,11 +68,12 @@ func (p *Pipeline) measureWith(ctx context.Context, ev *Evidence, s *sampling) e
 			return err
 		}
 		if kerr != nil {
-			ev.Verdict = p.failure(p.Job.Boot.OnFailure)
-			ev.Reason = "does not boot: " + kerr.Reason
+			reason, evidence := "does not boot: "+kerr.Reason, []string{kerr.Reason}
 			if kerr.Panic != "" {
-				ev.Reason += " (" + kerr.Panic + ")"
+				reason += " (" + kerr.Panic + ")"
+				evidence = append(evidence, kerr.Panic)
 			}
+			ev.fail(p.failure(p.Job.Boot.OnFailure), FailBoot, reason, evidence...)
 			return nil
 		}
 		ev.Boots = append(ev.Boots, BootInfo{Release: facts.Release, BootID: facts.BootID, Cmdline: facts.Cmdline})
@@ -165,6 +166,7 @@ func setVerdict(ev *Evidence, d noise.Decision) {
 	ev.Verdict, ev.Reason = ofRule(d.Verdict), d.Reason
 	if ev.Verdict != d.Verdict {
 		ev.Reason = "unsure: " + d.Reason
+		ev.Failure = &Failure{Class: FailUnsure, Evidence: []string{d.Reason}}
 	}
 }
 
@@ -182,7 +184,7 @@ func (p *Pipeline) sample(ctx context.Context, ev *Evidence, w noise.Workload, m
 		var se *noise.SetupError
 		if errors.As(err, &se) {
 			if se.Kernel {
-				ev.Verdict, ev.Reason = verdict.Skip, "the kernel cannot run the workload: "+se.Msg
+				ev.fail(verdict.Skip, FailWorkload, "the kernel cannot run the workload: "+se.Msg, se.Msg)
 				return 0, ev, nil
 			}
 			return 0, nil, fmt.Errorf("%s: %w", art.Release, err)

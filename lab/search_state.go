@@ -35,7 +35,9 @@ type SearchRecord struct {
 	Release string    `json:"release,omitempty"`
 	BootID  string    `json:"boot_id,omitempty"`
 	Reason  string    `json:"reason,omitempty"`
-	Seconds float64   `json:"seconds"`
+	// Failure is a skip's class and evidence.
+	Failure *Failure `json:"failure,omitempty"`
+	Seconds float64  `json:"seconds"`
 	// BuildSeconds is the part of Seconds a build took (0: the kernel was
 	// built before, or came from the cache).
 	BuildSeconds float64 `json:"build_seconds,omitempty"`

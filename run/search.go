@@ -434,7 +434,7 @@ func (p *posteriorRun) boot(ctx context.Context, step culprit.Step) error {
 		}
 	}
 	if len(ev.Values) == 0 {
-		if err := p.journal.Append(lab.SearchRecord{Kind: lab.SearchSkip, Commit: commit, Reverted: step.Reverted, Confirming: step.Confirming, Built: built, Reason: ev.Reason, Seconds: ev.Seconds}); err != nil {
+		if err := p.journal.Append(lab.SearchRecord{Kind: lab.SearchSkip, Commit: commit, Reverted: step.Reverted, Confirming: step.Confirming, Built: built, Reason: ev.Reason, Failure: ev.Failure, Seconds: ev.Seconds}); err != nil {
 			return err
 		}
 		p.search.Skip(step)
