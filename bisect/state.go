@@ -191,6 +191,43 @@ func decodeRecords(path string, data []byte) ([]Record, error) {
 	return out, sc.Err()
 }
 
+// Drop rewrites the log without the records drop picks, at once (the
+// file holds the old log or the new one, never half of either), and
+// returns those it left out.
+func (l *StateLog) Drop(drop func(Record) bool) ([]Record, error) {
+	var keep, dropped []Record
+	for _, r := range l.records {
+		if drop(r) {
+			dropped = append(dropped, r)
+		} else {
+			keep = append(keep, r)
+		}
+	}
+	if len(dropped) == 0 || l.f == nil {
+		return nil, nil
+	}
+	var buf bytes.Buffer
+	for _, r := range keep {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(append(b, '\n'))
+	}
+	path := filepath.Join(l.dir, LogName)
+	if err := atomicfile.WriteFile(path, buf.Bytes()); err != nil {
+		return nil, fmt.Errorf("rewrite session log: %w", err)
+	}
+	l.f.Close()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		l.f = nil
+		return nil, err
+	}
+	l.f, l.records = f, keep
+	return dropped, nil
+}
+
 // Dir is the state directory.
 func (l *StateLog) Dir() string { return l.dir }
 

@@ -164,6 +164,11 @@ func (r *jobRun) prepare(ctx context.Context) error {
 				r.stateDir, o.Jobs[0], filepath.Join(r.stateDir, "job.yaml"))
 		}
 		fmt.Fprintf(r.o.Messages, "kbisect: resuming from %s (%d verdicts)\n", r.stateDir, countVerdicts(records))
+		if o.RetrySkips {
+			if err := r.retrySkips(r.o.Messages); err != nil {
+				return err
+			}
+		}
 	} else {
 		// The job files as used: what the verdicts were made with.
 		for i, file := range files {

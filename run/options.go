@@ -54,6 +54,10 @@ type JobOptions struct {
 	FindGood *bool
 	// Interactive says a person watches (a terminal, not CI).
 	Interactive bool
+	// RetrySkips measures the commits a resumed run skipped again: their
+	// skips leave the session log and the search journal, their evidence
+	// is kept aside (commits/<hash>.skipped-<n>.json).
+	RetrySkips bool
 	// Messages gets kbisect's own lines (resuming, the job's warnings).
 	Messages io.Writer
 	// Progress hears how the run goes (nil: nothing).

@@ -5,10 +5,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"kbisect/bisect"
 	"kbisect/internal/atomicfile"
+	"kbisect/internal/commitid"
 	"kbisect/internal/usage"
+	"kbisect/lab"
 	"kbisect/report"
+	"kbisect/verdict"
 	"os"
 	"path/filepath"
 	"slices"
@@ -183,4 +187,38 @@ func baseFile(dir, machine string) string {
 		return filepath.Join(dir, "base-cmdline.json")
 	}
 	return filepath.Join(dir, "base-cmdline-"+FileSafe(machine)+".json")
+}
+
+// retrySkips readies the state directory to measure its skipped commits
+// again: the session log's skips (not those of a replayed log, which
+// kbisect did not measure) and the lab's (lab.RetrySkips).
+func (b *bisection) retrySkips(messages io.Writer) error {
+	dropped, err := b.log.Drop(func(r bisect.Record) bool {
+		return r.Event == bisect.EventVerdict && r.Verdict == verdict.Skip && r.Source != "replay"
+	})
+	if err != nil {
+		return err
+	}
+	commits, err := lab.RetrySkips(b.stateDir)
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	var names []string
+	for _, c := range commits {
+		seen[c] = true
+		names = append(names, commitid.Short(c))
+	}
+	for _, r := range dropped {
+		if !seen[r.Commit] {
+			seen[r.Commit] = true
+			names = append(names, commitid.Short(r.Commit))
+		}
+	}
+	if len(names) == 0 {
+		fmt.Fprintf(messages, "kbisect: --retry-skips: no commit was skipped\n")
+		return nil
+	}
+	fmt.Fprintf(messages, "kbisect: --retry-skips: %d skipped commit(s) measured again: %s\n", len(names), strings.Join(names, " "))
+	return nil
 }

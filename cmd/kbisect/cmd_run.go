@@ -45,6 +45,9 @@ type runOptions struct {
 	// measures bad (run --job); FindGoodSet says the flag was given,
 	// else the job or the terminal decides.
 	FindGood, FindGoodSet bool
+	// RetrySkips measures the skipped commits of a resumed run again
+	// (run --job).
+	RetrySkips bool
 }
 
 func runCommand() *cli.Command {
@@ -71,6 +74,7 @@ func runCommand() *cli.Command {
 			&cli.IntFlag{Name: "max-runs", Usage: "with --confidence: the budget of test runs (default: 20 per step git would take, plus 20)"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object on stdout at the end"},
 			verboseFlag(),
+			&cli.BoolFlag{Name: "retry-skips", Usage: "with --job, resuming a state directory: measure the commits it skipped again (after a lab fault an older kbisect recorded as a skip was fixed)"},
 			&cli.BoolFlag{Name: "no-build-ahead", Usage: "with --job: do not build the next commits while one is measured"},
 			&cli.BoolFlag{Name: "find-good", Usage: "with --job: when the good endpoint measures bad, walk back along its release tags to one that measures good and bisect from there (default: on a terminal, or find_good.enabled)"},
 		},
@@ -94,6 +98,7 @@ func runCommand() *cli.Command {
 				MaxRunsSet:    c.IsSet("max-runs"),
 
 				NoBuildAhead: c.Bool("no-build-ahead"),
+				RetrySkips:   c.Bool("retry-skips"),
 				Verbose:      c.Bool("verbose"),
 				FindGood:     c.Bool("find-good"),
 				FindGoodSet:  c.IsSet("find-good"),
@@ -118,6 +123,8 @@ func (o *runOptions) validate() error {
 		return usagef("run: --confidence and --max-runs go with --exec; with --job the job file's verdict.confidence says how sure a verdict must be")
 	case o.ConfidenceSet && !(o.Confidence > 0.5 && o.Confidence < 1):
 		return usagef("run: --confidence %g: give a probability between 0.5 and 1 (e.g. 0.99)", o.Confidence)
+	case o.RetrySkips && o.Job == "":
+		return usagef("run: --retry-skips goes with --job (git bisect run's skips are the test command's exit 125)")
 	case o.MaxRunsSet && !o.ConfidenceSet:
 		return usagef("run: --max-runs is the budget of --confidence's runs: give --confidence too")
 	case o.MaxRunsSet && o.MaxRuns < 1:
@@ -156,7 +163,7 @@ func runRun(ctx context.Context, o runOptions, stdout, stderr io.Writer) error {
 func runJob(ctx context.Context, o runOptions, stderr io.Writer) (*run.Result, error) {
 	view := newView(stderr)
 	ctx = traceInto(ctx, o.Verbose, view)
-	jo := run.JobOptions{Range: o.bisectRange(), Jobs: o.Jobs, State: o.State, NoBuildAhead: o.NoBuildAhead,
+	jo := run.JobOptions{Range: o.bisectRange(), Jobs: o.Jobs, State: o.State, NoBuildAhead: o.NoBuildAhead, RetrySkips: o.RetrySkips,
 		ReportDir: o.ReportDir, Messages: stderr, Interactive: tty.Interactive(stderr) && os.Getenv("CI") == "", Progress: view}
 	if len(jo.Jobs) == 0 {
 		jo.Jobs = []string{o.Job}
