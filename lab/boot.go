@@ -25,13 +25,12 @@ func (p *Pipeline) bootRetrying(ctx context.Context, commit string, art remote.A
 				}
 				p.abandoned = false
 			}
-			base, err := p.baseCmdline(ctx)
-			if err != nil {
+			if _, err := p.baseCmdline(ctx); err != nil {
 				return nil, remote.Facts{}, err
 			}
 			console, closeConsole := p.consoleLog(commit)
 			defer closeConsole()
-			h, f, err := BootArtifact(ctx, p.Job, art, base, console)
+			h, f, err := bootArtifact(ctx, p.Job, art, *p.base, console)
 			if err != nil {
 				if h != nil {
 					h.Close() // a kernel that is not the one asked for

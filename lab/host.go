@@ -40,6 +40,12 @@ func WaitForHost(ctx context.Context, job *configs.Job) error {
 // to the new kernel and its facts. A kernel that fails is a
 // *remote.KernelError; anything else wrong is the lab's.
 func BootArtifact(ctx context.Context, job *configs.Job, art remote.Artifact, base string, consoleLog io.Writer) (*remote.Host, remote.Facts, error) {
+	return bootArtifact(ctx, job, art, remote.Base{Cmdline: base}, consoleLog)
+}
+
+// bootArtifact is BootArtifact from a base that may name the host's own
+// kernel: coming back on it is then the test kernel's failure.
+func bootArtifact(ctx context.Context, job *configs.Job, art remote.Artifact, base remote.Base, consoleLog io.Writer) (*remote.Host, remote.Facts, error) {
 	h, err := DialHost(ctx, job)
 	if err != nil {
 		return nil, remote.Facts{}, err
@@ -49,11 +55,12 @@ func BootArtifact(ctx context.Context, job *configs.Job, art remote.Artifact, ba
 		h.Close()
 		return nil, remote.Facts{}, err
 	}
-	bo, err := bootOptions(job, art, base, consoleLog)
+	bo, err := bootOptions(job, art, base.Cmdline, consoleLog)
 	if err != nil {
 		h.Close()
 		return nil, remote.Facts{}, err
 	}
+	bo.OwnRelease = base.Release
 	// A copy to a host that stops reading must not hang the night.
 	installCtx, cancel := context.WithTimeout(ctx, 30*time.Minute)
 	defer cancel()

@@ -421,3 +421,31 @@ func TestACommitThatDoesNotBuildRecordsItsErrorLines(t *testing.T) {
 		t.Errorf("got %+v (kept %+v, %v)", ev, kept, err)
 	}
 }
+
+// TestAKernelThatPanicsAfterAnotherTestKernelIsSkipped: mid-run the host
+// runs the last test kernel; one that panics reboots through the firmware
+// to the host's own kernel, not to the one before. That is the kernel's
+// failure (a skip), not a wrong kernel from the lab.
+func TestAKernelThatPanicsAfterAnotherTestKernelIsSkipped(t *testing.T) {
+	r := newSimRun(t, simlab.Options{Seed: 37, Commits: 80})
+	ctx := context.Background()
+	if ev, err := r.pipe.Evidence(ctx, r.lab.Tree.GoodCommit); err != nil || ev.Verdict != "good" {
+		t.Fatalf("the good endpoint: %+v %v", ev, err)
+	}
+	if !strings.Contains(r.lab.Host.Running().Release, "-kbisect-") {
+		t.Fatalf("the host runs %s, not the last test kernel", r.lab.Host.Running().Release)
+	}
+	commit := r.lab.Tree.Expected.FirstBad
+	a, err := kbuild.Build(ctx, r.pipe.Build, 0, commit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.lab.Host.SetFault(a.Release, simhost.FaultPanicReboot)
+	ev, err := r.pipe.Evidence(ctx, commit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Verdict != "skip" || ev.Failure == nil || ev.Failure.Class != FailBoot {
+		t.Errorf("%+v", ev)
+	}
+}

@@ -46,6 +46,11 @@ type BootOptions struct {
 	// the host with the boot script. LocalEnv holds those of PowerCycle
 	// and Console, which run here: they never reach the host.
 	ScriptEnv, LocalEnv []string
+	// OwnRelease is the host's own kernel, the base command line's
+	// (empty: not known). A host that comes back on it after the test
+	// kernel started had that kernel die: a panic reboots through the
+	// firmware to the default entry, whatever kernel ran before the boot.
+	OwnRelease string
 	// Expect is what the booted kernel must show; its Cmdline is set by
 	// Boot: the whole command line it boots with.
 	Expect Expect
@@ -112,9 +117,10 @@ func Boot(ctx context.Context, h *Host, dial Dialer, opt BootOptions) (*Host, Fa
 			return recoverHost(ctx, name, dial, before.BootID, opt, err)
 		case err != nil:
 			return err
-		case facts.Release != opt.Release && facts.Release == before.Release:
-			// Back on the kernel that ran before, with a new boot id: the
-			// test kernel died and the machine rebooted (panic=N).
+		case facts.Release != opt.Release && (facts.Release == before.Release || (opt.OwnRelease != "" && facts.Release == opt.OwnRelease)):
+			// Back on the kernel that ran before, or on the host's own,
+			// with a new boot id: the test kernel died and the machine
+			// rebooted (panic=N).
 			nh.Close()
 			return &KernelError{Release: opt.Release, CameBackOn: facts.Release,
 				Reason: fmt.Sprintf("the host came back on %s instead: the kernel did not boot (a panic with panic=N reboots)", facts.Release)}
