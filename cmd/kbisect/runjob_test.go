@@ -266,7 +266,7 @@ func TestRunJobOnThreeIdenticalMachines(t *testing.T) {
 	// -v: the commands, here and on each host, as whole lines among the
 	// others although three machines work at once.
 	for _, want := range []string{"+ make -C ", " bzImage modules\n", "+ git -C ", " checkout -q --detach ",
-		"+ root@127.0.0.1:", ": # kbisect:kexec 6.12.", "\n    kexec -l /boot/vmlinuz-6.12.", ": # kbisect:osnoise"} {
+		"+ root@127.0.0.1:", ": # kbisect:kexec 6.12.", "\n    out=$(LC_ALL=C kexec -l /boot/vmlinuz-6.12.", ": # kbisect:osnoise"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("-v did not show %q", want)
 		}
