@@ -117,8 +117,7 @@ func New(dir string, opt Options) (*Lab, error) {
 	if l, err := reopen(dir, opt); l != nil || err != nil {
 		return l, err
 	}
-	l := &Lab{Dir: dir, JobFile: filepath.Join(dir, "job.yaml"), Fragment: filepath.Join(dir, "rt.config"),
-		KnownHosts: filepath.Join(dir, "known_hosts"), CacheDir: filepath.Join(dir, "cache"), opt: opt}
+	l := labAt(dir, opt)
 	if l.Tree, err = NewTree(filepath.Join(dir, "tree"), opt); err != nil {
 		return nil, err
 	}
@@ -126,8 +125,6 @@ func New(dir string, opt Options) (*Lab, error) {
 	if err := os.MkdirAll(hostDir, 0o755); err != nil {
 		return nil, fmt.Errorf("simlab: %v", err)
 	}
-	l.Default = DefaultKernel(opt.GoodNoise)
-	l.Metric, l.Threshold = labMetric(opt)
 	if l.Host, err = simhost.New(hostDir, l.Default); err != nil {
 		return nil, err
 	}
@@ -151,6 +148,16 @@ func New(dir string, opt Options) (*Lab, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// labAt is the lab in dir, its files named and its machine's kernel and
+// verdict set, before anything is made or started.
+func labAt(dir string, opt Options) *Lab {
+	l := &Lab{Dir: dir, JobFile: filepath.Join(dir, "job.yaml"), Fragment: filepath.Join(dir, "rt.config"),
+		KnownHosts: filepath.Join(dir, "known_hosts"), CacheDir: filepath.Join(dir, "cache"), opt: opt}
+	l.Default = DefaultKernel(opt.GoodNoise)
+	l.Metric, l.Threshold = labMetric(opt)
+	return l
 }
 
 // labMetric is the job's verdict: DefaultMetric and DefaultThreshold when

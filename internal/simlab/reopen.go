@@ -73,10 +73,8 @@ func reopen(dir string, opt Options) (*Lab, error) {
 	if _, err := os.Stat(filepath.Join(t.Dir, ".git")); err != nil {
 		return nil, fmt.Errorf("simlab: %s's tree %s is gone: remove %s, or give another directory", dir, t.Dir, dir)
 	}
-	l := &Lab{Dir: dir, Tree: t, JobFile: filepath.Join(dir, "job.yaml"), Fragment: filepath.Join(dir, "rt.config"),
-		KnownHosts: filepath.Join(dir, "known_hosts"), CacheDir: filepath.Join(dir, "cache"), opt: opt, Resumed: true}
-	l.Default = DefaultKernel(opt.GoodNoise)
-	l.Metric, l.Threshold = labMetric(opt)
+	l := labAt(dir, opt)
+	l.Tree, l.Resumed = t, true
 	if l.Host, err = l.resumeHost(filepath.Join(dir, "host"), uint64(opt.Seed)); err != nil {
 		return nil, err
 	}
