@@ -86,6 +86,12 @@ func OpenState(dir string) (*StateLog, []Record, error) {
 		return nil, nil, fmt.Errorf("state directory %s is in use by another kbisect run", dir)
 	}
 	l := &StateLog{dir: dir, lock: lock}
+	// The lock held, no write is under way: a temporary file is one a
+	// killed run left.
+	if _, err := atomicfile.Sweep(dir, 0); err != nil {
+		l.Close()
+		return nil, nil, fmt.Errorf("state directory: %w", err)
+	}
 	path := filepath.Join(dir, LogName)
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if os.IsNotExist(err) {

@@ -2,6 +2,7 @@ package bisect
 
 import (
 	"fmt"
+	"kbisect/internal/atomicfile"
 	"kbisect/verdict"
 	"os"
 	"os/exec"
@@ -232,5 +233,40 @@ func TestSkipAwayArithmeticMatchesC(t *testing.T) {
 	}
 	if data, err := os.ReadFile(skipPickGolden); err != nil || string(data) != golden.String() {
 		t.Errorf("%s is not what the C program prints (regenerate with KBISECT_WRITE_GOLDEN=1): %v", skipPickGolden, err)
+	}
+}
+
+// A temporary file a killed run left in its state directory (a commit's
+// evidence half written) is gone when the state is opened again; the
+// state's own files stay.
+func TestOpeningTheStateSweepsWhatAKilledRunLeft(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "commits"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// What a run killed between writing and renaming leaves.
+	for _, name := range []string{"commits/.0123abcd.json.kbisect-tmp1234", ".calibration.json.kbisect-tmp99", "commits/0123abcd.json"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := atomicfile.WriteFile(filepath.Join(dir, "calibration.json"), []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	log, _, err := OpenState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	var left []string
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			left = append(left, rel)
+		}
+		return nil
+	})
+	if strings.Join(left, " ") != "calibration.json commits/0123abcd.json lock" {
+		t.Errorf("the state holds %q", left)
 	}
 }

@@ -31,6 +31,10 @@ type ABPlan struct {
 	// Job is the SHA-256 of the job file the rounds are measured with: a
 	// comparison is not resumed with another.
 	Job string `json:"job_sha256,omitempty"`
+	// JobState is "resolved" when the state keeps the job resolved, its
+	// settings and inputs compared key by key on resume (else Job is the
+	// job file's own digest, as an older kbisect kept it).
+	JobState string `json:"job_state,omitempty"`
 	// Name is the comparison's directory in the state directory ("":
 	// "ab", kbisect ab's; a run's confirmation keeps two of its own).
 	Name string `json:"name,omitempty"`

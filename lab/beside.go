@@ -75,5 +75,5 @@ func (p *Pipeline) JudgeTonight(ctx context.Context, baseline, candidate *Eviden
 	if err != nil {
 		return nil, err
 	}
-	return c, p.resample(ctx, c, base, baseName, candName, p.SetRule)
+	return c, p.resample(ctx, c, base, baseName, candName, p.SetRule, func(*Evidence) error { return nil })
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 
@@ -137,7 +138,21 @@ func calibrate(ctx context.Context, pipes []*Pipeline, good, bad string) (*Calib
 	}
 	setRule(base)
 	c := &Calibration{}
-	evs, err := both(ctx, pipes, [2]string{bad, good}, fixed, "")
+	// Each endpoint is kept as it is measured: a run killed while the good
+	// one is measured does not measure the bad one again.
+	partial := filepath.Join(p.StateDir, "calibration-endpoints.json")
+	have, err := readIfThere[[2]*Evidence](partial)
+	if err != nil {
+		return nil, err
+	}
+	if have == nil {
+		have = &[2]*Evidence{}
+	}
+	keep := func(i int, ev *Evidence) error {
+		have[i] = ev
+		return atomicfile.WriteJSON(partial, have)
+	}
+	evs, err := both(ctx, pipes, [2]string{bad, good}, fixed, "", *have, keep)
 	for i, name := range []string{"bad", "good"} {
 		if err != nil {
 			break
@@ -153,7 +168,12 @@ func calibrate(ctx context.Context, pipes []*Pipeline, good, bad string) (*Calib
 	if err := c.judge(base, good, bad); err != nil {
 		return nil, err
 	}
-	if err := p.resample(ctx, c, base, good, bad, setRule); err != nil {
+	if err := p.resample(ctx, c, base, good, bad, setRule, func(ev *Evidence) error {
+		if ev == c.Good {
+			return keep(1, ev)
+		}
+		return keep(0, ev)
+	}); err != nil {
 		return nil, fmt.Errorf("calibration: %w", err)
 	}
 	for _, ev := range []*Evidence{c.Bad, c.Good} {
@@ -167,6 +187,7 @@ func calibrate(ctx context.Context, pipes []*Pipeline, good, bad string) (*Calib
 	if err := atomicfile.WriteJSON(p.calibrationPath(), c); err != nil {
 		return nil, err
 	}
+	_ = os.Remove(partial) // the calibration holds them now
 	setRule(c.Rule)
 	return c, nil
 }
@@ -175,8 +196,9 @@ func calibrate(ctx context.Context, pipes []*Pipeline, good, bad string) (*Calib
 // its own samples decided may be unsure once judged with both endpoints'
 // spread (a quiet kernel whose noise spikes now and then widens it). It
 // is measured again, on a new boot, under the judged rule, up to
-// verdict.samples.max, and both are judged again.
-func (p *Pipeline) resample(ctx context.Context, c *Calibration, base noise.Rule, good, bad string, setRule func(noise.Rule)) error {
+// verdict.samples.max, and both are judged again; keep is told of each
+// endpoint measured again.
+func (p *Pipeline) resample(ctx context.Context, c *Calibration, base noise.Rule, good, bad string, setRule func(noise.Rule), keep func(*Evidence) error) error {
 	for base.Kind == noise.Absolute && !c.Reproduced {
 		more := false
 		for _, ev := range []*Evidence{c.Bad, c.Good} {
@@ -191,6 +213,9 @@ func (p *Pipeline) resample(ctx context.Context, c *Calibration, base noise.Rule
 			if err := p.measure(ctx, ev, art, 0); err != nil {
 				return fmt.Errorf("%s: %w", commitid.Short(ev.Commit), err)
 			}
+			if err := keep(ev); err != nil {
+				return err
+			}
 			more = true
 		}
 		if !more {
@@ -204,13 +229,24 @@ func (p *Pipeline) resample(ctx context.Context, c *Calibration, base noise.Rule
 }
 
 // both measures two commits with fixed samples: at once on the first two
-// pipelines when there are two, else one after the other. The first error
-// says which commit.
-func both(ctx context.Context, pipes []*Pipeline, commits [2]string, fixed int, sub string) ([2]*Evidence, error) {
+// pipelines when there are two, else one after the other. A commit with
+// evidence in have is not measured again; keep is told of each one
+// measured, as it ends (one at a time). The first error says which commit.
+func both(ctx context.Context, pipes []*Pipeline, commits [2]string, fixed int, sub string, have [2]*Evidence, keep func(int, *Evidence) error) ([2]*Evidence, error) {
 	var evs [2]*Evidence
 	var errs [2]error
+	var mu sync.Mutex
 	run := func(i int, p *Pipeline) {
+		if have[i] != nil && have[i].Commit == commits[i] {
+			evs[i] = have[i]
+			return
+		}
 		evs[i], errs[i] = p.test(ctx, commits[i], fixed, sub)
+		if errs[i] == nil && evs[i].Values != nil {
+			mu.Lock()
+			errs[i] = keep(i, evs[i])
+			mu.Unlock()
+		}
 		if errs[i] != nil {
 			errs[i] = fmt.Errorf("%s: %w", commitid.Short(commits[i]), errs[i])
 		}

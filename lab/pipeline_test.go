@@ -449,3 +449,59 @@ func TestAKernelThatPanicsAfterAnotherTestKernelIsSkipped(t *testing.T) {
 		t.Errorf("%+v", ev)
 	}
 }
+
+// cancelAt cancels its context when the pipeline begins to measure commit.
+type cancelAt struct {
+	commit   string
+	cancel   context.CancelFunc
+	mu       sync.Mutex
+	measured map[string]int
+}
+
+func (c *cancelAt) Emit(e progress.Event) {
+	if e.Kind != progress.Phase || e.Phase != string(PhaseMeasure) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.measured == nil {
+		c.measured = map[string]int{}
+	}
+	c.measured[e.Commit]++
+	if e.Commit == c.commit && c.cancel != nil {
+		c.cancel()
+	}
+}
+
+// TestCalibrationKeepsEachEndpointAsItEnds: kbisect killed while the good
+// endpoint is measured measures only the good one when it resumes.
+func TestCalibrationKeepsEachEndpointAsItEnds(t *testing.T) {
+	r := newSimRun(t, simlab.Options{Seed: 7, Commits: 80})
+	good, bad := r.lab.Tree.GoodCommit, r.lab.Tree.BadCommit
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	killed := &cancelAt{commit: good, cancel: cancel}
+	r.pipe.Progress = killed
+	if _, err := r.pipe.Calibrate(ctx, good, bad); err == nil {
+		t.Fatal("the calibration ended though cancelled as the good endpoint was measured")
+	}
+	if killed.measured[bad] == 0 || killed.measured[good] == 0 {
+		t.Fatalf("before the kill, measured %v", killed.measured)
+	}
+	again := r.pipeline()
+	resumed := &cancelAt{}
+	again.Progress = resumed
+	cal, err := again.Calibrate(context.Background(), good, bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resumed.measured[bad] != 0 || resumed.measured[good] == 0 {
+		t.Errorf("resumed, measured %v: the bad endpoint %s again", resumed.measured, bad[:12])
+	}
+	if !cal.Reproduced || len(cal.Bad.Values) == 0 || cal.Bad.Verdict != verdict.Bad {
+		t.Errorf("calibration: reproduced %v, bad %s with %d values", cal.Reproduced, cal.Bad.Verdict, len(cal.Bad.Values))
+	}
+	if _, err := os.Stat(filepath.Join(r.state, "calibration-endpoints.json")); !os.IsNotExist(err) {
+		t.Errorf("the endpoints measured so far outlive the calibration: %v", err)
+	}
+}

@@ -59,13 +59,9 @@ func WriteOutput(output string, stdout io.Writer, write func(io.Writer) error) e
 
 // writeAB renders an A/B comparison.
 func writeAB(dir, format string, res *lab.ABResult, w io.Writer) error {
-	var job *configs.Job
-	if _, err := os.Stat(filepath.Join(dir, "job.yaml")); err == nil {
-		j, err := configs.Load(filepath.Join(dir, "job.yaml"), configs.LoadOptions{})
-		if err != nil {
-			return err
-		}
-		job = j
+	job, err := stateJob(dir, "")
+	if err != nil {
+		return err
 	}
 	switch format {
 	case "html":
@@ -109,13 +105,12 @@ func FromState(ctx context.Context, dir, format string, stdout io.Writer) error 
 		// Its verdicts are runs, not git's: the session would misread them.
 		return usage.Errorf("report --state %s: a run --exec --confidence is not rendered; its answer is %s", dir, filepath.Join(dir, "result.json"))
 	}
-	var job *configs.Job
 	tree := start.Meta["repo"]
-	if _, err := os.Stat(filepath.Join(dir, "job.yaml")); err == nil {
-		// The job file as the run used it.
-		if job, err = configs.Load(filepath.Join(dir, "job.yaml"), configs.LoadOptions{}); err != nil {
-			return err
-		}
+	job, err := stateJob(dir, start.Meta["job"])
+	if err != nil {
+		return err
+	}
+	if job != nil {
 		tree = string(job.Build.Tree)
 	}
 	g, err := bisect.OpenGraph(tree)
@@ -193,4 +188,27 @@ func FromState(ctx context.Context, dir, format string, stdout io.Writer) error 
 		rep.WriteText(stdout)
 	}
 	return nil
+}
+
+// stateJob loads the job the state directory keeps (nil without one). A
+// state of this kbisect keeps it resolved, whole; an older one kept the
+// job file as written, whose includes name files beside the original
+// (given as orig), which is read then.
+func stateJob(dir, orig string) (*configs.Job, error) {
+	path := filepath.Join(dir, "job.yaml")
+	if _, err := os.Stat(path); err != nil {
+		return nil, nil
+	}
+	// Only whether a secret is set is asked: a report needs none.
+	opt := configs.LoadOptions{LookupEnv: func(string) (string, bool) { return "", true }}
+	job, err := configs.Load(path, opt)
+	if err == nil {
+		return job, nil
+	}
+	if orig != "" {
+		if j, err2 := configs.Load(orig, opt); err2 == nil {
+			return j, nil
+		}
+	}
+	return nil, fmt.Errorf("report --state %s: the run's job: %w", dir, err)
 }

@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // ABOptions compare two kernels on a job's machine (kbisect ab): A and B
@@ -92,11 +93,12 @@ func AB(ctx context.Context, o ABOptions) (*ABResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	jobSum, err := FileSHA256(o.Job)
+	snap, err := snapshot(job)
 	if err != nil {
-		return nil, err
+		return nil, usage.Errorf("ab --job %s: %v", o.Job, err)
 	}
-	plan.Job = jobSum
+	jobSum := snap.identity()
+	plan.Job, plan.JobState = jobSum, stateFormat
 	state := o.State
 	if state == "" {
 		wt, err := worktree.Open(ctx, string(job.Build.Tree))
@@ -117,7 +119,7 @@ func AB(ctx context.Context, o ABOptions) (*ABResult, error) {
 	if err := preflight(ctx, []*configs.Job{job}, state, have != nil, ev.line); err != nil {
 		return nil, err
 	}
-	if err := prepareABState(state, o.Job, plan); err != nil {
+	if err := prepareABState(state, o.Job, snap, plan, o.Messages); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(o.Messages, "kbisect ab: A %s, B %s; %d rounds of %d samples each, alternating, each on a fresh boot\nkbisect ab: state in %s\n",
@@ -238,7 +240,7 @@ func revLabel(rev, hash string) string {
 
 // prepareABState makes the state directory, or checks that it holds this
 // comparison.
-func prepareABState(state, jobFile string, plan lab.ABPlan) error {
+func prepareABState(state, jobFile string, snap *jobSnapshot, plan lab.ABPlan, msg io.Writer) error {
 	have, err := lab.ReadAB(state)
 	if err != nil {
 		return err
@@ -247,18 +249,30 @@ func prepareABState(state, jobFile string, plan lab.ABPlan) error {
 		return usage.Errorf("state directory %s holds another comparison (A %s, B %s, %d×%d); give another --state, or remove it to start over",
 			state, have.Plan.ALabel, have.Plan.BLabel, have.Plan.Rounds, have.Plan.Samples)
 	}
-	if have != nil && have.Plan.Job != "" && have.Plan.Job != plan.Job {
-		return usage.Errorf("state directory %s holds rounds measured with another version of %s (its copy is %s); give another --state, or remove it to start over",
-			state, jobFile, filepath.Join(state, "job.yaml"))
+	if have != nil {
+		// A temporary file a killed comparison left (no lock here: only
+		// one older than any write).
+		if _, err := atomicfile.Sweep(state, time.Minute); err != nil {
+			return err
+		}
+		if have.Plan.JobState == stateFormat {
+			if err := checkSameJobs(state, []string{jobFile}, []*jobSnapshot{snap}, msg); err != nil {
+				return err
+			}
+		} else if sum, err := FileSHA256(jobFile); err != nil {
+			return err
+		} else if have.Plan.Job != "" && have.Plan.Job != sum {
+			return usage.Errorf("state directory %s holds rounds measured with another version of %s (its copy is %s); give another --state, or remove it to start over",
+				state, jobFile, filepath.Join(state, "job.yaml"))
+		}
+		// The state's job stays the one its rounds were measured with.
+		plan.Job, plan.JobState = have.Plan.Job, have.Plan.JobState
+		return lab.WriteABPlan(state, plan)
 	}
 	if err := os.MkdirAll(state, 0o755); err != nil {
 		return err
 	}
-	data, err := os.ReadFile(jobFile)
-	if err != nil {
-		return err
-	}
-	if err := atomicfile.WriteFile(filepath.Join(state, "job.yaml"), data); err != nil {
+	if err := snap.save(state, "job.yaml"); err != nil {
 		return err
 	}
 	return lab.WriteABPlan(state, plan)

@@ -15,7 +15,6 @@ import (
 
 	"kbisect/bisect"
 	"kbisect/configs"
-	"kbisect/internal/atomicfile"
 	"kbisect/internal/commitid"
 	"kbisect/internal/usage"
 	"kbisect/lab"
@@ -104,6 +103,7 @@ func (r *jobRun) prepare(ctx context.Context) error {
 	}
 	files := o.Jobs
 	var sums []string
+	var snaps []*jobSnapshot
 	for _, file := range files {
 		job, err := configs.Open(file, o.Messages)
 		if err != nil {
@@ -112,21 +112,29 @@ func (r *jobRun) prepare(ctx context.Context) error {
 		if err := job.CheckEnv(nil); err != nil {
 			return usage.Errorf("run --job %v (set it, or run validate to see where it is used)", err)
 		}
+		snap, err := snapshot(job)
+		if err != nil {
+			return usage.Errorf("run --job %s: %v", file, err)
+		}
 		sum, err := FileSHA256(file)
 		if err != nil {
 			return err
 		}
-		r.jobs, sums = append(r.jobs, job), append(sums, sum)
+		r.jobs, sums, snaps = append(r.jobs, job), append(sums, sum), append(snaps, snap)
 	}
 	if err := sameMachines(files, r.jobs); err != nil {
 		return err
 	}
 	job := r.jobs[0]
 	r.job = job
-	r.jobSum = sums[0]
+	// What the verdicts are made with: every job's settings, includes and
+	// fragments by content (an older kbisect hashed the job files alone:
+	// legacy finds its runs).
+	r.jobSum = jobsIdentity(snaps)
+	legacy := sums[0]
 	if len(sums) > 1 {
 		all := sha256.Sum256([]byte(strings.Join(sums, " ")))
-		r.jobSum = hex.EncodeToString(all[:])
+		legacy = hex.EncodeToString(all[:])
 	}
 	tree := string(job.Build.Tree)
 	var err error
@@ -137,7 +145,7 @@ func (r *jobRun) prepare(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	start.Meta["job"], start.Meta["job_sha256"] = o.Jobs[0], r.jobSum
+	start.Meta["job"], start.Meta["job_sha256"], start.Meta["job_state"] = o.Jobs[0], r.jobSum, stateFormat
 	dir := o.State
 	if dir == "" {
 		wt, err := worktree.Open(ctx, tree)
@@ -145,6 +153,9 @@ func (r *jobRun) prepare(ctx context.Context) error {
 			return fmt.Errorf("build.tree %s: %w", tree, err)
 		}
 		dir = filepath.Join(wt.GitDir, "kbisect", "run-"+runID(start, "job:"+r.jobSum))
+		if old := filepath.Join(wt.GitDir, "kbisect", "run-"+runID(start, "job:"+legacy)); !holdsRun(dir) && holdsRun(old) {
+			dir = old // begun by an older kbisect
+		}
 	}
 	if !answered(dir) {
 		if err := preflight(ctx, r.jobs, dir, holdsRun(dir), r.ev.line); err != nil {
@@ -159,7 +170,11 @@ func (r *jobRun) prepare(ctx context.Context) error {
 		if err := sameRun(records[0], start, r.stateDir); err != nil {
 			return err
 		}
-		if records[0].Meta["job_sha256"] != r.jobSum {
+		if records[0].Meta["job_state"] == stateFormat {
+			if err := checkSameJobs(r.stateDir, files, snaps, o.Messages); err != nil {
+				return err
+			}
+		} else if records[0].Meta["job_sha256"] != legacy {
 			return usage.Errorf("state directory %s holds verdicts made with another version of %s (its copy is %s); give another --state, or remove it to start over",
 				r.stateDir, o.Jobs[0], filepath.Join(r.stateDir, "job.yaml"))
 		}
@@ -170,13 +185,9 @@ func (r *jobRun) prepare(ctx context.Context) error {
 			}
 		}
 	} else {
-		// The job files as used: what the verdicts were made with.
-		for i, file := range files {
-			data, err := os.ReadFile(file)
-			if err != nil {
-				return err
-			}
-			if err := atomicfile.WriteFile(filepath.Join(r.stateDir, stateJobName(i)), data); err != nil {
+		// The jobs as used: what the verdicts are made with.
+		for i, snap := range snaps {
+			if err := snap.save(r.stateDir, stateJobName(i)); err != nil {
 				return err
 			}
 		}

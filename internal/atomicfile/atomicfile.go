@@ -9,15 +9,53 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 )
+
+// tmpMark is in the name of every temporary file WriteFile makes, so that
+// one left by a killed process is known for what it is.
+const tmpMark = ".kbisect-tmp"
+
+// Sweep removes, under dir, the temporary files of writes that never
+// ended (kbisect killed between writing and renaming) and were begun
+// before olderThan ago: 0 for a directory whose lock the caller holds, so
+// that no write can be under way. It returns how many it removed.
+func Sweep(dir string, olderThan time.Duration) (int, error) {
+	n := 0
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if os.IsNotExist(err) {
+				return nil
+			}
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() || !strings.HasPrefix(name, ".") || !strings.Contains(name, tmpMark) {
+			return nil
+		}
+		if olderThan > 0 {
+			if fi, err := d.Info(); err != nil || time.Since(fi.ModTime()) < olderThan {
+				return nil
+			}
+		}
+		if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		n++
+		return nil
+	})
+	return n, err
+}
 
 // WriteFile replaces path with data: written to a temporary file beside
 // it, synced, then renamed, so readers see the old or the new file, whole.
 func WriteFile(path string, data []byte) error {
 	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+tmpMark+"*")
 	if err != nil {
 		return err
 	}
