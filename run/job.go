@@ -155,6 +155,8 @@ func (r *jobRun) prepare(ctx context.Context) error {
 		dir = filepath.Join(wt.GitDir, "kbisect", "run-"+runID(start, "job:"+r.jobSum))
 		if old := filepath.Join(wt.GitDir, "kbisect", "run-"+runID(start, "job:"+legacy)); !holdsRun(dir) && holdsRun(old) {
 			dir = old // begun by an older kbisect
+		} else if !holdsRun(dir) {
+			otherJobRuns(dir, start, snaps, o.Messages)
 		}
 	}
 	if !answered(dir) {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"kbisect/bisect"
 	"kbisect/configs"
 	"kbisect/internal/atomicfile"
 	"kbisect/internal/usage"
@@ -222,4 +223,35 @@ func jobsIdentity(snaps []*jobSnapshot) string {
 	}
 	all := sha256.Sum256([]byte(strings.Join(ids, " ")))
 	return hex.EncodeToString(all[:])
+}
+
+// otherJobRuns says, for a run about to begin in the default state
+// directory dir, which runs of the same range beside it were made with
+// another job, and what changed: an edited job is another run, and the
+// user should know the verdicts of the old one are not used.
+func otherJobRuns(dir string, start bisect.Record, now []*jobSnapshot, msg io.Writer) {
+	siblings, _ := filepath.Glob(filepath.Join(filepath.Dir(dir), "run-*"))
+	for _, other := range siblings {
+		if other == dir || !holdsRun(other) {
+			continue
+		}
+		records, err := bisect.ReadState(other)
+		if err != nil || len(records) == 0 || records[0].Meta["job_state"] != stateFormat {
+			continue
+		}
+		have := records[0]
+		if have.Bad != start.Bad || !slices.Equal(have.Good, start.Good) || have.FirstParent != start.FirstParent || have.Meta["exec"] != start.Meta["exec"] {
+			continue
+		}
+		was, err := loadSnapshot(other, stateJobName(0))
+		if err != nil {
+			continue
+		}
+		mix, _ := jobChanges(was, now[0])
+		if len(mix) > 3 {
+			mix = append(mix[:3], fmt.Sprintf("and %d more", len(mix)-3))
+		}
+		fmt.Fprintf(msg, "kbisect: %s holds a run of this range made with another job (%s); this one begins afresh in %s\n",
+			other, strings.Join(mix, "; "), dir)
+	}
 }

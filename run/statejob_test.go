@@ -11,6 +11,7 @@ import (
 	"kbisect/configs"
 	"kbisect/internal/simlab"
 	"kbisect/internal/usage"
+	"kbisect/progress"
 	"kbisect/report"
 )
 
@@ -166,5 +167,44 @@ func write(t *testing.T, path, text string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// cancelOnFirst cancels the run at its first event.
+type cancelOnFirst struct{ cancel context.CancelFunc }
+
+func (c cancelOnFirst) Emit(progress.Event) { c.cancel() }
+
+// In the default state directory an edited job is a run of its own, and
+// the user is told which run of the same range it does not go on with.
+func TestAnEditedJobBeginsAfreshAndSaysWhichRunItLeaves(t *testing.T) {
+	if err := simlab.Requirements(); err != nil {
+		t.Skip(err)
+	}
+	l, err := simlab.New(t.TempDir(), simlab.Options{Seed: 5, Commits: 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var msgs bytes.Buffer
+	o := JobOptions{Range: Range{Goods: []string{l.Tree.Good}, Bad: l.Tree.Bad}, Jobs: []string{l.JobFile}, Messages: &msgs}
+	res, err := Job(context.Background(), o)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, msgs.String())
+	}
+	res.Close()
+	first := res.JSON.StateDir
+
+	write(t, l.JobFile, strings.Replace(read(t, l.JobFile), "max: 5", "max: 7", 1))
+	msgs.Reset()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o.Progress = cancelOnFirst{cancel}
+	if res, err := Job(ctx, o); err == nil {
+		res.Close()
+	}
+	want := first + " holds a run of this range made with another job (verdict.samples.max: was 5, now 7); this one begins afresh in "
+	if !strings.Contains(msgs.String(), want) {
+		t.Errorf("messages:\n%s\nwant %q", msgs.String(), want)
 	}
 }
