@@ -15,7 +15,7 @@ import (
 // RetrySkips readies a state directory to measure its skipped commits
 // again (run --retry-skips): each skipped commit's evidence is kept aside
 // as commits/<hash>.skipped-<n>.json, where the reports no longer read
-// it, and the search journal's skips are dropped. It returns the commits
+// it, and the search journal's skips move to SkippedJournal. It returns the commits
 // whose evidence it set aside or whose skips it dropped, each once. The
 // session log's skips are the caller's (bisect.StateLog.Drop).
 func RetrySkips(stateDir string) ([]string, error) {
@@ -73,7 +73,7 @@ func dropSearchSkips(stateDir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var keep bytes.Buffer
+	var keep, aside bytes.Buffer
 	var dropped []string
 	for _, line := range bytes.SplitAfter(data, []byte("\n")) {
 		if !bytes.HasSuffix(line, []byte("\n")) {
@@ -82,6 +82,7 @@ func dropSearchSkips(stateDir string) ([]string, error) {
 		var r SearchRecord
 		if err := json.Unmarshal(line, &r); err == nil && r.Kind == SearchSkip {
 			dropped = append(dropped, r.Commit)
+			aside.Write(line)
 			continue
 		}
 		keep.Write(line)
@@ -89,5 +90,18 @@ func dropSearchSkips(stateDir string) ([]string, error) {
 	if len(dropped) == 0 {
 		return nil, nil
 	}
+	// Kept aside first: a kill between the two writes leaves the skips in
+	// both, never in neither.
+	old, err := os.ReadFile(filepath.Join(stateDir, SkippedJournal))
+	if err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
+	if err := atomicfile.WriteFile(filepath.Join(stateDir, SkippedJournal), append(old, aside.Bytes()...)); err != nil {
+		return nil, err
+	}
 	return dropped, atomicfile.WriteFile(path, keep.Bytes())
 }
+
+// SkippedJournal keeps the search journal's skips that run --retry-skips
+// took out of it, as they were.
+const SkippedJournal = "search-skipped.jsonl"
