@@ -36,6 +36,9 @@ type PreflightOptions struct {
 	Resume bool
 	// Say hears what the preflight waits for (nil: nothing).
 	Say func(format string, args ...any)
+	// BaseKnown says the run's state recorded the base command line its
+	// kernels boot from: the host's own kernel is not asked for it.
+	BaseKnown bool
 }
 
 // Readiness is what a preflight found: whether a run of the job can start.
@@ -48,6 +51,10 @@ type Readiness struct {
 	Facts *remote.Facts
 	// Problems are every reason the run would fail, each with its fix.
 	Problems []remote.Problem
+	// Base is the base command line the run's kernels would boot from, as
+	// first contact finds it (nil: boot.base_cmdline, the state's record,
+	// or not found).
+	Base *remote.Base
 }
 
 // Err is a *PreflightError when something is wrong, else nil.
@@ -138,6 +145,25 @@ func Preflight(ctx context.Context, job *configs.Job, o PreflightOptions) (*Read
 		return r, parentErr(ctx)
 	}
 	r.Problems = append(r.Problems, problems...)
+	if job.Boot.BaseCmdline == "" && !o.BaseKnown {
+		// First contact, now rather than after the first build: a host
+		// left on a test kernel with no record of its own kernel's
+		// command line has no base to boot from.
+		base, err := h.OwnCmdline(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return r, parentErr(ctx)
+			}
+			var nb *remote.NoBaseError
+			if errors.As(err, &nb) {
+				add("no base command line for the test kernels: "+nb.Why, remote.NoBaseFix+" in the job")
+			} else {
+				add(err.Error(), "check that the host's /proc/cmdline can be read and /var/lib/kbisect written (sudo), then kbisect host check")
+			}
+		} else {
+			r.Base = &base
+		}
+	}
 	return r, nil
 }
 

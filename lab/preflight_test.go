@@ -63,3 +63,47 @@ func TestSudoWithoutNOPASSWDIsNamedWithItsFix(t *testing.T) {
 		t.Errorf("%+v", rd.Problems)
 	}
 }
+
+// TestAHostLeftOnATestKernelWithoutItsRecordFailsThePreflight: first
+// contact happens in the preflight, so a host with no base for the test
+// kernels' command line stops the run before the first build; one on its
+// own kernel gives its command line as the base.
+func TestAHostLeftOnATestKernelWithoutItsRecordFailsThePreflight(t *testing.T) {
+	tree := t.TempDir()
+	if out, err := exec.Command("git", "init", "-q", tree).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	job, sim := hostJob(t, simhost.Kernel{Release: "6.12.78-kbisect-0123456789ab", Cmdline: "root=/dev/sda1 mitigations=off"})
+	sim.SetCPUs(4)
+	job.Build.Tree = configs.Path(tree)
+	rd, err := Preflight(context.Background(), job, PreflightOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, p := range rd.Problems {
+		found = found || (strings.HasPrefix(p.What, "no base command line for the test kernels: it runs 6.12.78-kbisect-0123456789ab, a test kernel kbisect installed") &&
+			p.Fix == "boot the host's own kernel once (reboot it), or give boot.base_cmdline in the job")
+	}
+	if !found || rd.Base != nil {
+		t.Errorf("problems %+v, base %v", rd.Problems, rd.Base)
+	}
+	// The state recorded its base, or the job gives one: nothing to ask.
+	for _, o := range []PreflightOptions{{BaseKnown: true}} {
+		if rd, err := Preflight(context.Background(), job, o); err != nil || rd.Err() != nil {
+			t.Errorf("with the base known: %v %v", err, rd.Err())
+		}
+	}
+	job.Boot.BaseCmdline = "root=/dev/sda1"
+	if rd, err := Preflight(context.Background(), job, PreflightOptions{}); err != nil || rd.Err() != nil {
+		t.Errorf("with boot.base_cmdline: %v %v", err, rd.Err())
+	}
+
+	own, sim2 := hostJob(t, simhost.Kernel{Release: "6.1.0-28-amd64", Cmdline: "root=/dev/sda1 quiet"})
+	sim2.SetCPUs(4)
+	own.Build.Tree = configs.Path(tree)
+	rd, err = Preflight(context.Background(), own, PreflightOptions{})
+	if err != nil || rd.Err() != nil || rd.Base == nil || rd.Base.Cmdline != "root=/dev/sda1 quiet" || rd.Base.Release != "6.1.0-28-amd64" {
+		t.Errorf("on the host's own kernel: %v %v %+v", err, rd.Err(), rd.Base)
+	}
+}

@@ -93,7 +93,7 @@ func (h *Host) ownCmdline(ctx context.Context, root string) (Base, error) {
 	out, _, err := h.Run(ctx, shell.Cmd{Script: fmt.Sprintf(ownCmdlineScript, shell.Quote(strings.TrimSuffix(root, "/")))})
 	var ee *shell.ExitError
 	if errors.As(err, &ee) && ee.Code == 3 {
-		return Base{}, fmt.Errorf("%s: %s: its command line is a test kernel's, not the machine's: boot the host's own kernel once (reboot it), or give boot.base_cmdline", h.Name(), strings.TrimSpace(ee.Stderr))
+		return Base{}, &NoBaseError{Host: h.Name(), Why: strings.TrimSpace(ee.Stderr)}
 	}
 	if err != nil {
 		return Base{}, fmt.Errorf("reading the host's own command line: %w", err)
@@ -194,4 +194,20 @@ func without(a, b []configs.BootParam) string {
 		out = append(out, p.Raw)
 	}
 	return strings.Join(out, " ")
+}
+
+// NoBaseError is a host on a test kernel that holds no record of its own
+// kernel's command line: no base for a test kernel's.
+type NoBaseError struct {
+	Host string
+	// Why is the host's account: which kernel runs, which record is
+	// missing.
+	Why string
+}
+
+// NoBaseFix is what to do about a NoBaseError.
+const NoBaseFix = "boot the host's own kernel once (reboot it), or give boot.base_cmdline"
+
+func (e *NoBaseError) Error() string {
+	return fmt.Sprintf("%s: %s: its command line is a test kernel's, not the machine's: %s", e.Host, e.Why, NoBaseFix)
 }

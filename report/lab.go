@@ -16,6 +16,9 @@ type HostJSON struct {
 	OK       bool             `json:"ok"`
 	Wrong    []string         `json:"wrong"`
 	Problems []remote.Problem `json:"problems"`
+	// Base is the base command line a run's test kernels would boot
+	// from, as first contact finds it (absent with boot.base_cmdline).
+	Base *remote.Base `json:"base,omitempty"`
 }
 
 // WriteHostCheck writes what runs on the host, what of the job's boot
@@ -33,6 +36,9 @@ func WriteHostCheck(w io.Writer, c HostJSON) {
 		fmt.Fprintf(w, "cmdline:    %s\n", facts.Cmdline)
 		writeIsolation(w, facts)
 		fmt.Fprintf(w, "PREEMPT_RT: %v\n", facts.PreemptRT)
+		if c.Base != nil {
+			fmt.Fprintf(w, "base:       %s\n", c.Base)
+		}
 		if len(c.Wrong) == 0 {
 			fmt.Fprintln(w, "ok: the job's boot parameters are in effect")
 		}

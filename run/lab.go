@@ -25,6 +25,8 @@ type HostCheck struct {
 	Facts    *remote.Facts
 	Wrong    []string
 	Problems []remote.Problem
+	// Base is the base command line the test kernels would boot from.
+	Base *remote.Base
 }
 
 // CheckHost reaches the job's host and compares what runs there with the
@@ -42,7 +44,7 @@ func CheckHost(ctx context.Context, jobFile string, messages io.Writer) (*HostCh
 	if err != nil {
 		return nil, fmt.Errorf("host check: %w", err)
 	}
-	c := &HostCheck{Host: rd.Host, Facts: rd.Facts, Problems: rd.Problems}
+	c := &HostCheck{Host: rd.Host, Facts: rd.Facts, Problems: rd.Problems, Base: rd.Base}
 	if rd.Facts != nil {
 		c.Wrong = append([]string{}, rd.Facts.Check(lab.Expect(job, ""))...)
 	}

@@ -21,7 +21,8 @@ import (
 func preflight(ctx context.Context, jobs []*configs.Job, stateDir string, resume bool, say func(string, ...any)) error {
 	var errs []error
 	for _, job := range jobs {
-		rd, err := lab.Preflight(ctx, job, lab.PreflightOptions{StateDir: stateDir, Resume: resume, Say: say})
+		known := fileExists(baseFile(stateDir, "")) || fileExists(baseFile(stateDir, job.Machine.Name))
+		rd, err := lab.Preflight(ctx, job, lab.PreflightOptions{StateDir: stateDir, Resume: resume, Say: say, BaseKnown: known})
 		if err != nil {
 			return err
 		}
@@ -55,4 +56,9 @@ func answered(stateDir string) bool {
 func holdsRun(stateDir string) bool {
 	fi, err := os.Stat(filepath.Join(stateDir, bisect.LogName))
 	return err == nil && fi.Size() > 0
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
