@@ -137,23 +137,24 @@ func syncPath(path string) error {
 // directory in minutes, so a concurrent builder's is never that old.
 const staleAfter = time.Hour
 
-// sweep removes the temporary files a killed kbisect left in the cache:
-// the index's and meta.json's (atomicfile's .<name>.<digits>, and the
-// <name>.tmp of older versions) and artifact directories never renamed
-// into place (<key>.tmp). Only those older than staleAfter go: the cache
-// may be shared by builders running now. It returns what it removed.
+// sweep removes what a killed kbisect left in the cache: the index's
+// temporary files (atomicfile's .<name>.<digits>, the .<name>.tmp of
+// older versions), artifact directories never renamed into place
+// (<key>.tmp) and artifacts that never got their meta.json (with its
+// temporary file). Only those older than staleAfter go: the cache may be
+// shared by builders running now. It returns what it removed.
 func (o Options) sweep() []string {
 	var removed []string
-	remove := func(path string, fi os.FileInfo) {
-		if time.Since(fi.ModTime()) > staleAfter && os.RemoveAll(path) == nil {
+	remove := func(path string, e os.DirEntry) {
+		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > staleAfter && os.RemoveAll(path) == nil {
 			removed = append(removed, path)
 		}
 	}
 	inputs := filepath.Join(o.CacheDir, "inputs")
 	if entries, err := os.ReadDir(inputs); err == nil {
 		for _, e := range entries {
-			if fi, err := e.Info(); err == nil && e.Type().IsRegular() && isTempName(e.Name(), "") {
-				remove(filepath.Join(inputs, e.Name()), fi)
+			if e.Type().IsRegular() && isTempName(e.Name()) {
+				remove(filepath.Join(inputs, e.Name()), e)
 			}
 		}
 	}
@@ -167,39 +168,22 @@ func (o Options) sweep() []string {
 		if !e.IsDir() {
 			continue
 		}
-		if strings.HasSuffix(e.Name(), ".tmp") {
-			if fi, err := e.Info(); err == nil {
-				remove(dir, fi)
-			}
-			continue
-		}
-		files, err := os.ReadDir(dir)
-		if err != nil {
-			continue
-		}
-		for _, f := range files {
-			if fi, err := f.Info(); err == nil && f.Type().IsRegular() && isTempName(f.Name(), "meta.json") {
-				remove(filepath.Join(dir, f.Name()), fi)
-			}
+		// meta.json, written last, marks a complete artifact.
+		if _, err := os.Lstat(filepath.Join(dir, "meta.json")); err != nil || strings.HasSuffix(e.Name(), ".tmp") {
+			remove(dir, e)
 		}
 	}
 	return removed
 }
 
-// isTempName says whether name is one of kbisect's temporary names for
-// the file base ("": any name): .<base>.<digits> (atomicfile's) or
-// <base>.tmp, .<base>.tmp (older versions').
-func isTempName(name, base string) bool {
-	if rest, ok := strings.CutPrefix(name, "."); ok {
-		if stem, ok := strings.CutSuffix(rest, ".tmp"); ok && (base == "" || stem == base) {
-			return stem != ""
-		}
-		i := strings.LastIndexByte(rest, '.')
-		if i <= 0 || (base != "" && rest[:i] != base) {
-			return false
-		}
-		digits := rest[i+1:]
-		return digits != "" && strings.Trim(digits, "0123456789") == ""
+// isTempName says whether name is a temporary name of the cache's index:
+// .<name>.<digits> (atomicfile's) or .<name>.tmp (older versions').
+func isTempName(name string) bool {
+	rest, ok := strings.CutPrefix(name, ".")
+	i := strings.LastIndexByte(rest, '.')
+	if !ok || i <= 0 {
+		return false
 	}
-	return base != "" && name == base+".tmp"
+	suffix := rest[i+1:]
+	return suffix == "tmp" || (suffix != "" && strings.Trim(suffix, "0123456789") == "")
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,9 +97,10 @@ func TestADamagedCachedKernelIsBuiltAgain(t *testing.T) {
 }
 
 // TestStaleTemporaryFilesAreSwept: what a killed kbisect left in the
-// cache (an index entry, a meta.json and an artifact directory it was
-// writing) is removed by the next build; a temporary file written now (a
-// concurrent builder's) and the cache's own files are left alone.
+// cache (an index entry, artifact directories it was writing, with or
+// without a meta.json's temporary file) is removed by the next build;
+// what is being written now (a concurrent builder's) and the cache's own
+// files, however old, are left alone.
 func TestStaleTemporaryFilesAreSwept(t *testing.T) {
 	tree, commits := fakeTree(t)
 	o := buildOptions(t, tree)
@@ -116,13 +118,14 @@ func TestStaleTemporaryFilesAreSwept(t *testing.T) {
 	stale := []string{
 		filepath.Join(inputs, ".0123abcd.tmp"),
 		filepath.Join(inputs, ".0123abcd.4294967"),
-		filepath.Join(a.Dir, ".meta.json.81726354"),
-		filepath.Join(a.Dir, "meta.json.tmp"),
 		filepath.Join(arts, "fedcba98.tmp", "bzImage"),
+		filepath.Join(arts, "89abcdef", ".meta.json.81726354"),
+		filepath.Join(arts, "01234567", "meta.json.tmp"),
 	}
 	fresh := []string{
 		filepath.Join(inputs, ".4567cdef.1234"),
 		filepath.Join(arts, "76543210.tmp", "bzImage"),
+		filepath.Join(arts, "fedcba98", ".meta.json.8172"),
 	}
 	for _, p := range append(append([]string{}, stale...), fresh...) {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -132,7 +135,7 @@ func TestStaleTemporaryFilesAreSwept(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, p := range append(append([]string{}, stale...), filepath.Join(arts, "fedcba98.tmp")) {
+	for _, p := range append(append([]string{}, stale...), filepath.Join(arts, "fedcba98.tmp"), filepath.Join(arts, "89abcdef"), filepath.Join(arts, "01234567")) {
 		if err := os.Chtimes(p, old, old); err != nil {
 			t.Fatal(err)
 		}
@@ -160,6 +163,54 @@ func TestStaleTemporaryFilesAreSwept(t *testing.T) {
 	}
 	if want := "kbisect: cache: removed " + filepath.Join(arts, "fedcba98.tmp") + ", left by a kbisect that was killed\n"; !strings.Contains(log.String(), want) {
 		t.Errorf("the log does not say %q:\n%s", want, log.String())
+	}
+}
+
+// TestASlotsTemporaryConfigIsSwept: the .config a killed kbisect was
+// rewriting in a slot is removed when the slot is next locked, however
+// new: no one else writes in a locked slot.
+func TestASlotsTemporaryConfigIsSwept(t *testing.T) {
+	tree, commits := fakeTree(t, map[string]string{"kernel/Kconfig.hz": "config HZ_100\n\tbool \"100 HZ\"\n"})
+	o := buildOptions(t, tree)
+	ctx := context.Background()
+	if _, err := Build(ctx, o, 0, commits[0]); err != nil {
+		t.Fatal(err)
+	}
+	outs, _ := filepath.Glob(filepath.Join(o.CacheDir, "slots", "*", "slot-0", "out"))
+	if len(outs) != 1 {
+		t.Fatalf("slot 0: %v", outs)
+	}
+	tmp := filepath.Join(outs[0], ".config"+tempSuffix)
+	if err := os.WriteFile(tmp, []byte("CONFIG_HALF=y\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Build(ctx, o, 0, commits[1]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
+		t.Errorf("%s is left: %v", tmp, err)
+	}
+}
+
+// BenchmarkSweep measures what every build pays to look for a killed
+// kbisect's temporary files in a cache of 500 artifacts.
+func BenchmarkSweep(b *testing.B) {
+	o := Options{CacheDir: b.TempDir()}
+	for i := 0; i < 500; i++ {
+		dir := filepath.Join(o.CacheDir, "artifacts", fmt.Sprintf("%032x", i))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		for _, name := range []string{"bzImage", "System.map", "config", "kernel.release", "modules.tar", "meta.json"} {
+			if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for i := 0; i < b.N; i++ {
+		if removed := o.sweep(); len(removed) != 0 {
+			b.Fatal(removed)
+		}
 	}
 }
 
