@@ -144,6 +144,9 @@ const staleAfter = time.Hour
 // temporary file). Only those older than staleAfter go: the cache may be
 // shared by builders running now. It returns what it removed.
 func (o Options) sweep() []string {
+	if o.CacheDir == "" {
+		return nil // not a cache: never the working directory
+	}
 	var removed []string
 	remove := func(path string, e os.DirEntry) {
 		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > staleAfter && os.RemoveAll(path) == nil {
