@@ -52,7 +52,11 @@ type Artifact struct {
 	// Phases are the seconds spent in each step of the build that made
 	// the artifact: checkout, configure, make, collect.
 	Phases map[string]float64 `json:"phases"`
-	Took   time.Duration      `json:"-"`
+	// Files are the size and SHA-256 of every file of the artifact but
+	// meta.json, as the build wrote them: a cache hit and an install
+	// check them again (Check).
+	Files map[string]FileSum `json:"files"`
+	Took  time.Duration      `json:"-"`
 }
 
 // LocalVersion is what names a kernel by its commit: -kbisect-<12 hex>.
@@ -88,6 +92,9 @@ func build(ctx context.Context, o Options, slot int, commit string) (*Artifact, 
 	inputs, err := o.inputKey(ctx, commit, cfgInputs)
 	if err != nil {
 		return nil, err
+	}
+	for _, r := range o.sweep() {
+		o.logf("cache: removed %s, left by a kbisect that was killed", r)
 	}
 	if a := o.lookup(inputs); a != nil {
 		a.Cached, a.Took = true, time.Since(start)
@@ -135,8 +142,7 @@ func build(ctx context.Context, o Options, slot int, commit string) (*Artifact, 
 	phase("configure")
 	key := id.key
 	dir := filepath.Join(o.CacheDir, "artifacts", key)
-	if a, err := loadArtifact(dir); err == nil {
-		touch(dir)
+	if a := o.cachedAt(dir); a != nil {
 		o.remember(inputs, key)
 		a.Cached, a.Took = true, time.Since(start)
 		m.note(fmt.Sprintf("%s: the cache has this kernel (%s)", commitid.Short(commit), dir))

@@ -1,13 +1,16 @@
 package kbuild
 
 import (
-	"encoding/json"
+	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
+
+	"kbisect/internal/atomicfile"
 )
 
 // cached is one artifact of the cache: its directory, its size on disk
@@ -95,19 +98,48 @@ func du(dir string) int64 {
 	return n
 }
 
-// lookup returns the artifact built before from the same inputs.
+// lookup returns the artifact built before from the same inputs, its
+// files checked against the sums its build recorded.
 func (o Options) lookup(inputs string) *Artifact {
 	key, err := os.ReadFile(filepath.Join(o.CacheDir, "inputs", inputs))
 	if err != nil {
 		return nil
 	}
-	dir := filepath.Join(o.CacheDir, "artifacts", strings.TrimSpace(string(key)))
+	return o.cachedAt(filepath.Join(o.CacheDir, "artifacts", strings.TrimSpace(string(key))))
+}
+
+// cachedAt returns the artifact of dir when it is complete and its files
+// are what its build wrote. A damaged one (cut short by a power loss, a
+// byte changed on disk, an older kbisect's without checksums) is removed
+// from the cache, the log saying so, and the caller builds it again: it
+// is never used as the commit's kernel.
+func (o Options) cachedAt(dir string) *Artifact {
 	a, err := loadArtifact(dir)
 	if err != nil {
+		return nil // not there, or not complete: built
+	}
+	var de *DamagedError
+	switch err := Check(dir); {
+	case errors.As(err, &de):
+		what := "removed"
+		if err := discard(dir); err != nil {
+			what = "could not be removed (" + err.Error() + ")"
+		}
+		o.logf("cache: %v: %s, building it again", de, what)
+		return nil
+	case err != nil:
+		o.logf("cache: %v: building it again", err)
 		return nil
 	}
 	touch(dir)
 	return a
+}
+
+// logf writes one kbisect line to the build's log.
+func (o Options) logf(format string, args ...any) {
+	if o.Log != nil {
+		fmt.Fprintf(o.Log, "kbisect: "+format+"\n", args...)
+	}
 }
 
 // remember notes which artifact the inputs built (best effort: without
@@ -117,33 +149,20 @@ func (o Options) remember(inputs, key string) {
 	if os.MkdirAll(dir, 0o755) != nil {
 		return
 	}
-	tmp := filepath.Join(dir, "."+inputs+".tmp")
-	if os.WriteFile(tmp, []byte(key+"\n"), 0o644) == nil {
-		_ = os.Rename(tmp, filepath.Join(dir, inputs))
-	}
+	_ = atomicfile.WriteFile(filepath.Join(dir, inputs), []byte(key+"\n"))
 }
 
+// writeMeta writes meta.json, the mark of a complete artifact: after the
+// files it describes are synced, itself synced and renamed into place.
 func writeMeta(dir string, a *Artifact) error {
-	b, err := json.MarshalIndent(a, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := filepath.Join(dir, "meta.json.tmp")
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(dir, "meta.json"))
+	return atomicfile.WriteJSON(filepath.Join(dir, "meta.json"), a)
 }
 
 // loadArtifact returns the cached artifact of dir, complete only when its
 // meta.json (written last) is there.
 func loadArtifact(dir string) (*Artifact, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "meta.json"))
-	if err != nil {
-		return nil, err
-	}
 	var a Artifact
-	if err := json.Unmarshal(b, &a); err != nil {
+	if err := atomicfile.ReadJSON(filepath.Join(dir, "meta.json"), &a); err != nil {
 		return nil, err
 	}
 	a.Dir = dir

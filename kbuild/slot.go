@@ -51,6 +51,8 @@ func openSlot(ctx context.Context, o Options, n int, commit string) (*slot, erro
 		s.lock.Close()
 		return nil, fmt.Errorf("build slot %d is in use by another kbisect (%s)", n, base)
 	}
+	// The slot is ours: a temporary file in it is a killed kbisect's.
+	_ = os.Remove(filepath.Join(s.out, ".config"+tempSuffix))
 	if _, err := os.Stat(filepath.Join(s.src, ".git")); err != nil {
 		// A worktree of the user's repository that kbisect alone uses:
 		// the user's own checkout is never touched. git names a new
@@ -192,12 +194,15 @@ func setLocalVersion(path, version string) error {
 	if !found {
 		return fmt.Errorf("%s has no CONFIG_LOCALVERSION", path)
 	}
-	tmp := path + ".kbisect-tmp"
+	tmp := path + tempSuffix
 	if err := os.WriteFile(tmp, []byte(strings.Join(lines, "")), 0o644); err != nil {
 		return err
 	}
 	return os.Rename(tmp, path)
 }
+
+// tempSuffix names the slot's temporary files.
+const tempSuffix = ".kbisect-tmp"
 
 func isMakeConfig(base string) bool {
 	return base == "defconfig" || base == "tinyconfig" || base == "allnoconfig" || strings.HasSuffix(base, "_defconfig")
@@ -251,7 +256,7 @@ func (s *slot) collect(ctx context.Context, m *maker, dir string, final Config) 
 			return nil, err
 		}
 	}
-	if err := os.WriteFile(filepath.Join(tmp, "kernel.release"), []byte(release+"\n"), 0o644); err != nil {
+	if err := writeSynced(filepath.Join(tmp, "kernel.release"), []byte(release+"\n")); err != nil {
 		return nil, err
 	}
 	if final.Get("CONFIG_MODULES") == "y" {
@@ -272,11 +277,24 @@ func (s *slot) collect(ctx context.Context, m *maker, dir string, final Config) 
 	if err != nil {
 		return nil, err
 	}
+	// Every file and the directory are on disk before the directory
+	// takes its name, and that before meta.json is written: a power loss
+	// leaves no artifact, or a whole one.
+	sums, err := sumFiles(tmp)
+	if err != nil {
+		return nil, err
+	}
+	if err := syncPath(tmp); err != nil {
+		return nil, err
+	}
 	os.RemoveAll(dir)
 	if err := os.Rename(tmp, dir); err != nil {
 		return nil, err
 	}
-	return &Artifact{Dir: dir, Release: release, Signature: sig}, nil
+	if err := syncPath(filepath.Dir(dir)); err != nil {
+		return nil, err
+	}
+	return &Artifact{Dir: dir, Release: release, Signature: sig, Files: sums}, nil
 }
 
 func imagePath(out, target string) string {
@@ -303,7 +321,28 @@ func copyFile(src, dst string) error {
 		out.Close()
 		return err
 	}
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return err
+	}
 	return out.Close()
+}
+
+// writeSynced writes a new file of an artifact and syncs it.
+func writeSynced(path string, data []byte) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 var localVersionRe = []byte("-kbisect-")

@@ -43,6 +43,10 @@ func (p *Pipeline) bootRetrying(ctx context.Context, commit string, art remote.A
 	retries, backoff := p.retries(), p.backoff()
 	wrong := "" // a kernel the lab booted instead of the one asked for
 	for try := 0; ; try++ {
+		art, err := p.intact(ctx, commit, filepath.Dir(art.Image))
+		if err != nil {
+			return nil, remote.Facts{}, nil, err
+		}
 		p.say(commit, PhaseBoot, "")
 		m, facts, err := boot(ctx, art)
 		var ke *remote.KernelError

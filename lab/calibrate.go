@@ -11,7 +11,6 @@ import (
 	"kbisect/internal/atomicfile"
 	"kbisect/internal/commitid"
 	"kbisect/noise"
-	"kbisect/remote"
 	"kbisect/verdict"
 )
 
@@ -205,7 +204,7 @@ func (p *Pipeline) resample(ctx context.Context, c *Calibration, base noise.Rule
 			if ev.Decision == nil || !ev.Decision.More || len(ev.Values) >= base.MaxSamples || ev.Build == nil {
 				continue
 			}
-			art, err := remote.LoadArtifact(ev.Build.Artifact)
+			art, err := p.intact(ctx, ev.Commit, ev.Build.Artifact)
 			if err != nil {
 				return err
 			}

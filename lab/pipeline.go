@@ -211,16 +211,7 @@ func (p *Pipeline) test(ctx context.Context, commit string, samples int, sub str
 func (p *Pipeline) built(ctx context.Context, ev *Evidence) (*remote.Artifact, error) {
 	commit := ev.Commit
 	p.say(commit, PhaseBuild, "")
-	var a *kbuild.Artifact
-	var err error
-	if be := p.aheadFailed(ctx, commit); be != nil {
-		err = be // built ahead, and it does not build: not again
-	} else {
-		a, err = kbuild.Build(ctx, p.Build, p.Slot, commit)
-	}
-	if p.Ahead != nil {
-		p.Ahead.Go()
-	}
+	a, err := p.kernel(ctx, commit)
 	var be *kbuild.BuildError
 	switch {
 	case errors.As(err, &be):
@@ -239,6 +230,40 @@ func (p *Pipeline) built(ctx context.Context, ev *Evidence) (*remote.Artifact, e
 		return nil, err
 	}
 	return &art, nil
+}
+
+// kernel builds commit's kernel in the pipeline's slot (the cache
+// first), making way for the builds ahead and letting them go on after.
+func (p *Pipeline) kernel(ctx context.Context, commit string) (*kbuild.Artifact, error) {
+	if be := p.aheadFailed(ctx, commit); be != nil {
+		return nil, be // built ahead, and it does not build: not again
+	}
+	a, err := kbuild.Build(ctx, p.Build, p.Slot, commit)
+	if p.Ahead != nil {
+		p.Ahead.Go()
+	}
+	return a, err
+}
+
+// intact returns the artifact of commit in dir, its files checked
+// against the sums its build recorded, before it goes to the host: one
+// damaged since (cut short by a power loss, a byte changed on disk) or
+// gone from the cache is built again, never booted as the commit's
+// kernel, whose failure it would not be.
+func (p *Pipeline) intact(ctx context.Context, commit, dir string) (remote.Artifact, error) {
+	var de *kbuild.DamagedError
+	switch err := kbuild.Check(dir); {
+	case errors.As(err, &de):
+		p.say(commit, PhaseBuild, fmt.Sprintf("%v: building it again", de))
+		a, err := p.kernel(ctx, commit)
+		if err != nil {
+			return remote.Artifact{}, fmt.Errorf("build %s again (%v): %w", commitid.Short(commit), de, err)
+		}
+		dir = a.Dir
+	case err != nil:
+		return remote.Artifact{}, fmt.Errorf("%s: %w", commitid.Short(commit), err)
+	}
+	return remote.LoadArtifact(dir)
 }
 
 // aheadFailed makes way for the pipeline's build (Ahead.Wait) and says

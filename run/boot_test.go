@@ -122,3 +122,24 @@ func TestAParameterOfOneJobNeverFollowsTheHostIntoTheNext(t *testing.T) {
 		t.Errorf("a missing parameter: %v", err)
 	}
 }
+
+// TestADamagedArtifactIsNotBooted: kbisect boot of an artifact whose
+// image is not what its build recorded (cut short after a power loss)
+// stops before the host is touched, naming the file and what to do.
+func TestADamagedArtifactIsNotBooted(t *testing.T) {
+	l := newBootLab(t)
+	const rel = "6.12.78-kbisect-444444444444"
+	dir := l.artifact(t, rel)
+	meta := `{"release": "` + rel + `", "files": {"bzImage": {"size": 100, "sha256": "00"}, "kernel.release": {"size": 29, "sha256": "00"}}}`
+	if err := os.WriteFile(filepath.Join(dir, "meta.json"), []byte(meta), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var said strings.Builder
+	_, err := Boot(context.Background(), l.job(t, "plain", ""), dir, &said)
+	if err == nil || !strings.Contains(err.Error(), "boot --artifact: artifact "+dir+": bzImage is 35 bytes, the build wrote 100 (kbisect build builds it again)") {
+		t.Errorf("got %v", err)
+	}
+	if l.sim.Installed(rel) || len(l.sim.Boots()) != 0 {
+		t.Errorf("the damaged kernel went to the host: boots %v", l.sim.Boots())
+	}
+}

@@ -66,6 +66,13 @@ func Boot(ctx context.Context, jobFile, artifact string, messages io.Writer) (re
 	if err != nil {
 		return remote.Facts{}, usage.Errorf("boot --artifact: %v", err)
 	}
+	// One kbisect built is checked against its build's sums: a damaged
+	// kernel would boot as a failure that is not the commit's.
+	if _, err := os.Stat(filepath.Join(artifact, "meta.json")); err == nil {
+		if err := kbuild.Check(artifact); err != nil {
+			return remote.Facts{}, fmt.Errorf("boot --artifact: %w (kbisect build builds it again)", err)
+		}
+	}
 	if err := job.CheckEnv(nil); err != nil {
 		return remote.Facts{}, usage.Errorf("boot: %v", err)
 	}
