@@ -180,7 +180,8 @@ func (o Options) sweep() []string {
 }
 
 // isTempName says whether name is a temporary name of the cache's index:
-// .<name>.<digits> (atomicfile's) or .<name>.tmp (older versions').
+// .<name>.kbisect-tmp<digits> (atomicfile's), .<name>.<digits> or
+// .<name>.tmp (older versions').
 func isTempName(name string) bool {
 	rest, ok := strings.CutPrefix(name, ".")
 	i := strings.LastIndexByte(rest, '.')
@@ -188,5 +189,6 @@ func isTempName(name string) bool {
 		return false
 	}
 	suffix := rest[i+1:]
+	suffix = strings.TrimPrefix(suffix, "kbisect-tmp")
 	return suffix == "tmp" || (suffix != "" && strings.Trim(suffix, "0123456789") == "")
 }

@@ -118,6 +118,7 @@ func TestStaleTemporaryFilesAreSwept(t *testing.T) {
 	stale := []string{
 		filepath.Join(inputs, ".0123abcd.tmp"),
 		filepath.Join(inputs, ".0123abcd.4294967"),
+		filepath.Join(inputs, ".0123abcd.kbisect-tmp42"),
 		filepath.Join(arts, "fedcba98.tmp", "bzImage"),
 		filepath.Join(arts, "89abcdef", ".meta.json.81726354"),
 		filepath.Join(arts, "01234567", "meta.json.tmp"),
