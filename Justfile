@@ -43,7 +43,7 @@ e2e-html:
 e2e-prepare:
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends qemu-system-x86 debootstrap e2fsprogs linux-source-6.12 flex bison libelf-dev libssl-dev bc ccache cpio chromium
-    test -d /var/tmp/kbisect-e2e/linux-source-6.12/.git || (mkdir -p /var/tmp/kbisect-e2e && tar -xf /usr/src/linux-source-6.12.tar.xz -C /var/tmp/kbisect-e2e && cd /var/tmp/kbisect-e2e/linux-source-6.12 && git init -q && git add -A && git -c user.name=kbisect -c user.email=e2e@kbisect.invalid commit -q -m "linux-source-6.12 $(make -s kernelversion)")
+    test -d /var/tmp/kbisect-e2e/linux-source-6.12/.git || (mkdir -p /var/tmp/kbisect-e2e && tar -xf /usr/src/linux-source-6.12.tar.xz -C /var/tmp/kbisect-e2e && cd /var/tmp/kbisect-e2e/linux-source-6.12 && git init -q && git add -A -f && git -c user.name=kbisect -c user.email=e2e@kbisect.invalid commit -q -m "linux-source-6.12 $(make -s kernelversion)")
     test -f /var/tmp/kbisect-lab/rootfs.img || go run ./cmd/kbisect lab image --dir /var/tmp/kbisect-lab
 
 # A real 6.12 PREEMPT_RT kernel bisected in a local QEMU guest, then the
