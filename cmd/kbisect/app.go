@@ -23,7 +23,7 @@ func runKbisect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if len(args) > 1 && !strings.HasPrefix(args[1], "-") && app.Command(args[1]) == nil {
 		return exitCode(ctx, usagef("unknown command %q (kbisect --help lists them)", args[1]), stderr)
 	}
-	err := app.RunContext(ctx, args)
+	err := app.RunContext(ctx, flagsFirst(app, args))
 	var reported *reportedError
 	var result *resultError
 	if err != nil && !errors.As(err, &reported) && !errors.As(err, &result) && wantsJSON(args) {
@@ -36,7 +36,7 @@ func runKbisect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 }
 
 func newApp(stdout, stderr io.Writer) *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:  "kbisect",
 		Usage: "find the kernel commit that made isolated real-time CPUs noisy",
 		UsageText: `kbisect run --job FILE [--job FILE…] --good REV --bad REV [--state DIR] [-v] [--json]
@@ -77,6 +77,8 @@ kbisect build --job FILE --rev REV [--json]`,
 			simulateCommand(),
 		},
 	}
+	strict(app.Commands, "")
+	return app
 }
 
 func onUsageError(_ *cli.Context, err error, _ bool) error {

@@ -118,7 +118,7 @@ func (o *runOptions) validate() error {
 	case o.Job != "" && o.Exec != "":
 		return usagef("run: give --job or --exec, not both")
 	case o.Job == "" && o.Exec == "":
-		return usagef("run: --exec CMD is required (the test command, as for git bisect run)")
+		return usagef("run: give --job FILE (bisect kernels on a lab machine) or --exec CMD (a test command, as for git bisect run), with --good REV and --bad REV (see kbisect run --help)")
 	case o.Job != "" && (o.ConfidenceSet || o.MaxRunsSet):
 		return usagef("run: --confidence and --max-runs go with --exec; with --job the job file's verdict.confidence says how sure a verdict must be")
 	case o.ConfidenceSet && !(o.Confidence > 0.5 && o.Confidence < 1):

@@ -189,7 +189,7 @@ func TestRunUsageErrorsSayWhere(t *testing.T) {
 	}{
 		{[]string{"run", "--repo", f.dir, "--good", f.good, "--bad", "no-such-tag", "--exec", "true"}, `--bad no-such-tag`},
 		{[]string{"run", "--repo", f.dir, "--good", "c1~999", "--bad", f.bad, "--exec", "true"}, `--good c1~999`},
-		{[]string{"run", "--repo", f.dir, "--good", f.good, "--bad", f.bad}, "--exec CMD is required"},
+		{[]string{"run", "--repo", f.dir, "--good", f.good, "--bad", f.bad}, "give --job FILE (bisect kernels on a lab machine) or --exec CMD"},
 		{[]string{"run", "--repo", f.dir, "--bad", f.bad, "--exec", "true"}, "at least one --good"},
 		{[]string{"run", "--no-such-flag"}, "no-such-flag"},
 		{[]string{"run", "--repo", t.TempDir(), "--good", "a", "--bad", "b", "--exec", "true"}, "not inside a git work tree"},
