@@ -341,3 +341,18 @@ func parseHashes(names []string) ([]plumbing.Hash, error) {
 	}
 	return out, nil
 }
+
+// StateRunning says whether a kbisect run holds the state directory's lock
+// now: a run whose log has no answer and that nobody runs was stopped.
+func StateRunning(dir string) bool {
+	f, err := os.Open(filepath.Join(dir, "lock"))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		return errors.Is(err, syscall.EWOULDBLOCK)
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false
+}

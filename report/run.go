@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -31,6 +32,27 @@ type Run struct {
 	Confirmation *lab.Confirmation
 	// Search is where a posterior search stands (nil for the rule's).
 	Search *lab.SearchSummary
+	// Stopped is, for a run with no answer that nobody runs now, when it
+	// stopped and how it is resumed.
+	Stopped *StoppedJSON
+}
+
+// StoppedJSON is a run that stopped before its answer: killed, or
+// interrupted.
+type StoppedJSON struct {
+	// At is the time of the last thing it wrote.
+	At time.Time `json:"at"`
+	// Resume is the command that made it, which resumes it ("" when an
+	// older kbisect did not keep it).
+	Resume string `json:"resume,omitempty"`
+}
+
+func (s *StoppedJSON) String() string {
+	resume := "the command that made it resumes it"
+	if s.Resume != "" {
+		resume = "resume it with: " + s.Resume
+	}
+	return fmt.Sprintf("stopped at %s, not running: no answer yet; %s", s.At.Local().Format("2006-01-02 15:04:05 MST"), resume)
 }
 
 // evidence returns what the state directory holds for a commit (nil when
@@ -231,7 +253,10 @@ func (r *Run) WriteText(w io.Writer) {
 	} else {
 		WriteGitResult(w, r.Graph, r.Result)
 	}
-	if r.Result.Kind == "" {
+	switch {
+	case r.Result.Kind == "" && r.Stopped != nil:
+		fmt.Fprintln(w, r.Stopped)
+	case r.Result.Kind == "":
 		fmt.Fprintln(w, "in progress: no answer yet")
 	}
 	if s := r.posteriorText(); s != "" {

@@ -42,6 +42,9 @@ type RunJSON struct {
 	Probability   float64               `json:"probability,omitempty"`
 	Probabilities []lab.SearchCandidate `json:"probabilities,omitempty"`
 	FailureRate   float64               `json:"failure_rate,omitempty"`
+	// Stopped is, for report on a run with no answer that nobody runs,
+	// when it stopped and the command that resumes it.
+	Stopped *StoppedJSON `json:"stopped,omitempty"`
 	// Command reproduces (or resumes) the run.
 	Command string `json:"command,omitempty"`
 	Error   string `json:"error,omitempty"`
@@ -199,6 +202,7 @@ func (r *Run) AddTo(out *RunJSON) {
 		}
 	}
 	out.Posterior = r.Search
+	out.Stopped = r.Stopped
 	out.Command = r.commandLine()
 	if r.Calibration != nil && r.Calibration.Search != nil {
 		s := r.Calibration.Search

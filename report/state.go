@@ -170,6 +170,13 @@ func FromState(ctx context.Context, dir, format string, stdout io.Writer) error 
 		res.Warnings = step.Warnings
 	}
 	rep.Result = res
+	if res.Kind == "" && !bisect.StateRunning(dir) {
+		at := records[len(records)-1].Time
+		if fi, err := os.Stat(filepath.Join(dir, "search.jsonl")); err == nil && fi.ModTime().After(at) {
+			at = fi.ModTime() // a posterior search's boots
+		}
+		rep.Stopped = &StoppedJSON{At: at.UTC(), Resume: start.Meta["command"]}
+	}
 	switch format {
 	case "html":
 		return WriteHTML(stdout, rep.Document(time.Now()))

@@ -146,6 +146,9 @@ func (r *jobRun) prepare(ctx context.Context) error {
 		return err
 	}
 	start.Meta["job"], start.Meta["job_sha256"], start.Meta["job_state"] = o.Jobs[0], r.jobSum, stateFormat
+	if o.Command != "" {
+		start.Meta["command"] = o.Command
+	}
 	dir := o.State
 	if dir == "" {
 		wt, err := worktree.Open(ctx, tree)

@@ -42,6 +42,9 @@ type JobOptions struct {
 	// State is the state directory (default: <git-dir of build.tree>/
 	// kbisect/run-<id>).
 	State string
+	// Command is the command line that makes the run, kept in the state
+	// for kbisect report to say how a run that stopped is resumed.
+	Command string
 	// NoBuildAhead turns off building the next commits while one is
 	// measured.
 	NoBuildAhead bool

@@ -23,6 +23,7 @@ func runKbisect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if len(args) > 1 && !strings.HasPrefix(args[1], "-") && app.Command(args[1]) == nil {
 		return exitCode(ctx, usagef("unknown command %q (kbisect --help lists them)", args[1]), stderr)
 	}
+	app.Metadata = map[string]any{"args": args}
 	err := app.RunContext(ctx, flagsFirst(app, args))
 	var reported *reportedError
 	var result *resultError

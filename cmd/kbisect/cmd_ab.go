@@ -14,6 +14,7 @@ import (
 type abOptions struct {
 	run.ABOptions
 	Args          []string // stray arguments: an error
+	Line          []string // the command line, for the one that resumes
 	JSON, Verbose bool
 }
 
@@ -41,7 +42,7 @@ func abCommand() *cli.Command {
 		},
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
-			o := abOptions{Args: c.Args().Slice(), JSON: c.Bool("json"), Verbose: c.Bool("verbose"), ABOptions: run.ABOptions{
+			o := abOptions{Args: c.Args().Slice(), Line: cliArgs(c), JSON: c.Bool("json"), Verbose: c.Bool("verbose"), ABOptions: run.ABOptions{
 				Job: c.String("job"), A: c.String("a"), B: c.String("b"), Base: c.String("base"), Revert: c.String("revert"),
 				Patch: c.String("patch"), Rounds: c.Int("rounds"), Samples: c.Int("samples"), State: c.String("state")}}
 			return runAB(c.Context, o, c.App.Writer, c.App.ErrWriter)
@@ -58,6 +59,9 @@ func runAB(ctx context.Context, o abOptions, stdout, stderr io.Writer) error {
 	ao := o.ABOptions
 	ao.Messages, ao.Progress = stderr, newView(stderr)
 	res, err := run.AB(ctx, ao)
+	if res != nil {
+		err = resumable(ctx, err, res.JSON.StateDir, commandLine(o.Line, res.JSON.StateDir))
+	}
 	switch {
 	case res == nil:
 		return err

@@ -17,6 +17,7 @@ import (
 // runOptions are the flags of kbisect run.
 type runOptions struct {
 	Args        []string // stray arguments: an error
+	Line        []string // the command line, for the one that resumes
 	Repo        string
 	Goods       []string
 	Bad         string
@@ -82,6 +83,7 @@ func runCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			opts := runOptions{
 				Args:        c.Args().Slice(),
+				Line:        cliArgs(c),
 				Repo:        c.String("repo"),
 				Goods:       c.StringSlice("good"),
 				Bad:         c.String("bad"),
@@ -145,6 +147,7 @@ func runRun(ctx context.Context, o runOptions, stdout, stderr io.Writer) error {
 	if o.Job != "" {
 		res, err := runJob(ctx, o, stderr)
 		defer res.Close()
+		err = resumable(ctx, err, res.JSON.StateDir, commandLine(o.Line, res.JSON.StateDir))
 		return answer(o.JSON, res, err, stdout, func() { res.Report.WriteText(stdout) })
 	}
 	ctx = traceTo(ctx, o.Verbose, stderr)
@@ -156,6 +159,7 @@ func runRun(ctx context.Context, o runOptions, stdout, stderr io.Writer) error {
 		Confidence: o.Confidence, MaxRuns: o.MaxRuns,
 		Stdout: cmdOut, Stderr: stderr, Messages: stderr, Progress: progress.NewGit(stderr)})
 	defer res.Close()
+	err = resumable(ctx, err, res.JSON.StateDir, commandLine(o.Line, res.JSON.StateDir))
 	return answer(o.JSON, res, err, stdout, func() { report.WriteGitResult(stdout, res.Graph, res.Bisection) })
 }
 
@@ -163,7 +167,7 @@ func runRun(ctx context.Context, o runOptions, stdout, stderr io.Writer) error {
 func runJob(ctx context.Context, o runOptions, stderr io.Writer) (*run.Result, error) {
 	view := newView(stderr)
 	ctx = traceInto(ctx, o.Verbose, view)
-	jo := run.JobOptions{Range: o.bisectRange(), Jobs: o.Jobs, State: o.State, NoBuildAhead: o.NoBuildAhead, RetrySkips: o.RetrySkips,
+	jo := run.JobOptions{Range: o.bisectRange(), Jobs: o.Jobs, Command: commandLine(o.Line, ""), State: o.State, NoBuildAhead: o.NoBuildAhead, RetrySkips: o.RetrySkips,
 		ReportDir: o.ReportDir, Messages: stderr, Interactive: tty.Interactive(stderr) && os.Getenv("CI") == "", Progress: view}
 	if len(jo.Jobs) == 0 {
 		jo.Jobs = []string{o.Job}

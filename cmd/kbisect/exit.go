@@ -5,7 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
+	"github.com/urfave/cli/v2"
+
+	"kbisect/internal/shell"
 	"kbisect/internal/usage"
 )
 
@@ -54,8 +59,51 @@ func exitCode(ctx context.Context, err error, stderr io.Writer) int {
 	if ctx.Err() != nil || errors.Is(err, context.Canceled) {
 		// Also an interrupt the test command received first, on a terminal.
 		fmt.Fprintf(stderr, "kbisect: interrupted: %v\n", err)
+		var ri *resumableError
+		if errors.As(err, &ri) {
+			fmt.Fprintf(stderr, "kbisect: nothing measured is lost: the state is in %s; the same command resumes it:\n  %s\n", ri.state, ri.command)
+		}
 		return exitInterrupted
 	}
 	fmt.Fprintf(stderr, "kbisect: %v\n", err)
 	return exitFailure
+}
+
+// resumableError is a run stopped midway whose state is kept: the same
+// command goes on with it.
+type resumableError struct {
+	err            error
+	state, command string
+}
+
+func (e *resumableError) Error() string { return e.err.Error() }
+func (e *resumableError) Unwrap() error { return e.err }
+
+// resumable marks err, when ctx was interrupted, with the state directory
+// and the command line that resumes it.
+func resumable(ctx context.Context, err error, state, command string) error {
+	if err == nil || ctx.Err() == nil || state == "" || command == "" {
+		return err
+	}
+	return &resumableError{err: err, state: state, command: command}
+}
+
+// cliArgs is the command line kbisect was started with.
+func cliArgs(c *cli.Context) []string {
+	args, _ := c.App.Metadata["args"].([]string)
+	return args
+}
+
+// commandLine is a command line quoted for a shell, with --state DIR added
+// when it is not there (a default state directory is found again only
+// from the same range and job).
+func commandLine(args []string, state string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	line := shell.Join(args...)
+	if state != "" && !slices.ContainsFunc(args, func(a string) bool { return a == "--state" || strings.HasPrefix(a, "--state=") }) {
+		line += " --state " + shell.Quote(state)
+	}
+	return line
 }

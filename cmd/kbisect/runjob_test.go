@@ -173,6 +173,14 @@ func TestRunJobResumesAfterKill9AtEveryPhase(t *testing.T) {
 // shows what; it returns the output so far.
 func killAt(t *testing.T, bin string, args []string, what string, nth int) string {
 	t.Helper()
+	seen, _ := signalAt(t, bin, args, what, nth, syscall.SIGKILL)
+	return seen
+}
+
+// signalAt runs kbisect, sends it sig the nth time its stderr shows what,
+// and returns its stderr and exit code.
+func signalAt(t *testing.T, bin string, args []string, what string, nth int, sig syscall.Signal) (string, int) {
+	t.Helper()
 	c := exec.Command(bin, args...)
 	stderr, err := c.StderrPipe()
 	if err != nil {
@@ -184,12 +192,15 @@ func killAt(t *testing.T, bin string, args []string, what string, nth int) strin
 	var seen strings.Builder
 	buf := make([]byte, 4096)
 	killed := false
-	for !killed {
+	for {
 		n, err := stderr.Read(buf)
 		seen.Write(buf[:n])
-		if strings.Count(seen.String(), what) >= nth {
-			_ = c.Process.Signal(syscall.SIGKILL)
+		if !killed && strings.Count(seen.String(), what) >= nth {
+			_ = c.Process.Signal(sig)
 			killed = true
+			if sig == syscall.SIGKILL {
+				break
+			}
 		}
 		if err != nil {
 			break
@@ -199,7 +210,30 @@ func killAt(t *testing.T, bin string, args []string, what string, nth int) strin
 	if !killed {
 		t.Fatalf("kbisect ended before %q came %d times:\n%s", what, nth, seen.String())
 	}
-	return seen.String()
+	return seen.String(), c.ProcessState.ExitCode()
+}
+
+// An interrupted run says the command that resumes it; kbisect report
+// says it stopped and is not running, with that command, which then
+// finds the answer.
+func TestAnInterruptedRunSaysHowToResumeIt(t *testing.T) {
+	bin := buildKbisect(t)
+	l := simLab(t, simlab.Options{Seed: 6, Commits: 80})
+	state := filepath.Join(t.TempDir(), "state")
+	args := []string{"run", "--job", l.JobFile, "--good", l.Tree.Good, "--bad", l.Tree.Bad, "--state", state}
+	seen, code := signalAt(t, bin, args, "sample 2:", 4, syscall.SIGINT)
+	resume := strings.Join(append([]string{bin}, args...), " ")
+	if code != exitInterrupted || !strings.Contains(seen, "kbisect: nothing measured is lost: the state is in "+state+"; the same command resumes it:\n  "+resume+"\n") {
+		t.Fatalf("interrupted: exit %d\n%s", code, seen)
+	}
+	code, out, errText := runCLI(t, context.Background(), "report", "--state", state)
+	if code != exitOK || !strings.Contains(out, ", not running: no answer yet; resume it with: "+resume+"\n") {
+		t.Fatalf("report on the stopped run: exit %d\n%s\n%s", code, out, errText)
+	}
+	got, err := exec.Command("sh", "-c", resume).Output()
+	if !strings.HasPrefix(string(got), l.Tree.Expected.FirstBad+" is the first bad commit") {
+		t.Errorf("the command it gave: %v\n%s", err, got)
+	}
 }
 
 func countTested(t *testing.T, state string) int {
