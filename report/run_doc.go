@@ -195,6 +195,9 @@ func summaryLines(text string) []string {
 
 // runCommandLine is the kbisect command that makes (or resumes) the run.
 func runCommandLine(start bisect.Record) string {
+	if c := start.Meta["reproduce"]; c != "" {
+		return c
+	}
 	args := []string{"kbisect", "run"}
 	if job := start.Meta["job"]; job != "" {
 		args = append(args, "--job", job)

@@ -149,6 +149,9 @@ func (r *jobRun) prepare(ctx context.Context) error {
 	if o.Command != "" {
 		start.Meta["command"] = o.Command
 	}
+	if o.Reproduce != "" {
+		start.Meta["reproduce"] = o.Reproduce
+	}
 	dir := o.State
 	if dir == "" {
 		wt, err := worktree.Open(ctx, tree)

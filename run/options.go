@@ -45,6 +45,9 @@ type JobOptions struct {
 	// Command is the command line that makes the run, kept in the state
 	// for kbisect report to say how a run that stopped is resumed.
 	Command string
+	// Reproduce is the command the report gives to reproduce the run
+	// ("": kbisect run with the job and the range; the demo's is itself).
+	Reproduce string
 	// NoBuildAhead turns off building the next commits while one is
 	// measured.
 	NoBuildAhead bool

@@ -7,10 +7,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"kbisect/internal/shell"
 	"kbisect/internal/simlab"
 	"kbisect/internal/simnoise"
 )
@@ -32,7 +34,7 @@ func demoCommand() *cli.Command {
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
 			o := demoOptions{Seed: c.Int64("seed"), Commits: c.Int("commits"), Machines: c.Int("machines"), Dir: c.String("dir"),
-				Noise: c.String("noise"), JSON: c.Bool("json"), Verbose: c.Bool("verbose")}
+				Noise: c.String("noise"), JSON: c.Bool("json"), Verbose: c.Bool("verbose"), Line: cliArgs(c)}
 			return runDemo(c.Context, o, c.App.Writer, c.App.ErrWriter)
 		},
 	}
@@ -46,6 +48,26 @@ type demoOptions struct {
 	// ("": none).
 	Noise         string
 	JSON, Verbose bool
+	// Line is the command line, for the one that resumes.
+	Line []string
+}
+
+// command is the demo's own command line: with the same seed it makes the
+// same lab and finds the same commit; with --dir it resumes or answers
+// from the state there.
+func (o demoOptions) command() string {
+	args := []string{"kbisect", "demo"}
+	if o.Dir != "" {
+		args = append(args, "--dir", o.Dir)
+	}
+	args = append(args, "--seed", strconv.FormatInt(o.Seed, 10), "--commits", strconv.Itoa(o.Commits))
+	if o.Machines != 1 {
+		args = append(args, "--machines", strconv.Itoa(o.Machines))
+	}
+	if o.Noise != "" {
+		args = append(args, "--noise", o.Noise)
+	}
+	return shell.Join(args...)
 }
 
 func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error {
@@ -92,17 +114,24 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	t := l.Tree
 	l.Describe(stderr, time.Since(started), o.Machines)
 
-	ro := runOptions{Job: l.JobFile, Jobs: append([]string{l.JobFile}, l.JobFiles...), Goods: []string{t.Good}, Bad: t.Bad, State: filepath.Join(dir, "state"), JSON: asJSON, Verbose: o.Verbose}
+	ro := runOptions{Reproduce: o.command(), Line: o.Line, Job: l.JobFile, Jobs: append([]string{l.JobFile}, l.JobFiles...), Goods: []string{t.Good}, Bad: t.Bad, State: filepath.Join(dir, "state"), JSON: asJSON, Verbose: o.Verbose}
 	res, err := runJob(ctx, ro, stderr)
 	defer res.Close()
+	if o.Dir != "" {
+		err = resumable(ctx, err, dir, shell.Join(o.Line...))
+	}
 	runErr := answer(asJSON, res, err, stdout, func() { res.Report.WriteText(stdout) })
 	took := time.Since(started)
+	gone := ""
+	if o.Dir == "" {
+		gone = fmt.Sprintf("kbisect demo: the lab, its state and its reports were in %s, removed now: give --dir DIR to keep them (the same command then resumes or answers again, and kbisect report --state DIR/state renders them)\n", dir)
+	}
 	if runErr != nil {
-		fmt.Fprintf(stderr, "\nkbisect demo: the run did not end with an answer (%.0fs)\n", took.Seconds())
+		fmt.Fprintf(stderr, "\nkbisect demo: the run did not end with an answer (%.0fs)\n%s", took.Seconds(), gone)
 		return runErr
 	}
 	line, wrong := t.Judge(res.JSON.FirstBad, took)
-	fmt.Fprintf(stderr, "\nkbisect demo: %s\n", line)
+	fmt.Fprintf(stderr, "\nkbisect demo: %s\n%s", line, gone)
 	if wrong {
 		return &resultError{exitFailure}
 	}

@@ -18,6 +18,7 @@ import (
 type runOptions struct {
 	Args        []string // stray arguments: an error
 	Line        []string // the command line, for the one that resumes
+	Reproduce   string   // the report's command that reproduces the run ("": run's own)
 	Repo        string
 	Goods       []string
 	Bad         string
@@ -167,7 +168,7 @@ func runRun(ctx context.Context, o runOptions, stdout, stderr io.Writer) error {
 func runJob(ctx context.Context, o runOptions, stderr io.Writer) (*run.Result, error) {
 	view := newView(stderr)
 	ctx = traceInto(ctx, o.Verbose, view)
-	jo := run.JobOptions{Range: o.bisectRange(), Jobs: o.Jobs, Command: commandLine(o.Line, ""), State: o.State, NoBuildAhead: o.NoBuildAhead, RetrySkips: o.RetrySkips,
+	jo := run.JobOptions{Range: o.bisectRange(), Jobs: o.Jobs, Command: commandLine(o.Line, ""), Reproduce: o.Reproduce, State: o.State, NoBuildAhead: o.NoBuildAhead, RetrySkips: o.RetrySkips,
 		ReportDir: o.ReportDir, Messages: stderr, Interactive: tty.Interactive(stderr) && os.Getenv("CI") == "", Progress: view}
 	if len(jo.Jobs) == 0 {
 		jo.Jobs = []string{o.Job}

@@ -65,6 +65,9 @@ func TestDemoDirResumesAfterAnInterruption(t *testing.T) {
 	if code == exitOK {
 		t.Fatalf("the first demo ended before it was stopped:\n%s", stderr)
 	}
+	if !strings.Contains(stderr, "the state is in "+dir+"; the same command resumes it:\n  kbisect demo --commits 120 --dir "+dir+"\n") {
+		t.Errorf("the stopped demo does not say how to resume it:\n%s", stderr)
+	}
 	before, err := os.ReadFile(journal)
 	if err != nil || bytes.Count(before, []byte("\n")) < 8 {
 		t.Fatalf("journal after the stop: %d lines, %v", bytes.Count(before, []byte("\n")), err)
@@ -75,6 +78,10 @@ func TestDemoDirResumesAfterAnInterruption(t *testing.T) {
 		!strings.Contains(stderr, "kbisect: resuming from "+filepath.Join(dir, "state")) ||
 		!strings.Contains(stderr, "kbisect demo: found the planted regression ") || !strings.Contains(stdout, " is the first bad commit\n") {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	// The report reproduces the demo, not a run whose emulated host is gone.
+	if unwrapped := strings.ReplaceAll(stdout, "\n  ", " "); !strings.Contains(unwrapped, "Reproduce: kbisect demo --dir "+dir+" --seed 1 --commits 120\n") {
+		t.Errorf("the report's Reproduce line:\n%s", stdout)
 	}
 	after, err := os.ReadFile(journal)
 	if err != nil || !bytes.HasPrefix(after, before) {
