@@ -118,7 +118,16 @@ func (r *execRun) prepare(ctx context.Context) error {
 		if err := json.Unmarshal(data, &mark); err != nil || mark.State == "" {
 			return fmt.Errorf("%s is not readable (%v): remove it, and check where HEAD is", r.runningMarker(), err)
 		}
-		if err := r.openInterrupted(ctx, mark); err != nil {
+		moved, err := r.headTakenBack(ctx, mark)
+		switch {
+		case err != nil:
+			return err
+		case moved:
+			err = r.openByRange(ctx)
+		default:
+			err = r.openInterrupted(ctx, mark)
+		}
+		if err != nil {
 			return err
 		}
 	} else if err := r.openByRange(ctx); err != nil {
@@ -126,6 +135,26 @@ func (r *execRun) prepare(ctx context.Context) error {
 	}
 	r.sess, r.start, err = bisect.Restore(r.g, r.log.Records())
 	return err
+}
+
+// headTakenBack says whether the user put HEAD back on a branch since a
+// run was interrupted (which leaves it detached at a commit under test):
+// the tree is theirs again, so the marker goes and the run's state stays,
+// resumed by its range like any other.
+func (r *execRun) headTakenBack(ctx context.Context, mark runningMark) (bool, error) {
+	h, err := r.tree.Head(ctx)
+	if err != nil || h.Branch == "" {
+		return false, err
+	}
+	if _, err := testcmd.StopLeftover(filepath.Join(mark.State, "test.pid"), 5*time.Second); err != nil {
+		return false, err
+	}
+	if err := os.Remove(r.runningMarker()); err != nil && !os.IsNotExist(err) {
+		return false, err
+	}
+	fmt.Fprintf(r.o.Messages, "kbisect: HEAD is on %s again since a run was interrupted; its verdicts stay in %s, resumed by the same range\n",
+		strings.TrimPrefix(h.Branch, "refs/heads/"), mark.State)
+	return true, nil
 }
 
 // openInterrupted takes up the run a crash left in the middle, when this

@@ -400,3 +400,37 @@ func processGone(pid string, within time.Duration) bool {
 
 // sqQuoteShell quotes s for sh in single quotes, always.
 func sqQuoteShell(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// TestRunAfterAKillAndACheckoutGoesOn: a user who puts HEAD back on a
+// branch after a killed run has taken the tree back; the same command
+// then resumes the run's verdicts by its range, without a word about a
+// detached HEAD.
+func TestRunAfterAKillAndACheckoutGoesOn(t *testing.T) {
+	f := newFixture(t, 7)
+	want := f.gitBisectTested(t)
+	bin := buildKbisect(t)
+	killed := filepath.Join(t.TempDir(), "killed")
+	script := fmt.Sprintf(`echo "$KBISECT_COMMIT" >> %[1]s
+if [ "$(wc -l < %[1]s)" -eq 3 ] && [ ! -e %[2]s ]; then touch %[2]s; kill -9 $PPID; exit 0; fi
+grep -q good state`, f.calls, killed)
+	args := []string{"run", "--repo", f.dir, "--good", f.good, "--bad", f.bad, "--exec", script}
+	if out, err := exec.Command(bin, args...).CombinedOutput(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("first run was not killed: %v\n%s", err, out)
+	}
+	f.git(t, "checkout", "-q", "master")
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("after the checkout: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "kbisect: HEAD is on master again since a run was interrupted; its verdicts stay in ") ||
+		!strings.Contains(string(out), "kbisect: resuming from ") || strings.Contains(string(out), "detached") ||
+		!strings.Contains(string(out), f.culprit+" is the first bad commit") {
+		t.Errorf("after the checkout:\n%s", out)
+	}
+	if got := f.tested(t); len(got) != len(want)+1 {
+		t.Errorf("%d test runs, want %d (git's steps and the killed one again): %v", len(got), len(want)+1, got)
+	}
+	if head := f.git(t, "symbolic-ref", "HEAD"); head != "refs/heads/master" {
+		t.Errorf("HEAD is %s after the run", head)
+	}
+}
