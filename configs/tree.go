@@ -173,6 +173,12 @@ func (l *loader) syntaxError(file string, err error) {
 			return
 		}
 	}
+	// YAML places an indentation mistake at the mapping it breaks, often
+	// lines before: the line itself is found by its indentation.
+	if at, col, why, ok := misindented(l.sources[file]); ok {
+		l.badf(Pos{file, at, col}, "", "YAML syntax: %s (YAML says: %s)", why, msg)
+		return
+	}
 	l.badf(Pos{File: file, Line: line}, "", "YAML syntax: %s", msg)
 }
 
