@@ -313,8 +313,8 @@ func TestSyntaxErrorsPointAtTheRightLine(t *testing.T) {
 		// An indentation mistake, where it is, with its column (YAML puts
 		// the first at line 3, where the mapping began).
 		"apiVersion: kbisect/v1\nkind: Job\nmachine:\n  name: box\n  arch: x86_64\n cpus: 64\n  sockets: 2\n": "x.yaml:6:2: YAML syntax: this line is indented to column 2, between the columns of the keys around it (1 and 3): indent it as its siblings are (YAML says: did not find expected key)",
-		"apiVersion: kbisect/v1\nkind: Job\nmachine:\n  name: box\n   arch: x86_64\n":                "x.yaml:5:4: YAML syntax: this line is indented to column 4, under a line that holds a value: nothing can be nested there (its siblings are at column 3) (YAML says: mapping values are not allowed in this context)",
-		"apiVersion: kbisect/v1\nkind: Job\nboot:\n  params: >-\n      nohz_full=1\n    isolcpus=1\n": "x.yaml:6:5: YAML syntax: this line is indented to column 5, less than the first line of the text it continues (column 7) (YAML says: did not find expected key)",
+		"apiVersion: kbisect/v1\nkind: Job\nmachine:\n  name: box\n   arch: x86_64\n":                         "x.yaml:5:4: YAML syntax: this line is indented to column 4, under a line that holds a value: nothing can be nested there (its siblings are at column 3) (YAML says: mapping values are not allowed in this context)",
+		"apiVersion: kbisect/v1\nkind: Job\nboot:\n  params: >-\n      nohz_full=1\n    isolcpus=1\n":         "x.yaml:6:5: YAML syntax: this line is indented to column 5, less than the first line of the text it continues (column 7) (YAML says: did not find expected key)",
 	} {
 		_, err := Load("x.yaml", LoadOptions{ReadFile: func(string) ([]byte, error) { return []byte(src), nil }})
 		if err == nil || err.Error() != want {
