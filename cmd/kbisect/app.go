@@ -40,19 +40,22 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 	app := &cli.App{
 		Name:  "kbisect",
 		Usage: "find the kernel commit that made isolated real-time CPUs noisy",
-		UsageText: `kbisect run --job FILE [--job FILE…] --good REV --bad REV [--state DIR] [-v] [--json]
-kbisect run --good REV --bad REV --exec CMD [--repo DIR] [--first-parent] [--state DIR] [--json]
-kbisect ab --job FILE (--a REV --b REV | --base REV (--revert SHA | --patch FILE)) [--rounds N] [--samples N] [--json]
+		UsageText: `kbisect run --job FILE [--job FILE…] --good REV --bad REV [--state DIR] [--find-good] [-v] [--json]
+kbisect run --good REV --bad REV --exec CMD [--repo DIR] [--first-parent] [--confidence P] [--state DIR] [--json]
+kbisect ab --job FILE (--a REV --b REV | --base REV (--revert SHA | --patch FILE)) [--rounds N] [--samples N] [--state DIR] [--json]
 kbisect report --state DIR [--format text|markdown|json|html|junit] [-o FILE]
-kbisect demo [--seed N] [--commits N] [--machines N] [--noise SETTINGS] [-v]
+kbisect nightly --job FILE --remote URL [--branch B] [--tags GLOB] [--db FILE] [--json]
+kbisect history --job FILE [--format text|html|json] [--db FILE] [-o FILE]
+kbisect demo [--dir DIR] [--seed N] [--commits N] [--machines N] [--noise SETTINGS] [-v] [--json]
 kbisect simulate --good V --bad V [--spread S] [--boot-spread S] [--bad-boots R] [--spikes R:A-Bx] [--flips R] [--runs N] [--json]
 kbisect validate FILE…
 kbisect config show FILE
 kbisect parse --tool TOOL FILE [--json]
 kbisect measure (--job FILE | --local --tool TOOL --cpus LIST) [--local] [--samples N] [--json]
-kbisect host check --job FILE
+kbisect host check --job FILE [--json]
 kbisect boot --job FILE --artifact DIR
-kbisect build --job FILE --rev REV [--json]`,
+kbisect build --job FILE --rev REV [--json]
+kbisect lab image [--dir DIR]`,
 		Description:               helpText(kbisectHelp),
 		Writer:                    stdout,
 		ErrWriter:                 stderr,
