@@ -41,6 +41,8 @@ e2e-html:
 # What the heavy tests need, made once: Debian packages, Debian's
 # linux-source-6.12 as a git repository, the QEMU lab image (/var/tmp).
 e2e-prepare:
+    @echo "e2e-prepare installs: qemu-system-x86 (the QEMU lab), debootstrap e2fsprogs cpio (its root image), linux-source-6.12 flex bison libelf-dev libssl-dev bc ccache (real kernel builds), chromium (the HTML report test)"
+    @echo "and makes: /var/tmp/kbisect-e2e/linux-source-6.12 (Debian's kernel source as a git repository), /var/tmp/kbisect-lab/rootfs.img (the guest's image)"
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends qemu-system-x86 debootstrap e2fsprogs linux-source-6.12 flex bison libelf-dev libssl-dev bc ccache cpio chromium
     test -d /var/tmp/kbisect-e2e/linux-source-6.12/.git || (mkdir -p /var/tmp/kbisect-e2e && tar -xf /usr/src/linux-source-6.12.tar.xz -C /var/tmp/kbisect-e2e && cd /var/tmp/kbisect-e2e/linux-source-6.12 && git init -q && git add -A -f && git -c user.name=kbisect -c user.email=e2e@kbisect.invalid commit -q -m "linux-source-6.12 $(make -s kernelversion)")

@@ -29,3 +29,21 @@ func TestBadnessOfKeepsWhatTheMetricResolves(t *testing.T) {
 		t.Errorf("100 %% available: badness %g, want the 1e-6 floor", got)
 	}
 }
+
+func TestTidyKeepsWhatAValueMeans(t *testing.T) {
+	for _, c := range []struct {
+		kind    string
+		in, out float64
+	}{
+		{KindTime, 999999.9999999995, 1e6},
+		{KindTime, 10246.950765959598, 10247},
+		{KindPercent, 99.99931234567, 99.9993},
+		{KindPercent, 0.0882376075665611, 0.0882376},
+		{"", 52885999.9999999, 52886000},
+		{"", 0, 0},
+	} {
+		if got := Tidy(c.kind, c.in); got != c.out {
+			t.Errorf("Tidy(%s, %v) = %v, want %v", c.kind, c.in, got, c.out)
+		}
+	}
+}

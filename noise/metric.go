@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -206,4 +207,27 @@ func quantile(sorted []float64, q float64) float64 {
 	lo := int(math.Floor(pos))
 	hi := min(lo+1, len(sorted)-1)
 	return sorted[lo] + (sorted[hi]-sorted[lo])*(pos-float64(lo))
+}
+
+// Tidy is a value of kind as JSON should carry it: a time in whole
+// nanoseconds, anything else to 6 significant digits. Values computed
+// through logs (a geometric mean, a model's level) otherwise come out as
+// 999999.9999999995.
+func Tidy(kind string, v float64) float64 {
+	if kind == KindTime {
+		return math.Round(v)
+	}
+	return Significant(v, 6)
+}
+
+// Significant rounds v to n significant digits.
+func Significant(v float64, n int) float64 {
+	if v == 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return v
+	}
+	f, err := strconv.ParseFloat(strconv.FormatFloat(v, 'g', n, 64), 64)
+	if err != nil {
+		return v
+	}
+	return f
 }

@@ -8,6 +8,7 @@ import (
 
 	"kbisect/bisect"
 	"kbisect/lab"
+	"kbisect/noise"
 	"kbisect/verdict"
 )
 
@@ -197,7 +198,7 @@ func (r *Run) AddTo(out *RunJSON) {
 			out.Tested[i].Metric = metricJSONOf(ev)
 		}
 		if ev := r.searchEvidence(out.Tested[i].Commit); ev != nil {
-			out.Tested[i].Metric = &MetricJSON{Name: ev.Metric, Kind: ev.Kind, Values: ev.Values, Median: ev.Decision.Median,
+			out.Tested[i].Metric = &MetricJSON{Name: ev.Metric, Kind: ev.Kind, Values: ev.Values, Median: noise.Tidy(ev.Kind, ev.Decision.Median),
 				Reason: "the median of each boot's samples; " + r.searchCell(out.Tested[i].Commit)}
 		}
 	}
@@ -234,7 +235,7 @@ func metricJSONOf(ev *lab.Evidence) *MetricJSON {
 	}
 	m := &MetricJSON{Name: ev.Metric, Kind: ev.Kind, Values: ev.Values, Reason: ev.Reason, SameAs: ev.SameAs}
 	if ev.Decision != nil {
-		m.Median, m.Threshold = ev.Decision.Median, ev.Decision.Threshold
+		m.Median, m.Threshold = noise.Tidy(ev.Kind, ev.Decision.Median), noise.Tidy(ev.Kind, ev.Decision.Threshold)
 	}
 	return m
 }

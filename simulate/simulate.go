@@ -208,7 +208,7 @@ feed:
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Runs: cfg.Runs, Commits: cfg.Commits, Seed: cfg.Seed, Good: cfg.Good, Bad: cfg.Bad, Kind: cfg.Kind, Threshold: cfg.Threshold,
+	res := &Result{Runs: cfg.Runs, Commits: cfg.Commits, Seed: cfg.Seed, Good: cfg.Good, Bad: cfg.Bad, Kind: cfg.Kind, Threshold: noise.Tidy(cfg.Kind, cfg.Threshold),
 		Noise: cfg.Noise.String(), MinSamples: cfg.MinSamples, MaxSamples: cfg.MaxSamples, Confidence: cfg.Confidence, Costs: cfg.Costs}
 	for i, st := range picked {
 		res.Strategies = append(res.Strategies, tally(st, outs[i], costs[i], truth))
@@ -238,7 +238,8 @@ func tally(st strategy, outs []outcome, costs []spent, truth []int) StrategyResu
 		r.MeanHours += c.seconds / 3600
 	}
 	n := float64(len(outs))
-	r.MeanBoots, r.MeanBuilds, r.MeanSamples, r.MeanHours = r.MeanBoots/n, r.MeanBuilds/n, r.MeanSamples/n, r.MeanHours/n
+	r.MeanBoots, r.MeanBuilds, r.MeanSamples, r.MeanHours = noise.Significant(r.MeanBoots/n, 4), noise.Significant(r.MeanBuilds/n, 4),
+		noise.Significant(r.MeanSamples/n, 4), noise.Significant(r.MeanHours/n, 4)
 	r.P95Boots = percentile(boots, 0.95)
 	return r
 }
