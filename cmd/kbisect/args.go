@@ -118,3 +118,26 @@ func setNotRequired(f cli.Flag) bool {
 	}
 	return true
 }
+
+// A flag's help says its default once: urfave/cli appends "(default: …)"
+// to every flag, also to a switch that is off, to a number whose zero
+// means "as the job says", and after a usage that already names the
+// default.
+func init() {
+	plain := cli.FlagStringer
+	cli.FlagStringer = func(f cli.Flag) string {
+		s := plain(f)
+		usage := ""
+		if d, ok := f.(cli.DocGenerationFlag); ok {
+			usage = d.GetUsage()
+		}
+		i := strings.LastIndex(s, " (default: ")
+		if i < 0 || strings.HasSuffix(s, usage) {
+			return s // nothing appended
+		}
+		if def := s[i:]; strings.Contains(usage, "(default") || def == " (default: false)" || def == " (default: 0)" {
+			return s[:i]
+		}
+		return s
+	}
+}

@@ -59,3 +59,18 @@ func TestUsageMistakesAreOneLineAndExit2(t *testing.T) {
 		}
 	}
 }
+
+// A flag's help names its default once, and not for a switch that is off.
+func TestAFlagsHelpNamesItsDefaultOnce(t *testing.T) {
+	_, stdout, _ := runCLI(t, context.Background(), "run", "--help")
+	for _, line := range strings.Split(stdout, "\n") {
+		if strings.Count(line, "(default") > 1 || strings.Contains(line, "(default: false)") || strings.Contains(line, "(default: 0)") {
+			t.Errorf("%q", line)
+		}
+	}
+	for _, want := range []string{"(default: <git-dir>/kbisect/run-<id>)\n", "bisect from there (default: on a terminal, or find_good.enabled)\n", `(default: ".")`} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("run --help lacks %q", want)
+		}
+	}
+}
