@@ -37,7 +37,14 @@ func runKbisect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 }
 
 func newApp(stdout, stderr io.Writer) *cli.App {
-	app := &cli.App{
+	app := commands(stdout, stderr)
+	strict(app.Commands, "")
+	return app
+}
+
+// commands are kbisect's commands as declared, before strict.
+func commands(stdout, stderr io.Writer) *cli.App {
+	return &cli.App{
 		Name:  "kbisect",
 		Usage: "find the kernel commit that made isolated real-time CPUs noisy",
 		UsageText: `kbisect run --job FILE [--job FILE…] --good REV --bad REV [--state DIR] [--find-good] [-v] [--json]
@@ -81,8 +88,6 @@ kbisect lab image [--dir DIR]`,
 			simulateCommand(),
 		},
 	}
-	strict(app.Commands, "")
-	return app
 }
 
 func onUsageError(_ *cli.Context, err error, _ bool) error {

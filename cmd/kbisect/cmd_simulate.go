@@ -50,9 +50,9 @@ learned.
    --from-state DIR   a run's state directory: its endpoints' boots, as
                       calibration measured them.
    --good-measure FILE, --bad-measure FILE (each repeatable)
-                      kbisect measure --json files, each one boot of a good
-                      or a bad kernel; the metric's direction is the job's
-                      (--job) or the metric's own.
+                      the outputs of kbisect measure --json, each one boot
+                      of a good or a bad kernel; the metric's direction is
+                      the job's (--job) or the metric's own.
    --from-history DB --good-kernel TAG --bad-kernel TAG (repeatable)
                       the nightly's database: every measurement of those
                       releases (or commits) on the machine (--job's, or the
