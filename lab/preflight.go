@@ -119,6 +119,14 @@ func Preflight(ctx context.Context, job *configs.Job, o PreflightOptions) (*Read
 		}
 	}
 	if job.Boot.Method == configs.BootQEMU {
+		// The guest is started by each run: here is its lab.
+		r.Host = "the local QEMU guest (boot.method qemu)"
+		if err := qemuImage(job).Check(); err != nil {
+			add(err.Error(), "kbisect lab image --dir "+qemuImage(job).Dir+" (or set boot.qemu.image to where it is)")
+		}
+		if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
+			add("qemu-system-x86_64 is not installed here", "apt-get install qemu-system-x86")
+		}
 		return r, ctx.Err()
 	}
 	opt, err := HostOptions(job)

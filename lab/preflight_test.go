@@ -107,3 +107,31 @@ func TestAHostLeftOnATestKernelWithoutItsRecordFailsThePreflight(t *testing.T) {
 		t.Errorf("on the host's own kernel: %v %v %+v", err, rd.Err(), rd.Base)
 	}
 }
+
+// TestAQEMUJobsPreflightChecksTheGuestsImage: boot.method qemu has no
+// lab host to reach; its preflight (and host check) checks what a run
+// starts the guest from.
+func TestAQEMUJobsPreflightChecksTheGuestsImage(t *testing.T) {
+	job, err := configs.Load("../configs/qemu-local.yaml", configs.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, image := t.TempDir(), t.TempDir()
+	if out, err := exec.Command("git", "init", "-q", tree).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	job.Build.Tree, job.Boot.QEMU.Image = configs.Path(tree), configs.Path(image)
+	job.Build.CacheDir = configs.Path(t.TempDir())
+	rd, err := Preflight(context.Background(), job, PreflightOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, p := range rd.Problems {
+		found = found || (p.What == "the QEMU lab image is not in "+image+" (rootfs.img is missing): make it with kbisect lab image" &&
+			p.Fix == "kbisect lab image --dir "+image+" (or set boot.qemu.image to where it is)")
+	}
+	if !found || rd.Host != "the local QEMU guest (boot.method qemu)" {
+		t.Errorf("host %q, problems %+v", rd.Host, rd.Problems)
+	}
+}

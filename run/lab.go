@@ -37,7 +37,7 @@ func CheckHost(ctx context.Context, jobFile string, messages io.Writer) (*HostCh
 	if err != nil {
 		return nil, err
 	}
-	if _, err := lab.HostOptions(job); err != nil {
+	if _, err := lab.HostOptions(job); err != nil && job.Boot.Method != configs.BootQEMU {
 		return nil, usage.Errorf("host check: %v", err)
 	}
 	rd, err := lab.Preflight(ctx, job, lab.PreflightOptions{})
