@@ -296,6 +296,7 @@ func TestEffectiveSaysWhereValuesCameFrom(t *testing.T) {
 		"    max: 30\n",
 		"  formats: # from site.yaml\n    - text\n    - junit\n", // lists replace lists
 		"  cpus: 1-7 # default\n",
+		"  timeout: 3h # default\n", // build.timeout
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("effective job lacks %q:\n%s", want, out)
