@@ -95,7 +95,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	ro := runOptions{Job: l.JobFile, Jobs: append([]string{l.JobFile}, l.JobFiles...), Goods: []string{t.Good}, Bad: t.Bad, State: filepath.Join(dir, "state"), JSON: asJSON, Verbose: o.Verbose}
 	res, err := runJob(ctx, ro, stderr)
 	defer res.Close()
-	runErr := answer(asJSON, res, err, stdout, func() { res.Report.WriteText(stdout) })
+	runErr := answer(asJSON, res, err, stdout, func() { res.Report.WriteText(ctx, stdout) })
 	took := time.Since(started)
 	if runErr != nil {
 		fmt.Fprintf(stderr, "\nkbisect demo: the run did not end with an answer (%.0fs)\n", took.Seconds())
