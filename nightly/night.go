@@ -107,7 +107,7 @@ func (n *night) run(ctx context.Context) error {
 	if strings.HasPrefix(remote, "/") {
 		fetchFrom = remote // git -C would read a relative path from the tree
 	}
-	head, err := fetchReleases(ctx, tree, o.GitDir, fetchFrom, o.Branch)
+	head, err := fetchReleases(ctx, fetchRequest{tree: tree, gitDir: o.GitDir, remote: fetchFrom, branch: o.Branch})
 	if err != nil {
 		return err
 	}
