@@ -314,6 +314,8 @@ func (h *Host) Name() string { return h.opt.User + "@" + h.opt.target() }
 // that no value appears on a command line. A non-zero exit is a
 // *shell.ExitError, a dropped connection an *InfraError; when the context
 // ends, the remote script gets SIGTERM and Run returns the context's error.
+// A script that prints more than shell.MaxOutput on a stream is stopped
+// the same way: a *shell.OutputError.
 func (h *Host) Run(ctx context.Context, cmd shell.Cmd) ([]byte, []byte, error) {
 	var in bytes.Buffer
 	for _, kv := range cmd.Env {
@@ -327,8 +329,13 @@ func (h *Host) Run(ctx context.Context, cmd shell.Cmd) ([]byte, []byte, error) {
 	in.WriteString(cmd.Script)
 	in.WriteString("\n}\nkbisect_script </dev/null\n")
 	shell.Trace(ctx, h.Name(), cmd.Script)
-	var stdout, stderr syncBuffer
-	err := h.session(ctx, "run", h.shell(), &in, &stdout, &stderr)
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stdout, stderr := shell.NewCapture("stdout", shell.MaxOutput, cancel), shell.NewCapture("stderr", shell.MaxOutput, cancel)
+	err := h.session(runCtx, "run", h.shell(), &in, stdout, stderr)
+	if oe := shell.Overflow(stdout, stderr); oe != nil {
+		err = oe
+	}
 	return stdout.Bytes(), stderr.Bytes(), err
 }
 
@@ -341,7 +348,7 @@ func (h *Host) shell() string {
 }
 
 // session runs one remote command with the given streams, bounded by ctx.
-func (h *Host) session(ctx context.Context, op, command string, stdin io.Reader, stdout, stderr *syncBuffer) error {
+func (h *Host) session(ctx context.Context, op, command string, stdin io.Reader, stdout, stderr *shell.Capture) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -397,24 +404,4 @@ func (h *Host) infra(op string, err error) error {
 		err = fmt.Errorf("connection lost (%v)", err)
 	}
 	return &InfraError{Host: h.Name(), Op: op, Err: err}
-}
-
-// syncBuffer is a buffer the session's copies may still write into after
-// a cancelled command has returned.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// Bytes returns a copy of what was written so far.
-func (b *syncBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return append([]byte(nil), b.buf.Bytes()...)
 }
