@@ -90,8 +90,16 @@ func Dial(ctx context.Context, opt Options) (*Host, error) {
 	}
 	h := &Host{opt: opt, done: make(chan struct{}), agent: agentConn}
 	ok := false
+	// Every way out but success closes what was opened: the jump host's
+	// connection and the agent's.
 	defer func() {
-		if !ok && agentConn != nil {
+		if ok {
+			return
+		}
+		if h.jump != nil {
+			h.jump.Close()
+		}
+		if agentConn != nil {
 			agentConn.Close()
 		}
 	}()
@@ -106,14 +114,10 @@ func Dial(ctx context.Context, opt Options) (*Host, error) {
 		}
 		conn, err = dialThrough(ctx, h.jump, opt.target(), opt.ConnectTimeout)
 		if err != nil {
-			h.jump.Close()
 			return nil, &InfraError{Host: opt.target(), Op: "dial through " + jopt.target(), Err: err}
 		}
 	}
 	if h.client, err = dialClient(ctx, opt, auth, conn); err != nil {
-		if h.jump != nil {
-			h.jump.Close()
-		}
 		return nil, err
 	}
 	if opt.Keepalive > 0 {
@@ -177,7 +181,9 @@ func authHint(err error, opt Options) error {
 	return fmt.Errorf("%s@%s refused %s: add the public key to its ~/.ssh/authorized_keys (%v)", opt.User, opt.Address, how, err)
 }
 
-// dialThrough opens a TCP connection to target from the jump host.
+// dialThrough opens a TCP connection to target from the jump host,
+// within timeout and ctx. A connection that comes after it gave up is
+// closed as it comes.
 func dialThrough(ctx context.Context, jump *ssh.Client, target string, timeout time.Duration) (net.Conn, error) {
 	type result struct {
 		c   net.Conn
@@ -188,14 +194,23 @@ func dialThrough(ctx context.Context, jump *ssh.Client, target string, timeout t
 		c, err := jump.Dial("tcp", target)
 		ch <- result{c, err}
 	}()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var err error
 	select {
 	case r := <-ch:
 		return r.c, r.err
-	case <-time.After(timeout):
-		return nil, fmt.Errorf("no connection within %s", timeout)
+	case <-timer.C:
+		err = fmt.Errorf("no connection within %s", timeout)
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		err = ctx.Err()
 	}
+	go func() {
+		if r := <-ch; r.c != nil {
+			r.c.Close()
+		}
+	}()
+	return nil, err
 }
 
 func jumpOptions(opt Options) (Options, error) {
