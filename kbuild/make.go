@@ -113,9 +113,21 @@ func (m *maker) run(ctx context.Context, targets ...string) error {
 	case <-expired:
 		_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
 		<-done
-		return &SetupError{Fault: FaultTimeout, Msg: fmt.Sprintf(hintTimeout, strings.Join(targets, " "), m.timeout),
+		return &SetupError{Fault: FaultTimeout, Msg: fmt.Sprintf(hintTimeout, strings.Join(targets, " "), durationText(m.timeout)),
 			Evidence: outputEvidence(m.log.String())}
 	}
+}
+
+// durationText writes a duration as a job file does: 3h, 1h30m, 10s.
+func durationText(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // classify tells why make failed: the build machine's fault, measured

@@ -55,6 +55,14 @@ func TestAMakeThatOutlivesBuildTimeoutIsKilledAsTheLabsFault(t *testing.T) {
 	}
 }
 
+func TestBuildTimeoutIsWrittenAsInTheJobFile(t *testing.T) {
+	for d, want := range map[time.Duration]string{3 * time.Hour: "3h", 90 * time.Minute: "1h30m", 10 * time.Second: "10s", 90 * time.Second: "1m30s", time.Minute: "1m"} {
+		if got := durationText(d); got != want {
+			t.Errorf("%v: %q, want %q", d, got, want)
+		}
+	}
+}
+
 // processState is the state letter /proc gives a process ("" when it is
 // gone).
 func processState(pid int) string {

@@ -18,6 +18,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"kbisect/bisect"
+	"kbisect/configs"
 )
 
 // Bounds of a night's fetch: a remote that stops answering, or another
@@ -85,7 +86,7 @@ func fetchReleases(ctx context.Context, f fetchRequest) (plumbing.Hash, error) {
 	switch {
 	case expired:
 		return plumbing.ZeroHash, fmt.Errorf("fetching %s into %s: git fetch did not finish within %s and was killed: "+
-			"check that the remote answers (git ls-remote %s), then run the night again", remoteName(remote), f.tree, f.timeout, remoteName(remote))
+			"check that the remote answers (git ls-remote %s), then run the night again", remoteName(remote), f.tree, configs.Duration(f.timeout), remoteName(remote))
 	case err != nil:
 		return plumbing.ZeroHash, fmt.Errorf("fetching %s into %s: %w", remoteName(remote), f.tree, err)
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"kbisect/configs"
 )
 
 // lockNightly makes sure one nightly run per machine runs at a time;
@@ -78,6 +80,6 @@ func lockFetch(ctx context.Context, path, tree string, wait time.Duration) (func
 			who = "a process that did not say who it is"
 		}
 		return nil, fmt.Errorf("another fetch into %s has held %s for more than %s (%s): "+
-			"a fetch is bounded, so that process hangs elsewhere; end it, then run the night again", tree, path, wait, who)
+			"a fetch is bounded, so that process hangs elsewhere; end it, then run the night again", tree, path, configs.Duration(wait), who)
 	}
 }
