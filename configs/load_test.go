@@ -296,11 +296,16 @@ func TestEffectiveSaysWhereValuesCameFrom(t *testing.T) {
 		"    max: 30\n",
 		"  formats: # from site.yaml\n    - text\n    - junit\n", // lists replace lists
 		"  cpus: 1-7 # default\n",
-		"  timeout: 3h # default\n", // build.timeout
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("effective job lacks %q:\n%s", want, out)
 		}
+	}
+	// config show shows the build's deadline, defaulted, in its section.
+	_, build, _ := strings.Cut(string(out), "\nbuild:")
+	build, _, _ = strings.Cut(build, "\nworkload:")
+	if !strings.Contains(build, "\n  timeout: 3h # default\n") {
+		t.Errorf("the build section lacks build.timeout:\n%s", build)
 	}
 }
 
