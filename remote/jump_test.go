@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"kbisect/internal/shell"
 	"kbisect/internal/sshtest"
 )
 
@@ -141,5 +143,42 @@ func TestAJumpHostsConnectionIsClosedWhenTheTargetFails(t *testing.T) {
 				t.Errorf("%d connections to the jump host are left open after the failed dial", n)
 			}
 		})
+	}
+}
+
+// TestAJumpHostsConnectionEndsWithTheTargets: when the lab host's
+// connection dies under a live Host (a crash or a reboot of the host),
+// the connection to the jump host ends with it, without waiting for
+// Close: a run that waits for the host to come back does not hold one
+// jump connection per attempt.
+func TestAJumpHostsConnectionEndsWithTheTargets(t *testing.T) {
+	bastion, target := sshtest.Start(t), sshtest.Start(t)
+	both := filepath.Join(t.TempDir(), "known_hosts")
+	if err := os.WriteFile(both, []byte(bastion.HostLine+"\n"+target.HostLine+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	authorize(t, bastion, target.Identity)
+	opt := options(target)
+	opt.KnownHosts, opt.Keepalive = both, 0
+	opt.Jump = bastion.User + "@127.0.0.1:" + itoa(bastion.Port)
+	h := dial(t, opt)
+	if out, _, err := h.Run(context.Background(), shell.Cmd{Script: "echo through"}); err != nil || string(out) != "through\n" {
+		t.Fatalf("through the jump host: %q %v", out, err)
+	}
+	if n := established(t, bastion.Port); n != 1 {
+		t.Fatalf("%d connections to the jump host while the host's is open", n)
+	}
+	target.KillConnections()
+	// The end of the host's connection reaches this side through the
+	// jump host; wait for it, a minute at most.
+	giveUp := time.Now().Add(time.Minute)
+	for established(t, bastion.Port) != 0 {
+		if _, _, err := h.Run(context.Background(), shell.Cmd{Script: "true"}); err == nil {
+			t.Fatal("a command ran on a host whose connections were killed")
+		}
+		if time.Now().After(giveUp) {
+			t.Fatal("the jump host's connection is still open a minute after the host's died")
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

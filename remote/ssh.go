@@ -123,6 +123,15 @@ func Dial(ctx context.Context, opt Options) (*Host, error) {
 	if opt.Keepalive > 0 {
 		go h.keepalive()
 	}
+	if h.jump != nil {
+		// The jump host's connection serves this one alone: it ends when
+		// this one does (the keepalive gave up on the host, the link
+		// dropped), not only at Close.
+		go func() {
+			_ = h.client.Wait()
+			h.jump.Close()
+		}()
+	}
 	ok = true
 	return h, nil
 }
