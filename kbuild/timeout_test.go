@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -60,6 +61,42 @@ func TestBuildTimeoutIsWrittenAsInTheJobFile(t *testing.T) {
 		if got := durationText(d); got != want {
 			t.Errorf("%v: %q, want %q", d, got, want)
 		}
+	}
+}
+
+// TestTheSlotsWorktreeLockIsWaitedForOnlyUntilItsDeadline: another
+// kbisect that hangs while it holds the lock of the slots' worktrees
+// stops this one's wait at the deadline, with the lock's path; a
+// cancelled run stops waiting at once; a free lock is taken.
+func TestTheSlotsWorktreeLockIsWaitedForOnlyUntilItsDeadline(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "worktree.lock")
+	other, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := syscall.Flock(int(other.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	err = waitLock(context.Background(), f, 300*time.Millisecond)
+	if want := path + " has been held by another kbisect for more than 300ms"; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("got %v, want %q…", err, want)
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := waitLock(cancelled, f, time.Hour); !errors.Is(err, context.Canceled) {
+		t.Errorf("a cancelled run: %v", err)
+	}
+	if err := syscall.Flock(int(other.Fd()), syscall.LOCK_UN); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitLock(context.Background(), f, time.Hour); err != nil {
+		t.Errorf("a free lock: %v", err)
 	}
 }
 
