@@ -1,6 +1,7 @@
 package bisect
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -94,7 +95,7 @@ func BenchmarkFirstMidpoint(b *testing.B) {
 			var n int
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				g, err := OpenGraph(dir)
+				g, err := OpenGraph(context.Background(), dir)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -139,7 +140,7 @@ func BenchmarkMidpointGenerated(b *testing.B) {
 	bad, good := hashes[h.Mainline], hashes[len(hashes)/4]
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		g, err := OpenGraph(dir)
+		g, err := OpenGraph(context.Background(), dir)
 		if err != nil {
 			b.Fatal(err)
 		}

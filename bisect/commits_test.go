@@ -1,6 +1,7 @@
 package bisect
 
 import (
+	"context"
 	"os/exec"
 	"slices"
 	"strings"
@@ -21,7 +22,7 @@ func TestRangeCommitsIsGitRevListInTopologicalOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := OpenGraph(dir)
+	g, err := OpenGraph(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}

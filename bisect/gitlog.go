@@ -2,6 +2,7 @@ package bisect
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -11,7 +12,8 @@ import (
 
 // GitLog renders a session log in the format of `git bisect log`, so that
 // `git bisect replay` can take it up. result is the final step, if any.
-func GitLog(g *Graph, records []Record, result *Step) (string, error) {
+// The subjects come from git, killed when ctx ends.
+func GitLog(ctx context.Context, g *Graph, records []Record, result *Step) (string, error) {
 	if len(records) == 0 || records[0].Event != EventStart {
 		return "", fmt.Errorf("session log does not begin with a start record")
 	}
@@ -20,7 +22,7 @@ func GitLog(g *Graph, records []Record, result *Step) (string, error) {
 	comment := func(term, sha string) {
 		subject := ""
 		if h, ok := parseHex(sha); ok {
-			if info, err := g.Info(h); err == nil {
+			if info, err := g.Info(ctx, h); err == nil {
 				subject = info.Subject
 			}
 		}

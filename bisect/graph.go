@@ -2,6 +2,7 @@ package bisect
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -48,14 +49,15 @@ type node struct {
 	parsed  bool
 }
 
-// OpenGraph opens the repository that contains dir.
-func OpenGraph(dir string) (*Graph, error) {
+// OpenGraph opens the repository that contains dir; the git it runs to
+// find the repository's directories is killed when ctx ends.
+func OpenGraph(ctx context.Context, dir string) (*Graph, error) {
 	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
 	if err != nil {
 		return nil, fmt.Errorf("open git repository %s: %w", dir, err)
 	}
 	g := &Graph{repo: repo, ids: make(map[plumbing.Hash]int32)}
-	if g.gitDir, g.commonDir, err = gitDirs(dir); err != nil {
+	if g.gitDir, g.commonDir, err = gitDirs(ctx, dir); err != nil {
 		return nil, err
 	}
 	st, ok := repo.Storer.(*filesystem.Storage)
@@ -340,10 +342,13 @@ func isHex(c rune) bool {
 // gitDirs asks git for the git directory of dir and the common directory
 // that holds the objects, refs, shallow file and grafts (they differ in a
 // linked worktree).
-func gitDirs(dir string) (string, string, error) {
-	cmd := exec.Command("git", "rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir")
+func gitDirs(ctx context.Context, dir string) (string, string, error) {
+	cmd := exec.CommandContext(ctx, "git", "rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir")
 	cmd.Dir = dir
 	out, err := cmd.Output()
+	if ctx.Err() != nil {
+		return "", "", fmt.Errorf("git rev-parse in %s: %w", dir, ctx.Err())
+	}
 	if err != nil {
 		return "", "", fmt.Errorf("%s is not in a git repository: %v", dir, err)
 	}

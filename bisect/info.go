@@ -3,6 +3,7 @@ package bisect
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -20,9 +21,10 @@ type CommitInfo struct {
 	Date    string // the author date as git shows it
 }
 
-// Info reads the author and subject of a commit.
-func (g *Graph) Info(h plumbing.Hash) (CommitInfo, error) {
-	infos, err := g.Infos([]plumbing.Hash{h})
+// Info reads the author and subject of a commit; git is killed when ctx
+// ends.
+func (g *Graph) Info(ctx context.Context, h plumbing.Hash) (CommitInfo, error) {
+	infos, err := g.Infos(ctx, []plumbing.Hash{h})
 	if err != nil {
 		return CommitInfo{}, err
 	}
@@ -31,8 +33,9 @@ func (g *Graph) Info(h plumbing.Hash) (CommitInfo, error) {
 
 // Infos reads the author and subject of several commits with one git
 // command. Reports need a handful of these per run; reading them through
-// go-git would make it index every object of the pack first.
-func (g *Graph) Infos(hs []plumbing.Hash) (map[plumbing.Hash]CommitInfo, error) {
+// go-git would make it index every object of the pack first. git is
+// killed when ctx ends.
+func (g *Graph) Infos(ctx context.Context, hs []plumbing.Hash) (map[plumbing.Hash]CommitInfo, error) {
 	out := make(map[plumbing.Hash]CommitInfo, len(hs))
 	if len(hs) == 0 {
 		return out, nil
@@ -42,10 +45,13 @@ func (g *Graph) Infos(hs []plumbing.Hash) (map[plumbing.Hash]CommitInfo, error) 
 	for _, h := range hs {
 		args = append(args, h.String())
 	}
-	cmd := exec.Command("git", args...)
+	cmd := exec.CommandContext(ctx, "git", args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	data, err := cmd.Output()
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("git show in %s: %w", g.gitDir, ctx.Err())
+	}
 	if err != nil {
 		return nil, fmt.Errorf("git show: %v: %s", err, strings.TrimSpace(stderr.String()))
 	}

@@ -1,6 +1,7 @@
 package bisect
 
 import (
+	"context"
 	"fmt"
 	"math/rand"
 	"os/exec"
@@ -110,7 +111,7 @@ func TestMidpointMatchesRevListBisect(t *testing.T) {
 				// A fresh graph for each range, as each git rev-list is a fresh
 				// process: which commits are already parsed decides how far
 				// git propagates "uninteresting" when commit dates are skewed.
-				g, err := OpenGraph(dir)
+				g, err := OpenGraph(context.Background(), dir)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -154,7 +155,7 @@ func TestMidpointMatchesRevListBisect(t *testing.T) {
 				for _, line := range strings.Split(gitIn(t, dir, c.args("--bisect-all")...), "\n") {
 					wantAll = append(wantAll, strings.Fields(line)[0])
 				}
-				g2, err := OpenGraph(dir)
+				g2, err := OpenGraph(context.Background(), dir)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -221,7 +222,7 @@ func TestGraphReadsCommitsNewerThanItsCommitGraph(t *testing.T) {
 	gitIn(t, dir, "-c", "user.name=T", "-c", "user.email=t@e", "merge", "-q", "--no-ff", "-m", "merge side", "side")
 	bad := gitIn(t, dir, "rev-parse", "HEAD")
 
-	g, err := OpenGraph(dir)
+	g, err := OpenGraph(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package bisect
 
 import (
+	"context"
 	"fmt"
 	"math/rand"
 	"os"
@@ -130,7 +131,7 @@ func runGitBisect(t testing.TB, c *oracleCase) gitOutcome {
 // truth directly.
 func runEngine(t testing.TB, c *oracleCase) gitOutcome {
 	t.Helper()
-	g, err := OpenGraph(c.dir)
+	g, err := OpenGraph(context.Background(), c.dir)
 	if err != nil {
 		t.Fatal(err)
 	}

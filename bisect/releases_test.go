@@ -1,6 +1,7 @@
 package bisect
 
 import (
+	"context"
 	"fmt"
 	"math/bits"
 	"os"
@@ -65,7 +66,7 @@ func tagsOf(w *WalkBack) string {
 
 func TestPlanWalkBackFromAStableTag(t *testing.T) {
 	dir, tags := stableRepo(t)
-	g, err := OpenGraph(dir)
+	g, err := OpenGraph(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func TestPlanWalkBackFromAStableTag(t *testing.T) {
 
 func TestPlanWalkBackFromAnUntaggedCommit(t *testing.T) {
 	dir, tags := stableRepo(t)
-	g, err := OpenGraph(dir)
+	g, err := OpenGraph(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +165,7 @@ func TestParseRelease(t *testing.T) {
 // a user who knew would have typed).
 func TestWalkBackCost(t *testing.T) {
 	dir, tags := stableRepo(t)
-	g, err := OpenGraph(dir)
+	g, err := OpenGraph(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +271,7 @@ type plumbingHash = plumbing.Hash
 // bisect replay reads the log to the same state (git as the oracle).
 func TestARangeRecordRestartsTheBisection(t *testing.T) {
 	dir, tags := stableRepo(t)
-	g, err := OpenGraph(dir)
+	g, err := OpenGraph(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +291,7 @@ func TestARangeRecordRestartsTheBisection(t *testing.T) {
 	if err != nil || step.Kind != StepTest {
 		t.Fatalf("next: %+v, %v", step, err)
 	}
-	log, err := GitLog(g, records, nil)
+	log, err := GitLog(context.Background(), g, records, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +334,7 @@ func TestPlanWalkBackFlavoursAndBases(t *testing.T) {
 			t.Fatalf("git tag: %v\n%s", err, out)
 		}
 	}
-	g, err := OpenGraph(dir)
+	g, err := OpenGraph(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package bisect
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -18,7 +19,7 @@ func TestResolveNamesCommitsAsGitDoes(t *testing.T) {
 	gitIn(t, dir, "-c", "user.name=T", "-c", "user.email=t@e", "tag", "-a", "-m", "release", "v1.0", hashes[100])
 	gitIn(t, dir, "branch", "topic", hashes[200])
 	gitIn(t, dir, "update-ref", "ORIG_HEAD", hashes[300])
-	g, err := OpenGraph(dir)
+	g, err := OpenGraph(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func TestResolveRejectsAmbiguousAndWrongRevisions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := OpenGraph(dir)
+	g, err := OpenGraph(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package bisect
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -26,7 +27,7 @@ func rewriteRepo(t *testing.T) (string, []string, *testrepo.History) {
 // on dir for the range bad ^goods.
 func sameAsRevList(t *testing.T, dir string, c revListCase, wantGraph bool) {
 	t.Helper()
-	g, err := OpenGraph(dir)
+	g, err := OpenGraph(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +113,7 @@ func TestGraphReadsObjectsAndCommitGraphOfAlternates(t *testing.T) {
 	// Without the commit-graph, commits come from the alternate's objects.
 	os.Remove(filepath.Join(src, ".git", "objects", "info", "commit-graph"))
 	sameAsRevList(t, dir, revListCase{bad: hashes[h.Mainline], goods: []string{hashes[120]}}, false)
-	g, err := OpenGraph(dir)
+	g, err := OpenGraph(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +144,7 @@ func TestGraphRefusesRelativeAlternatesItCannotFollow(t *testing.T) {
 		t.Fatal(err)
 	}
 	gitIn(t, dir, "rev-parse", "HEAD") // git itself follows it
-	_, err = OpenGraph(dir)
+	_, err = OpenGraph(context.Background(), dir)
 	if err == nil || !strings.Contains(err.Error(), "alternates:1") || !strings.Contains(err.Error(), filepath.Join(src, ".git", "objects")) {
 		t.Fatalf("OpenGraph with a relative alternate: %v", err)
 	}

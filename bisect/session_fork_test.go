@@ -1,6 +1,7 @@
 package bisect
 
 import (
+	"context"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -19,7 +20,7 @@ func TestAForkSaysWhatComesNextAfterEitherVerdict(t *testing.T) {
 		t.Fatal(err)
 	}
 	open := func() *Graph {
-		g, err := OpenGraph(dir)
+		g, err := OpenGraph(context.Background(), dir)
 		if err != nil {
 			t.Fatal(err)
 		}

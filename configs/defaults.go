@@ -18,6 +18,9 @@ const (
 	DefaultQEMUMemory     = Size(2 << 30)
 	DefaultQEMUCPUs       = 2
 	DefaultCacheSize      = Size(20 << 30)
+	// DefaultBuildTimeout bounds each make command: a full kernel with
+	// modules takes well under an hour on a lab's build machine.
+	DefaultBuildTimeout   = Duration(3 * time.Hour)
 	DefaultDuration       = Duration(60 * time.Second)
 	DefaultCommandTimeout = Duration(10 * time.Minute)
 	DefaultNoiseThreshold = Duration(time.Microsecond)
@@ -84,6 +87,7 @@ func (l *loader) setDefaults() {
 		bu.CacheDir = Path(filepath.Join(l.opt.Home, ".cache", "kbisect"))
 	})
 	def("build.cache_size", func() { bu.CacheSize = DefaultCacheSize })
+	def("build.timeout", func() { bu.Timeout = DefaultBuildTimeout })
 	def("build.on_failure", func() { bu.OnFailure = FailureSkip })
 
 	w := &j.Workload

@@ -123,6 +123,7 @@ type Build struct {
 	CCache    bool              `yaml:"ccache,omitempty"`
 	CacheDir  Path              `yaml:"cache_dir,omitempty"`
 	CacheSize Size              `yaml:"cache_size,omitempty"`
+	Timeout   Duration          `yaml:"timeout,omitempty"`
 	OnFailure string            `yaml:"on_failure,omitempty"`
 }
 

@@ -301,6 +301,12 @@ func TestEffectiveSaysWhereValuesCameFrom(t *testing.T) {
 			t.Errorf("effective job lacks %q:\n%s", want, out)
 		}
 	}
+	// config show shows the build's deadline, defaulted, in its section.
+	_, build, _ := strings.Cut(string(out), "\nbuild:")
+	build, _, _ = strings.Cut(build, "\nworkload:")
+	if !strings.Contains(build, "\n  timeout: 3h # default\n") {
+		t.Errorf("the build section lacks build.timeout:\n%s", build)
+	}
 }
 
 func TestSyntaxErrorsPointAtTheRightLine(t *testing.T) {

@@ -368,6 +368,7 @@ func (l *loader) validateBuild() {
 	if bu.CacheSize < 1<<30 {
 		l.errorf(l.at("build.cache_size"), "build.cache_size", "%s cannot hold one kernel with its modules (give at least 1GiB)", bu.CacheSize)
 	}
+	l.durationRange("build.timeout", bu.Timeout, time.Minute, 48*time.Hour)
 	l.oneOf("build.on_failure", bu.OnFailure, []string{FailureSkip, FailureBad})
 }
 

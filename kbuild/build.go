@@ -28,6 +28,9 @@ type Options struct {
 	// CacheSize caps the artifacts the cache keeps, in bytes: the least
 	// recently used go first (0: no cap).
 	CacheSize int64
+	// Timeout bounds each make command: one that runs longer is killed
+	// with its process group, a SetupError of FaultTimeout (0: none).
+	Timeout time.Duration
 	// Log receives make's output as it comes (a file in the state dir).
 	Log io.Writer
 }

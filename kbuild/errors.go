@@ -37,6 +37,8 @@ const (
 	FaultCache Fault = "cache"
 	// FaultTool: a build tool or library is missing.
 	FaultTool Fault = "tool"
+	// FaultTimeout: make did not finish within build.timeout.
+	FaultTimeout Fault = "timeout"
 )
 
 // SetupError is a build machine that cannot build a kernel now: the disk
@@ -80,6 +82,9 @@ const (
 	hintIO     = "the disk of the build returned I/O errors: check it (dmesg) before resuming"
 	hintMemory = "the compiler ran out of memory: lower build.jobs or free memory"
 	hintCache  = "the compiler cache failed: check ccache's directory (ccache -s), or set build.ccache: false"
+	// hintTimeout takes make's targets and the timeout.
+	hintTimeout = "make %s did not finish within build.timeout (%s) and was killed: raise build.timeout in the job file, " +
+		"or find what slows the build machine down (a hung compiler, swapping, a slow disk)"
 )
 
 type hint struct {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // configInputs names what makes a .config but the commit: the base
@@ -50,8 +51,15 @@ func (o Options) inputKey(ctx context.Context, commit, cfgInputs string) (string
 	return hex.EncodeToString(h[:16]), nil
 }
 
+// compilerVersion asks the compiler its version, within a minute: a
+// compiler that hangs must not hang the run (what it started may hold
+// the pipe, hence the WaitDelay).
 func compilerVersion(ctx context.Context, cc string) string {
-	out, err := exec.CommandContext(ctx, cc, "--version").Output()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	c := exec.CommandContext(ctx, cc, "--version")
+	c.WaitDelay = time.Second
+	out, err := c.Output()
 	if err != nil {
 		return "unknown"
 	}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"kbisect/internal/shell"
 )
@@ -23,12 +24,14 @@ type maker struct {
 	jobs     int
 	vars     map[string]string
 	ccache   bool
+	timeout  time.Duration // 0: none but ctx's
 	log      *tailBuffer
 	logTo    io.Writer
 }
 
 func (o Options) maker(s *slot) *maker {
-	m := &maker{src: s.src, out: s.out, cacheDir: o.CacheDir, jobs: o.Jobs, vars: o.MakeVars, log: &tailBuffer{max: 256 << 10}, logTo: o.Log}
+	m := &maker{src: s.src, out: s.out, cacheDir: o.CacheDir, jobs: o.Jobs, vars: o.MakeVars, timeout: o.Timeout,
+		log: &tailBuffer{max: 256 << 10}, logTo: o.Log}
 	if o.CCache {
 		if _, err := exec.LookPath("ccache"); err == nil {
 			m.ccache = true
@@ -66,7 +69,8 @@ func (m *maker) argv(targets ...string) []string {
 }
 
 // run runs make, its output to the log, its process group killed when ctx
-// ends.
+// ends or the build's timeout passes (a lab fault: a hung compiler or a
+// machine too slow for the timeout, never the commit's).
 func (m *maker) run(ctx context.Context, targets ...string) error {
 	argv := m.argv(targets...)
 	shell.Trace(ctx, "", shell.Join(argv...))
@@ -83,6 +87,12 @@ func (m *maker) run(ctx context.Context, targets ...string) error {
 	oom := oomKills()
 	done := make(chan error, 1)
 	go func() { done <- c.Wait() }()
+	var expired <-chan time.Time
+	if m.timeout > 0 {
+		t := time.NewTimer(m.timeout)
+		defer t.Stop()
+		expired = t.C
+	}
 	select {
 	case err := <-done:
 		if err == nil {
@@ -100,7 +110,24 @@ func (m *maker) run(ctx context.Context, targets ...string) error {
 		_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
 		<-done
 		return ctx.Err()
+	case <-expired:
+		_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+		<-done
+		return &SetupError{Fault: FaultTimeout, Msg: fmt.Sprintf(hintTimeout, strings.Join(targets, " "), durationText(m.timeout)),
+			Evidence: outputEvidence(m.log.String())}
 	}
+}
+
+// durationText writes a duration as a job file does: 3h, 1h30m, 10s.
+func durationText(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // classify tells why make failed: the build machine's fault, measured

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -74,13 +75,39 @@ func (s *slot) makeWorktree(ctx context.Context, tree, slots, commit string) err
 		return err
 	}
 	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+	if err := waitLock(ctx, lock, worktreeLockWait); err != nil {
 		return err
 	}
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
 	_, _ = git(ctx, tree, "worktree", "prune")
 	_, err = git(ctx, tree, "worktree", "add", "--detach", "--force", s.src, commit)
 	return err
+}
+
+// worktreeLockWait bounds the wait for another kbisect making a slot:
+// it holds the lock for two git commands of at most 10 minutes each.
+const worktreeLockWait = 30 * time.Minute
+
+// waitLock takes f's lock, waiting at most wait for another process to
+// let go of it, and no longer than ctx lasts.
+func waitLock(ctx context.Context, f *os.File, wait time.Duration) error {
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	poll := time.NewTicker(100 * time.Millisecond)
+	defer poll.Stop()
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil || !errors.Is(err, syscall.EWOULDBLOCK) {
+			return err
+		}
+		select {
+		case <-poll.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return fmt.Errorf("%s has been held by another kbisect for more than %s: a build slot is being made there and it hangs; end that kbisect", f.Name(), wait)
+		}
+	}
 }
 
 func (s *slot) unlock() {

@@ -35,7 +35,8 @@ import (
 func BuildOptions(job *configs.Job, log io.Writer) kbuild.Options {
 	b := job.Build
 	o := kbuild.Options{Tree: string(b.Tree), Base: b.Config, Inline: b.Options, MakeVars: b.MakeVars,
-		Jobs: b.Jobs, CCache: b.CCache, CacheDir: string(b.CacheDir), CacheSize: int64(b.CacheSize), Log: log}
+		Jobs: b.Jobs, CCache: b.CCache, CacheDir: string(b.CacheDir), CacheSize: int64(b.CacheSize),
+		Timeout: b.Timeout.D(), Log: log}
 	for _, f := range b.Fragments {
 		o.Fragments = append(o.Fragments, string(f))
 	}

@@ -50,7 +50,7 @@ func newSimRun(t *testing.T, opt simlab.Options) *simRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := bisect.OpenGraph(l.Tree.Dir)
+	g, err := bisect.OpenGraph(context.Background(), l.Tree.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}

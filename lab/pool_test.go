@@ -32,7 +32,7 @@ func TestThreeMachinesFindWhatOneFinds(t *testing.T) {
 			Backoff: time.Millisecond, Sleep: r.pipe.Sleep}
 		pool.Pipes = append(pool.Pipes, q)
 	}
-	g2, err := bisect.OpenGraph(r.lab.Tree.Dir)
+	g2, err := bisect.OpenGraph(context.Background(), r.lab.Tree.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}

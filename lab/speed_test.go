@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -181,7 +182,7 @@ func speedAbs(x int) int {
 
 func speedOpen(tb testing.TB, r *speedRange) *bisect.Graph {
 	tb.Helper()
-	g, err := bisect.OpenGraph(r.dir)
+	g, err := bisect.OpenGraph(context.Background(), r.dir)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -88,7 +88,7 @@ func TestTheRemotesTokenStaysOutOfGitsArgvAndTheMessages(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	remote := strings.Replace(srv.URL, "http://", "http://"+user+":"+token+"@", 1) + "/stable.git"
-	got, err := fetchReleases(ctx, tree, gitDir, remote, "main")
+	got, err := fetchReleases(ctx, fetchRequest{tree: tree, gitDir: gitDir, remote: remote, branch: "main"})
 	if err != nil {
 		t.Fatalf("fetch with the token: %v", err)
 	}
@@ -98,7 +98,7 @@ func TestTheRemotesTokenStaysOutOfGitsArgvAndTheMessages(t *testing.T) {
 
 	// A token the server refuses: the fetch fails, saying so without it.
 	wrong := strings.Replace(remote, token, "wrong-"+token[:8], 1)
-	_, err = fetchReleases(ctx, tree, gitDir, wrong, "main")
+	_, err = fetchReleases(ctx, fetchRequest{tree: tree, gitDir: gitDir, remote: wrong, branch: "main"})
 	if err == nil || strings.Contains(err.Error(), "wrong-"+token[:8]) || strings.Contains(err.Error(), token) {
 		t.Errorf("fetch with a refused token: %v", err)
 	}

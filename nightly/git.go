@@ -13,21 +13,52 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"kbisect/bisect"
+	"kbisect/configs"
 )
 
-// fetchReleases fetches the branch (when given) and the tags from the
-// remote into the tree, with git; it returns the fetched branch's head
-// (zero without a branch).
-func fetchReleases(ctx context.Context, tree, gitDir, remote, branch string) (plumbing.Hash, error) {
-	remote, credentials := splitCredentials(remote)
-	git := func(args ...string) ([]byte, error) {
-		cmd := exec.CommandContext(ctx, "git", append([]string{"-C", tree}, args...)...)
+// Bounds of a night's fetch: a remote that stops answering, or another
+// machine's fetch into the same tree that hangs, must not hang the night.
+const (
+	fetchTimeout = time.Hour
+	// fetchLockWait is longer than fetchTimeout: a fetch that holds the
+	// lock ends within that.
+	fetchLockWait = fetchTimeout + 10*time.Minute
+)
+
+// fetchRequest is one fetch of the releases: the branch (when given) and
+// the tags of remote into tree, whose git directory is gitDir.
+type fetchRequest struct {
+	tree, gitDir, remote, branch string
+	// timeout bounds git fetch, lockWait the wait for another fetch into
+	// the tree (0: fetchTimeout, fetchLockWait).
+	timeout, lockWait time.Duration
+}
+
+// fetchReleases fetches the releases with git, within the request's
+// bounds and ctx; it returns the fetched branch's head (zero without a
+// branch).
+func fetchReleases(ctx context.Context, f fetchRequest) (plumbing.Hash, error) {
+	if f.timeout <= 0 {
+		f.timeout = fetchTimeout
+	}
+	if f.lockWait <= 0 {
+		f.lockWait = fetchLockWait
+	}
+	remote, credentials := splitCredentials(f.remote)
+	git := func(ctx context.Context, args ...string) ([]byte, error) {
+		cmd := exec.CommandContext(ctx, "git", append([]string{"-C", f.tree}, args...)...)
 		cmd.Env = append(gitEnviron(), "GIT_TERMINAL_PROMPT=0") // a prompt would hang the night
 		cmd.Env = append(cmd.Env, credentials...)
+		// git fetch runs helpers (ssh, git-remote-https) that hold its
+		// pipes: the deadline ends them all.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+		cmd.WaitDelay = 5 * time.Second
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()
@@ -38,28 +69,31 @@ func fetchReleases(ctx context.Context, tree, gitDir, remote, branch string) (pl
 	}
 	args := []string{"fetch", "--quiet", "--", remote, "refs/tags/*:refs/tags/*"}
 	ref := ""
-	if branch != "" {
-		ref = "refs/remotes/kbisect-nightly/" + branch
-		args = append(args, "+refs/heads/"+branch+":"+ref)
+	if f.branch != "" {
+		ref = "refs/remotes/kbisect-nightly/" + f.branch
+		args = append(args, "+refs/heads/"+f.branch+":"+ref)
 	}
 	// Machines sharing the tree fetch one at a time: git locks each ref.
-	lock, err := os.OpenFile(filepath.Join(gitDir, "kbisect", "fetch.lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	unlock, err := lockFetch(ctx, filepath.Join(f.gitDir, "kbisect", "fetch.lock"), f.tree, f.lockWait)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	_, err = git(args...)
-	_ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
-	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("fetching %s into %s: %w", remoteName(remote), tree, err)
+	fetchCtx, cancel := context.WithTimeout(ctx, f.timeout)
+	_, err = git(fetchCtx, args...)
+	expired := fetchCtx.Err() != nil && ctx.Err() == nil
+	cancel()
+	unlock()
+	switch {
+	case expired:
+		return plumbing.ZeroHash, fmt.Errorf("fetching %s into %s: git fetch did not finish within %s and was killed: "+
+			"check that the remote answers (git ls-remote %s), then run the night again", remoteName(remote), f.tree, configs.Duration(f.timeout), remoteName(remote))
+	case err != nil:
+		return plumbing.ZeroHash, fmt.Errorf("fetching %s into %s: %w", remoteName(remote), f.tree, err)
 	}
 	if ref == "" {
 		return plumbing.ZeroHash, nil
 	}
-	out, err := git("rev-parse", "--verify", ref+"^{commit}")
+	out, err := git(ctx, "rev-parse", "--verify", ref+"^{commit}")
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("%s after the fetch: %w", ref, err)
 	}

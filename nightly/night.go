@@ -107,11 +107,11 @@ func (n *night) run(ctx context.Context) error {
 	if strings.HasPrefix(remote, "/") {
 		fetchFrom = remote // git -C would read a relative path from the tree
 	}
-	head, err := fetchReleases(ctx, tree, o.GitDir, fetchFrom, o.Branch)
+	head, err := fetchReleases(ctx, fetchRequest{tree: tree, gitDir: o.GitDir, remote: fetchFrom, branch: o.Branch})
 	if err != nil {
 		return err
 	}
-	g, err := bisect.OpenGraph(tree)
+	g, err := bisect.OpenGraph(ctx, tree)
 	if err != nil {
 		return err
 	}
@@ -235,7 +235,7 @@ func (n *night) finishIncident(ctx context.Context, g *bisect.Graph, inc *histor
 	}
 	inc.Result, inc.FirstBad = res.Result, res.FirstBad
 	if plumbing.IsHash(res.FirstBad) {
-		if info, err := g.Info(plumbing.NewHash(res.FirstBad)); err == nil {
+		if info, err := g.Info(ctx, plumbing.NewHash(res.FirstBad)); err == nil {
 			inc.Subject = info.Subject
 		}
 	}

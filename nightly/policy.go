@@ -38,12 +38,17 @@ type baseline struct {
 }
 
 // baselineOf finds the baseline in the history: the newest release
-// measured good (nil when none is).
+// measured good (nil when none is). Its age is read from two clocks, so
+// that a clock jump cannot make an old baseline fresh: its date against
+// now (a date after now is a clock that jumped: stale), and the nights
+// that measured something since it (at least one day apart, or the
+// nightly runs more often and measures its baseline again sooner).
 func baselineOf(past []history.Measurement, metric string, maxAge time.Duration, now time.Time) *baseline {
 	var b *baseline
+	at := -1 // its row in past
 	for i := len(past) - 1; i >= 0; i-- {
 		if m := past[i]; m.Verdict == verdict.Good {
-			b = &baseline{tag: m.Tag, commit: m.Commit, values: m.Values, at: m.MeasuredAt}
+			b, at = &baseline{tag: m.Tag, commit: m.Commit, values: m.Values, at: m.MeasuredAt}, i
 			if m.Metric != metric {
 				b.stale, b.why = true, fmt.Sprintf("it was measured on %s, and the job now judges %s", m.Metric, metric)
 			}
@@ -61,10 +66,35 @@ func baselineOf(past []history.Measurement, metric string, maxAge time.Duration,
 			break
 		}
 	}
-	if age := now.Sub(b.at); !b.stale && age > maxAge {
+	if b.stale {
+		return b
+	}
+	age, nights := now.Sub(b.at), nightsSince(past, at)
+	switch maxNights := int((maxAge + 24*time.Hour - 1) / (24 * time.Hour)); {
+	case age < 0:
+		b.stale, b.why = true, fmt.Sprintf("its measurement is dated %s, after this night began (%s): the clock jumped, so its age is unknown",
+			b.at.Local().Format("2006-01-02 15:04"), now.Local().Format("2006-01-02 15:04"))
+	case age > maxAge:
 		b.stale, b.why = true, fmt.Sprintf("measured %s ago, longer than nightly.baseline_max_age (%s)", ageText(age), configs.Duration(maxAge))
+	case nights >= maxNights:
+		b.stale, b.why = true, fmt.Sprintf("%d nights have measured since it, as many as nightly.baseline_max_age (%s) has days, "+
+			"though its date says %s ago: the clock jumped", nights, configs.Duration(maxAge), ageText(age))
 	}
 	return b
+}
+
+// nightsSince counts the nights that measured something after the
+// measurement past[i], its own night aside.
+func nightsSince(past []history.Measurement, i int) int {
+	seen := map[string]bool{past[i].Night: true}
+	n := 0
+	for _, m := range past[i+1:] {
+		if m.Night != "" && !seen[m.Night] {
+			seen[m.Night] = true
+			n++
+		}
+	}
+	return n
 }
 
 // ageText says how long ago, in days from two of them.

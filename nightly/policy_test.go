@@ -1,6 +1,7 @@
 package nightly
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +46,20 @@ func measured(tag string, v verdict.Verdict, daysAgo int) history.Measurement {
 
 var now = time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC)
 
+// nightly is the baseline's row followed by the rows of n later nights,
+// each a release that did not build, all dated like the baseline (the
+// clock went back each night).
+func nightly(base history.Measurement, n int) []history.Measurement {
+	base.Night = "night-0"
+	out := []history.Measurement{base}
+	for i := 1; i <= n; i++ {
+		m := measured(fmt.Sprintf("v6.12.%d", 57+i), verdict.Skip, 1)
+		m.Night = fmt.Sprintf("night-%d", i)
+		out = append(out, m, m) // two rows of one night count once
+	}
+	return out
+}
+
 // TestTheBaselineIsMeasuredAgainWhenItCannotBeTrusted: the newest good
 // release is the baseline; it is stale when older than the job allows,
 // when its newest measurement is not good (a drift), or when it was
@@ -66,6 +81,16 @@ func TestTheBaselineIsMeasuredAgainWhenItCannotBeTrusted(t *testing.T) {
 		{"drift ended", []history.Measurement{row("v6.12.57", "good", 2), row("v6.12.57", "drift", 1), row("v6.12.58", "drift", 1),
 			row("v6.12.57", "good", 0), row("v6.12.58", "good", 0)}, "noise", "v6.12.58"},
 		{"metric", []history.Measurement{row("v6.12.57", "good", 1)}, "max_single", "v6.12.57 stale: it was measured on noise, and the job now judges max_single"},
+		// The clock was set a month ahead the night the baseline was
+		// measured: by its date it is fresh for five more weeks.
+		{"dated in the future", []history.Measurement{row("v6.12.57", "good", -30)}, "noise",
+			"v6.12.57 stale: its measurement is dated " + now.Add(30*24*time.Hour).Local().Format("2006-01-02 15:04") +
+				", after this night began (" + now.Local().Format("2006-01-02 15:04") + "): the clock jumped, so its age is unknown"},
+		// The clock jumped back: a day old by its date, but seven nights
+		// have measured since.
+		{"nights since", nightly(row("v6.12.57", "good", 1), 7), "noise",
+			"v6.12.57 stale: 7 nights have measured since it, as many as nightly.baseline_max_age (7d) has days, though its date says 24h0m0s ago: the clock jumped"},
+		{"six nights since", nightly(row("v6.12.57", "good", 1), 6), "noise", "v6.12.57"},
 	} {
 		b := baselineOf(c.past, c.metric, week, now)
 		got := ""

@@ -93,6 +93,10 @@ func (w Workload) Measure(ctx context.Context, r shell.Runner) (*Measurement, Ra
 	defer cancel()
 	var err error
 	raw.Stdout, raw.Stderr, err = r.Run(runCtx, shell.Cmd{Script: script, Env: w.Env})
+	var oe *shell.OutputError
+	if errors.As(err, &oe) {
+		return nil, raw, w.outputError(oe)
+	}
 	if err != nil && ctx.Err() == nil && runCtx.Err() != nil {
 		return nil, raw, fmt.Errorf("%s did not finish within %s", w.Tool, limit)
 	}
@@ -286,6 +290,21 @@ func (w Workload) checkCPUs(m *Measurement) error {
 	}
 	return nil
 }
+
+// outputError says what to do about a workload that printed more than a
+// runner keeps: the lab's setup (the job's command, or a tool asked for
+// more output than a measurement needs), never a verdict.
+func (w Workload) outputError(oe *shell.OutputError) error {
+	what, fix := w.Tool, "lower workload.duration, or drop the workload.args that make it print every event"
+	if w.Tool == ToolCommand {
+		what, fix = "workload.command", "make it print only its results (send its log to a file on the host), or print less often"
+	}
+	return &SetupError{Msg: fmt.Sprintf("%s printed more than %s on its %s, the most kept of a measurement, and was stopped: %s",
+		what, sizeOf(oe.Limit), oe.Stream, fix)}
+}
+
+// sizeOf says a byte count in MiB.
+func sizeOf(n int) string { return fmt.Sprintf("%d MiB", n>>20) }
 
 // runError turns a failed run into what it means: a missing tool or
 // tracer, or the tool's own failure with its last words.

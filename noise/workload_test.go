@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -324,5 +325,24 @@ func TestWorkloadsThatCannotRunAreRefused(t *testing.T) {
 		if _, _, err := c.w.Measure(context.Background(), shell.LocalRunner{}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("got %v, want %q", err, c.want)
 		}
+	}
+}
+
+// TestABenchmarkThatPrintsPastTheCapIsTheLabsSetup: a command workload
+// that floods its output is stopped at the runner's cap and is the lab's
+// setup to fix (the job's command), not a measurement nor a verdict; the
+// error says which key, how much and what to do.
+func TestABenchmarkThatPrintsPastTheCapIsTheLabsSetup(t *testing.T) {
+	w := Workload{Tool: ToolCommand, Duration: time.Minute, Command: "yes 1 | head -c " + strconv.Itoa(shell.MaxOutput+1) + "; sleep 600",
+		CommandMetric: CommandMetric{Pattern: mustRegexp(`(\d+)`)}}
+	m, _, err := w.Measure(context.Background(), shell.LocalRunner{})
+	var se *SetupError
+	if !errors.As(err, &se) || se.Kernel || m != nil {
+		t.Fatalf("got %v, %v; want the lab's setup error", m, err)
+	}
+	want := "workload.command printed more than 64 MiB on its stdout, the most kept of a measurement, and was stopped: " +
+		"make it print only its results (send its log to a file on the host), or print less often"
+	if se.Msg != want {
+		t.Errorf("error %q, want %q", se.Msg, want)
 	}
 }

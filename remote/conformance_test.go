@@ -73,6 +73,17 @@ func TestEveryBackendBehavesAlike(t *testing.T) {
 				t.Errorf("copy: %+v %v", stats, err)
 			}
 
+			// A script that prints past the cap is stopped there, its
+			// first MaxOutput bytes kept. (What a server does not signal
+			// is left to the host: the sleep is short.)
+			guard, stop := context.WithTimeout(ctx, 2*time.Minute)
+			defer stop()
+			flood, _, err := h.Run(guard, shell.Cmd{Script: "head -c " + strconv.Itoa(shell.MaxOutput+1) + " /dev/zero; sleep 20"})
+			var oe *shell.OutputError
+			if !errors.As(err, &oe) || oe.Stream != "stdout" || oe.Limit != shell.MaxOutput || len(flood) != shell.MaxOutput {
+				t.Errorf("a script past the output cap: %d bytes, %v", len(flood), err)
+			}
+
 			short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 			defer cancel()
 			start := time.Now()

@@ -77,8 +77,14 @@ func (h *Host) copyStream(ctx context.Context, src, dir string, produce func(io.
 		command = "sudo -n " + command
 	}
 	shell.Trace(ctx, h.Name(), command+" < "+src)
-	var stdout, stderr syncBuffer
-	if err := h.session(ctx, "copy", command, pr, &stdout, &stderr); err != nil {
+	copyCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stdout, stderr := shell.NewCapture("stdout", shell.MaxOutput, cancel), shell.NewCapture("stderr", shell.MaxOutput, cancel)
+	err := h.session(copyCtx, "copy", command, pr, stdout, stderr)
+	if oe := shell.Overflow(stdout, stderr); oe != nil {
+		err = &InfraError{Host: h.Name(), Op: "copy", Err: oe}
+	}
+	if err != nil {
 		pr.CloseWithError(err)
 		if perr := <-produced; perr != nil {
 			return CopyStats{}, fmt.Errorf("copy %s: %v", src, perr)

@@ -90,8 +90,16 @@ func Dial(ctx context.Context, opt Options) (*Host, error) {
 	}
 	h := &Host{opt: opt, done: make(chan struct{}), agent: agentConn}
 	ok := false
+	// Every way out but success closes what was opened: the jump host's
+	// connection and the agent's.
 	defer func() {
-		if !ok && agentConn != nil {
+		if ok {
+			return
+		}
+		if h.jump != nil {
+			h.jump.Close()
+		}
+		if agentConn != nil {
 			agentConn.Close()
 		}
 	}()
@@ -106,18 +114,23 @@ func Dial(ctx context.Context, opt Options) (*Host, error) {
 		}
 		conn, err = dialThrough(ctx, h.jump, opt.target(), opt.ConnectTimeout)
 		if err != nil {
-			h.jump.Close()
 			return nil, &InfraError{Host: opt.target(), Op: "dial through " + jopt.target(), Err: err}
 		}
 	}
 	if h.client, err = dialClient(ctx, opt, auth, conn); err != nil {
-		if h.jump != nil {
-			h.jump.Close()
-		}
 		return nil, err
 	}
 	if opt.Keepalive > 0 {
 		go h.keepalive()
+	}
+	if h.jump != nil {
+		// The jump host's connection serves this one alone: it ends when
+		// this one does (the keepalive gave up on the host, the link
+		// dropped), not only at Close.
+		go func() {
+			_ = h.client.Wait()
+			h.jump.Close()
+		}()
 	}
 	ok = true
 	return h, nil
@@ -177,7 +190,9 @@ func authHint(err error, opt Options) error {
 	return fmt.Errorf("%s@%s refused %s: add the public key to its ~/.ssh/authorized_keys (%v)", opt.User, opt.Address, how, err)
 }
 
-// dialThrough opens a TCP connection to target from the jump host.
+// dialThrough opens a TCP connection to target from the jump host,
+// within timeout and ctx. A connection that comes after it gave up is
+// closed as it comes.
 func dialThrough(ctx context.Context, jump *ssh.Client, target string, timeout time.Duration) (net.Conn, error) {
 	type result struct {
 		c   net.Conn
@@ -188,14 +203,23 @@ func dialThrough(ctx context.Context, jump *ssh.Client, target string, timeout t
 		c, err := jump.Dial("tcp", target)
 		ch <- result{c, err}
 	}()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var err error
 	select {
 	case r := <-ch:
 		return r.c, r.err
-	case <-time.After(timeout):
-		return nil, fmt.Errorf("no connection within %s", timeout)
+	case <-timer.C:
+		err = fmt.Errorf("no connection within %s", timeout)
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		err = ctx.Err()
 	}
+	go func() {
+		if r := <-ch; r.c != nil {
+			r.c.Close()
+		}
+	}()
+	return nil, err
 }
 
 func jumpOptions(opt Options) (Options, error) {
@@ -314,6 +338,8 @@ func (h *Host) Name() string { return h.opt.User + "@" + h.opt.target() }
 // that no value appears on a command line. A non-zero exit is a
 // *shell.ExitError, a dropped connection an *InfraError; when the context
 // ends, the remote script gets SIGTERM and Run returns the context's error.
+// A script that prints more than shell.MaxOutput on a stream is stopped
+// the same way: a *shell.OutputError.
 func (h *Host) Run(ctx context.Context, cmd shell.Cmd) ([]byte, []byte, error) {
 	var in bytes.Buffer
 	for _, kv := range cmd.Env {
@@ -327,8 +353,13 @@ func (h *Host) Run(ctx context.Context, cmd shell.Cmd) ([]byte, []byte, error) {
 	in.WriteString(cmd.Script)
 	in.WriteString("\n}\nkbisect_script </dev/null\n")
 	shell.Trace(ctx, h.Name(), cmd.Script)
-	var stdout, stderr syncBuffer
-	err := h.session(ctx, "run", h.shell(), &in, &stdout, &stderr)
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stdout, stderr := shell.NewCapture("stdout", shell.MaxOutput, cancel), shell.NewCapture("stderr", shell.MaxOutput, cancel)
+	err := h.session(runCtx, "run", h.shell(), &in, stdout, stderr)
+	if oe := shell.Overflow(stdout, stderr); oe != nil {
+		err = oe
+	}
 	return stdout.Bytes(), stderr.Bytes(), err
 }
 
@@ -341,7 +372,7 @@ func (h *Host) shell() string {
 }
 
 // session runs one remote command with the given streams, bounded by ctx.
-func (h *Host) session(ctx context.Context, op, command string, stdin io.Reader, stdout, stderr *syncBuffer) error {
+func (h *Host) session(ctx context.Context, op, command string, stdin io.Reader, stdout, stderr *shell.Capture) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -397,24 +428,4 @@ func (h *Host) infra(op string, err error) error {
 		err = fmt.Errorf("connection lost (%v)", err)
 	}
 	return &InfraError{Host: h.Name(), Op: op, Err: err}
-}
-
-// syncBuffer is a buffer the session's copies may still write into after
-// a cancelled command has returned.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// Bytes returns a copy of what was written so far.
-func (b *syncBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return append([]byte(nil), b.buf.Bytes()...)
 }

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -96,7 +97,7 @@ func (r *Run) posteriorText() string {
 
 // writeCandidates lists the leading candidates with their probabilities
 // and subjects, as an inconclusive answer gives them.
-func (r *Run) writeCandidates(w io.Writer) {
+func (r *Run) writeCandidates(ctx context.Context, w io.Writer) {
 	fmt.Fprintln(w, "inconclusive: the evidence does not single out one commit. The first bad commit is most likely one of:")
 	for _, c := range r.Search.Candidates {
 		if c.Probability < 0.001 {
@@ -104,7 +105,7 @@ func (r *Run) writeCandidates(w io.Writer) {
 		}
 		subject := ""
 		if h, ok := bisect.ParseHash(c.Commit); ok {
-			if info, err := r.Graph.Info(h); err == nil {
+			if info, err := r.Graph.Info(ctx, h); err == nil {
 				subject = info.Subject
 			}
 		}

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -114,7 +115,7 @@ func (rw runRow) mark() string {
 
 // rows are the tested commits, endpoints included, in history order
 // (oldest first: by commit time, ancestors before descendants).
-func (r *Run) rows() []runRow {
+func (r *Run) rows(ctx context.Context) []runRow {
 	var rows []runRow
 	add := func(commit string, v verdict.Verdict, from rowSource, ev *lab.Evidence) {
 		h, ok := bisect.ParseHash(commit)
@@ -154,7 +155,7 @@ func (r *Run) rows() []runRow {
 	for i := range rows {
 		hs[i] = rows[i].commit
 	}
-	infos, _ := r.Graph.Infos(hs)
+	infos, _ := r.Graph.Infos(ctx, hs)
 	for i := range rows {
 		rows[i].subject = infos[rows[i].commit].Subject
 		rows[i].when, _ = r.Graph.CommitTime(rows[i].commit)
@@ -247,11 +248,11 @@ func fit(s string, n int) string {
 // confirmation, the tested kernels with their numbers, and the two
 // kernels on either side of the answer compared, with their per-CPU
 // tables.
-func (r *Run) WriteText(w io.Writer) {
+func (r *Run) WriteText(ctx context.Context, w io.Writer) {
 	if r.Search != nil && r.Result.Kind == bisect.Inconclusive {
-		r.writeCandidates(w)
+		r.writeCandidates(ctx, w)
 	} else {
-		WriteGitResult(w, r.Graph, r.Result)
+		WriteGitResult(ctx, w, r.Graph, r.Result)
 	}
 	switch {
 	case r.Result.Kind == "" && r.Stopped != nil:
@@ -284,7 +285,7 @@ func (r *Run) WriteText(w io.Writer) {
 			para(w, "flag: ", "      ", "%s", f)
 		}
 	}
-	if rows := r.rows(); len(rows) > 0 {
+	if rows := r.rows(ctx); len(rows) > 0 {
 		// The median only, to keep to a mail's width: the ranges are in
 		// the markdown, JSON and HTML reports.
 		if r.Search != nil {

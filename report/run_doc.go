@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -18,13 +19,13 @@ import (
 // run's or an A/B comparison's state.
 
 // runDocument is a bisection's report document.
-func (r *Run) Document(now time.Time) *Document {
+func (r *Run) Document(ctx context.Context, now time.Time) *Document {
 	d := &Document{Kind: "run", Result: string(r.Result.Kind), Generated: now.UTC().Format(time.RFC3339)}
 	if d.Result == "" {
 		d.Result = "in-progress"
 	}
 	var text bytes.Buffer
-	r.WriteText(&text)
+	r.WriteText(ctx, &text)
 	d.Text = text.String()
 	d.Summary = summaryLines(d.Text)
 	machine := ""
@@ -42,7 +43,7 @@ func (r *Run) Document(now time.Time) *Document {
 		d.Title += " (" + machine + ")"
 	}
 	d.Command = r.commandLine()
-	for _, rw := range r.rows() {
+	for _, rw := range r.rows(ctx) {
 		t := Tested{Commit: rw.commit.String(), Subject: rw.subject, Verdict: rw.verdict,
 			Endpoint: rw.from == fromEndpoint, Culprit: r.Result.Kind == bisect.Found && rw.commit == r.Result.FirstBad}
 		if ev := rw.ev; ev != nil {

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -160,18 +161,18 @@ func MarshalJSON(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-func WriteGitResult(w io.Writer, g *bisect.Graph, res bisect.Result) {
+func WriteGitResult(ctx context.Context, w io.Writer, g *bisect.Graph, res bisect.Result) {
 	for _, msg := range res.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", msg)
 	}
 	if res.Probabilities != nil {
-		writeFlakyResult(w, g, res)
+		writeFlakyResult(ctx, w, g, res)
 		return
 	}
 	switch res.Kind {
 	case bisect.Found:
 		fmt.Fprintf(w, "%s is the first bad commit\n", res.FirstBad)
-		if info, err := g.Info(res.FirstBad); err == nil {
+		if info, err := g.Info(ctx, res.FirstBad); err == nil {
 			fmt.Fprintf(w, "commit %s\nAuthor: %s\nDate:   %s\n\n    %s\n", info.Hash, info.Author, info.Date, info.Subject)
 		}
 	case bisect.Inconclusive:
@@ -179,7 +180,7 @@ func WriteGitResult(w io.Writer, g *bisect.Graph, res bisect.Result) {
 		fmt.Fprintln(w, "The first bad commit could be any of:")
 		for _, c := range res.Candidates {
 			subject := ""
-			if info, err := g.Info(c); err == nil {
+			if info, err := g.Info(ctx, c); err == nil {
 				subject = info.Subject
 			}
 			fmt.Fprintf(w, "%s %s\n", c, subject)
@@ -192,7 +193,7 @@ func WriteGitResult(w io.Writer, g *bisect.Graph, res bisect.Result) {
 
 // AddTo puts each tested commit's numbers and the confirmation into
 // the JSON answer.
-func (r *Run) AddTo(out *RunJSON) {
+func (r *Run) AddTo(ctx context.Context, out *RunJSON) {
 	for i := range out.Tested {
 		if ev := r.evidence(out.Tested[i].Commit); ev != nil {
 			out.Tested[i].Metric = metricJSONOf(ev)
@@ -242,7 +243,7 @@ func metricJSONOf(ev *lab.Evidence) *MetricJSON {
 
 // writeFlakyResult is the answer of a bisection of a flaky test: git's
 // words with the probabilities.
-func writeFlakyResult(w io.Writer, g *bisect.Graph, res bisect.Result) {
+func writeFlakyResult(ctx context.Context, w io.Writer, g *bisect.Graph, res bisect.Result) {
 	runs := 0
 	for _, t := range res.Tested {
 		if t.Verdict != verdict.Skip {
@@ -252,7 +253,7 @@ func writeFlakyResult(w io.Writer, g *bisect.Graph, res bisect.Result) {
 	switch res.Kind {
 	case bisect.Found:
 		fmt.Fprintf(w, "%s is the first bad commit, probability %.3f after %d runs\n", res.FirstBad, res.Probabilities[0], runs)
-		if info, err := g.Info(res.FirstBad); err == nil {
+		if info, err := g.Info(ctx, res.FirstBad); err == nil {
 			fmt.Fprintf(w, "commit %s\nAuthor: %s\nDate:   %s\n\n    %s\n", info.Hash, info.Author, info.Date, info.Subject)
 		}
 		fmt.Fprintf(w, "\nThe test fails on a bad commit about %.0f%% of the time.\n", 100*res.FailureRate)
@@ -261,7 +262,7 @@ func writeFlakyResult(w io.Writer, g *bisect.Graph, res bisect.Result) {
 		fmt.Fprintln(w, "The first bad commit could be any of:")
 		for i, c := range res.Candidates {
 			subject := ""
-			if info, err := g.Info(c); err == nil {
+			if info, err := g.Info(ctx, c); err == nil {
 				subject = info.Subject
 			}
 			fmt.Fprintf(w, "%s %.3f %s\n", c, res.Probabilities[i], subject)

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"kbisect/bisect"
@@ -9,11 +10,11 @@ import (
 )
 
 // WriteMarkdown writes the same report in markdown, for mail and issues.
-func (r *Run) WriteMarkdown(w io.Writer) {
+func (r *Run) WriteMarkdown(ctx context.Context, w io.Writer) {
 	switch r.Result.Kind {
 	case bisect.Found:
 		fmt.Fprintf(w, "**First bad commit:** `%s`", r.Result.FirstBad)
-		if info, err := r.Graph.Info(r.Result.FirstBad); err == nil {
+		if info, err := r.Graph.Info(ctx, r.Result.FirstBad); err == nil {
 			fmt.Fprintf(w, " %s (%s, %s)", info.Subject, info.Author, info.Date)
 		}
 		fmt.Fprintln(w)
@@ -52,7 +53,7 @@ func (r *Run) WriteMarkdown(w io.Writer) {
 			fmt.Fprintf(w, "- %s\n", f)
 		}
 	}
-	if rows := r.rows(); len(rows) > 0 {
+	if rows := r.rows(ctx); len(rows) > 0 {
 		fmt.Fprintf(w, "\n| commit | verdict | %s: median [range] | subject |\n|---|---|---|---|\n", r.metricName())
 		for _, rw := range rows {
 			fmt.Fprintf(w, "| `%s` | %s | %s | %s |\n", rw.commit.String()[:12], rw.label(), numbers(rw.ev), strings.ReplaceAll(rw.subject, "|", `\|`))

@@ -113,7 +113,7 @@ func FromState(ctx context.Context, dir, format string, stdout io.Writer) error 
 	if job != nil {
 		tree = string(job.Build.Tree)
 	}
-	g, err := bisect.OpenGraph(tree)
+	g, err := bisect.OpenGraph(ctx, tree)
 	if err != nil {
 		return fmt.Errorf("the run's tree %s: %w", tree, err)
 	}
@@ -179,20 +179,20 @@ func FromState(ctx context.Context, dir, format string, stdout io.Writer) error 
 	}
 	switch format {
 	case "html":
-		return WriteHTML(stdout, rep.Document(time.Now()))
+		return WriteHTML(stdout, rep.Document(ctx, time.Now()))
 	case "junit":
-		return WriteJUnit(stdout, rep.Document(time.Now()))
+		return WriteJUnit(stdout, rep.Document(ctx, time.Now()))
 	case "json":
 		out := RunJSONOf(res, dir, nil)
 		if res.Kind == "" {
 			out.Result = "in-progress"
 		}
-		rep.AddTo(&out)
+		rep.AddTo(ctx, &out)
 		WriteJSON(stdout, out)
 	case "markdown":
-		rep.WriteMarkdown(stdout)
+		rep.WriteMarkdown(ctx, stdout)
 	default:
-		rep.WriteText(stdout)
+		rep.WriteText(ctx, stdout)
 	}
 	return nil
 }

@@ -125,7 +125,7 @@ func AB(ctx context.Context, o ABOptions) (*ABResult, error) {
 	fmt.Fprintf(o.Messages, "kbisect ab: A %s, B %s; %d rounds of %d samples each, alternating, each on a fresh boot\nkbisect ab: state in %s\n",
 		plan.ALabel, plan.BLabel, plan.Rounds, plan.Samples, state)
 
-	g, err := bisect.OpenGraph(string(job.Build.Tree))
+	g, err := bisect.OpenGraph(ctx, string(job.Build.Tree))
 	if err != nil {
 		return nil, usage.Errorf("build.tree %s: %v", job.Build.Tree, err)
 	}

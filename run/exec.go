@@ -109,10 +109,10 @@ func (r *execRun) prepare(ctx context.Context) error {
 	if r.unlock, err = tree.Lock(); err != nil {
 		return err
 	}
-	if r.g, err = bisect.OpenGraph(tree.Dir); err != nil {
+	if r.g, err = bisect.OpenGraph(ctx, tree.Dir); err != nil {
 		return err
 	}
-	r.ev.g = r.g
+	r.ev.g, r.ev.ctx = r.g, ctx
 	if data, err := os.ReadFile(r.runningMarker()); err == nil {
 		var mark runningMark
 		if err := json.Unmarshal(data, &mark); err != nil || mark.State == "" {
@@ -338,7 +338,10 @@ func (r *execRun) bisect(ctx context.Context) (*Result, error) {
 	if flaky {
 		save = saveFlakyResult
 	}
-	if err := save(g, r.log, res, out); err != nil {
+	// Saved also when the run was cancelled, its git bounded on its own.
+	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	if err := save(saveCtx, g, r.log, res, out); err != nil {
 		fmt.Fprintf(r.o.Messages, "kbisect: %v\n", err)
 	}
 	if runErr != nil && restoreErr != nil {

@@ -153,6 +153,6 @@ func flakyAnswer(res bisect.Result, step culprit.Step, commits []plumbing.Hash, 
 // saveFlakyResult writes result.json into the state directory. A
 // bisection of a flaky test has no git-bisect.log: git would read its
 // runs as contradicting verdicts.
-func saveFlakyResult(_ *bisect.Graph, log *bisect.StateLog, _ bisect.Result, out report.RunJSON) error {
+func saveFlakyResult(_ context.Context, _ *bisect.Graph, log *bisect.StateLog, _ bisect.Result, out report.RunJSON) error {
 	return writeResultJSON(log.Dir(), out)
 }

@@ -112,7 +112,7 @@ func TestExecWithConfidenceNamesTheCulpritOfAFlakyTestGitBisectRunMisses(t *test
 		t.Error("a git-bisect.log of contradicting verdicts was written")
 	}
 	var text bytes.Buffer
-	report.WriteGitResult(&text, res.Graph, res.Bisection)
+	report.WriteGitResult(context.Background(), &text, res.Graph, res.Bisection)
 	if want := fmt.Sprintf("%s is the first bad commit, probability %.3f after %d runs\n", f.culprit, j.Probability, j.Steps); !strings.HasPrefix(text.String(), want) {
 		t.Errorf("the answer:\n%s\nwant it to begin %q", text.String(), want)
 	}

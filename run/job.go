@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -138,7 +139,7 @@ func (r *jobRun) prepare(ctx context.Context) error {
 	}
 	tree := string(job.Build.Tree)
 	var err error
-	if r.g, err = bisect.OpenGraph(tree); err != nil {
+	if r.g, err = bisect.OpenGraph(ctx, tree); err != nil {
 		return usage.Errorf("build.tree %s: %v", tree, err)
 	}
 	start, marks, err := resolveRange(r.g, o.Range, "")
@@ -214,7 +215,7 @@ func (r *jobRun) prepare(ctx context.Context) error {
 	if bo.Base, err = lab.BaseConfig(ctx, job, o.Messages); err != nil {
 		return err
 	}
-	r.ev.g = r.g
+	r.ev.g, r.ev.ctx = r.g, ctx
 	r.pipe = &lab.Pipeline{Job: job, Build: bo, StateDir: r.stateDir, Progress: r.ev, BaseFile: baseFile(r.stateDir, "")}
 	r.tester = r.pipe
 	if job.Boot.Method == configs.BootQEMU {
@@ -251,7 +252,7 @@ func (r *jobRun) prepare(ctx context.Context) error {
 			r.pool.Pipes = append(r.pool.Pipes, &lab.Pipeline{Job: j, Build: b, StateDir: r.stateDir, Slot: i + 1,
 				Name: j.Machine.Name, Progress: r.ev, BaseFile: baseFile(r.stateDir, j.Machine.Name)})
 		}
-		if r.g2, err = bisect.OpenGraph(tree); err != nil {
+		if r.g2, err = bisect.OpenGraph(ctx, tree); err != nil {
 			return err
 		}
 		r.pool.Graph = r.g2
@@ -268,7 +269,7 @@ func (r *jobRun) prepare(ctx context.Context) error {
 	if !o.NoBuildAhead {
 		// A second graph: looking ahead must not change what the
 		// session's graph has parsed.
-		if r.g2, err = bisect.OpenGraph(tree); err != nil {
+		if r.g2, err = bisect.OpenGraph(ctx, tree); err != nil {
 			return err
 		}
 		if r.aheadLog, err = os.OpenFile(filepath.Join(r.stateDir, "build-ahead.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
@@ -387,8 +388,12 @@ func (r *jobRun) finish(ctx context.Context, res bisect.Result, cal *lab.Calibra
 	}
 	rep := &report.Run{Graph: r.g, Job: r.job, StateDir: r.stateDir, Start: r.start, Result: res, Calibration: cal, Confirmation: conf, Search: sum}
 	out := report.RunJSONOf(res, r.stateDir, err)
-	rep.AddTo(&out)
-	if serr := saveResult(r.g, r.log, res, out); serr != nil {
+	// The result is saved also when the run was cancelled: its git gets
+	// a deadline of its own instead of the run's context.
+	save, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	rep.AddTo(save, &out)
+	if serr := saveResult(save, r.g, r.log, res, out); serr != nil {
 		fmt.Fprintf(r.o.Messages, "kbisect: %v\n", serr)
 	}
 	result := &Result{Kind: res.Kind, JSON: out, Bisection: res, Graph: r.g, Report: rep, Ended: err == nil}
@@ -437,7 +442,7 @@ func (r *jobRun) findGood(ctx context.Context, cal *lab.Calibration) (*lab.Calib
 	}
 	// A graph of its own: the walk must not change what the session's
 	// graph has read (git's choices depend on it).
-	g, err := bisect.OpenGraph(string(r.job.Build.Tree))
+	g, err := bisect.OpenGraph(ctx, string(r.job.Build.Tree))
 	if err != nil {
 		return nil, err
 	}

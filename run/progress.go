@@ -1,6 +1,7 @@
 package run
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -17,8 +18,11 @@ import (
 type events struct {
 	sink progress.Sink
 
-	mu       sync.Mutex
-	g        *bisect.Graph // read under mu: the lab's events come from several goroutines
+	mu sync.Mutex
+	g  *bisect.Graph // read under mu: the lab's events come from several goroutines
+	// ctx is the run's, set with g: the git that reads a subject stops
+	// when the run does (the progress interfaces carry no context).
+	ctx      context.Context
 	subjects map[string]string
 	labels   map[string]string
 	// ahead hears each step before the sink, to build what may come next.
@@ -41,7 +45,7 @@ func (e *events) subject(commit string) string {
 	}
 	s := ""
 	if h, ok := bisect.ParseHash(commit); ok {
-		if info, err := e.g.Info(h); err == nil {
+		if info, err := e.g.Info(e.ctx, h); err == nil {
 			s = info.Subject
 		}
 	}

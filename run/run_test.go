@@ -123,7 +123,7 @@ func testJobFindsAndResumes(t *testing.T, search string) {
 		t.Errorf("no result.json in the state directory: %v", err)
 	}
 	var text bytes.Buffer
-	res.Report.WriteText(&text)
+	res.Report.WriteText(context.Background(), &text)
 	if !strings.HasPrefix(text.String(), want+" is the first bad commit\n") {
 		t.Errorf("the report:\n%s", text.String())
 	}

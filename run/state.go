@@ -2,6 +2,7 @@ package run
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -158,9 +159,9 @@ func FileSHA256(path string) (string, error) {
 }
 
 // saveResult writes git-bisect.log and result.json into the state dir.
-func saveResult(g *bisect.Graph, log *bisect.StateLog, res bisect.Result, out report.RunJSON) error {
+func saveResult(ctx context.Context, g *bisect.Graph, log *bisect.StateLog, res bisect.Result, out report.RunJSON) error {
 	dir := log.Dir()
-	text, err := bisect.GitLog(g, log.Records(), res.Final)
+	text, err := bisect.GitLog(ctx, g, log.Records(), res.Final)
 	if err != nil {
 		return err
 	}

@@ -120,7 +120,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	if o.Dir != "" {
 		err = resumable(ctx, err, dir, shell.Join(o.Line...))
 	}
-	runErr := answer(asJSON, res, err, stdout, func() { res.Report.WriteText(stdout) })
+	runErr := answer(asJSON, res, err, stdout, func() { res.Report.WriteText(ctx, stdout) })
 	took := time.Since(started)
 	gone := ""
 	if o.Dir == "" {

@@ -149,7 +149,7 @@ func runRun(ctx context.Context, o runOptions, stdout, stderr io.Writer) error {
 		res, err := runJob(ctx, o, stderr)
 		defer res.Close()
 		err = resumable(ctx, err, res.JSON.StateDir, commandLine(o.Line, res.JSON.StateDir))
-		return answer(o.JSON, res, err, stdout, func() { res.Report.WriteText(stdout) })
+		return answer(o.JSON, res, err, stdout, func() { res.Report.WriteText(ctx, stdout) })
 	}
 	ctx = traceTo(ctx, o.Verbose, stderr)
 	cmdOut := stdout
@@ -161,7 +161,7 @@ func runRun(ctx context.Context, o runOptions, stdout, stderr io.Writer) error {
 		Stdout: cmdOut, Stderr: stderr, Messages: stderr, Progress: progress.NewGit(stderr)})
 	defer res.Close()
 	err = resumable(ctx, err, res.JSON.StateDir, commandLine(o.Line, res.JSON.StateDir))
-	return answer(o.JSON, res, err, stdout, func() { report.WriteGitResult(stdout, res.Graph, res.Bisection) })
+	return answer(o.JSON, res, err, stdout, func() { report.WriteGitResult(ctx, stdout, res.Graph, res.Bisection) })
 }
 
 // runJob runs a bisection of kernels with its view on stderr.

@@ -1,7 +1,6 @@
 package shell
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -55,17 +54,20 @@ type LocalRunner struct{}
 var _ Runner = LocalRunner{}
 
 // Run runs cmd.Script with /bin/sh -c, cmd.Env added to this process's
-// environment.
+// environment. A script that prints more than MaxOutput on a stream is
+// stopped: an *OutputError.
 func (LocalRunner) Run(ctx context.Context, cmd Cmd) ([]byte, []byte, error) {
 	Trace(ctx, "", cmd.Script)
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	c := exec.Command("/bin/sh", "-c", cmd.Script)
 	c.Env = append(os.Environ(), cmd.Env...)
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// A descendant that left the process group while holding our pipes
 	// must not keep Wait from returning once the script has ended.
 	c.WaitDelay = 2 * time.Second
-	var stdout, stderr bytes.Buffer
-	c.Stdout, c.Stderr = &stdout, &stderr
+	stdout, stderr := NewCapture("stdout", MaxOutput, cancel), NewCapture("stderr", MaxOutput, cancel)
+	c.Stdout, c.Stderr = stdout, stderr
 	if err := c.Start(); err != nil {
 		return nil, nil, err
 	}
@@ -73,12 +75,15 @@ func (LocalRunner) Run(ctx context.Context, cmd Cmd) ([]byte, []byte, error) {
 	go func() { waited <- c.Wait() }()
 	select {
 	case err := <-waited:
+		if oe := Overflow(stdout, stderr); oe != nil {
+			return stdout.Bytes(), stderr.Bytes(), oe
+		}
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
 			err = &ExitError{Code: ee.ExitCode(), Stderr: stderr.String()}
 		}
 		return stdout.Bytes(), stderr.Bytes(), err
-	case <-ctx.Done():
+	case <-runCtx.Done():
 		// SIGTERM first, so that scripts with a trap clean up (the
 		// osnoise script puts the tracer back to nop); whatever is left
 		// after a grace period is killed.
@@ -88,6 +93,9 @@ func (LocalRunner) Run(ctx context.Context, cmd Cmd) ([]byte, []byte, error) {
 		case <-time.After(5 * time.Second):
 			_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
 			<-waited
+		}
+		if oe := Overflow(stdout, stderr); oe != nil {
+			return stdout.Bytes(), stderr.Bytes(), oe
 		}
 		return stdout.Bytes(), stderr.Bytes(), ctx.Err()
 	}
