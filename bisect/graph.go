@@ -12,12 +12,15 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/go-git/go-billy/v5"
 	"github.com/go-git/go-billy/v5/osfs"
 	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	cgv2 "github.com/go-git/go-git/v5/plumbing/format/commitgraph/v2"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 )
 
 // Graph is the part of a repository's commit graph that has been read so
@@ -50,33 +53,34 @@ type node struct {
 }
 
 // OpenGraph opens the repository that contains dir; the git it runs to
-// find the repository's directories is killed when ctx ends.
+// find the repository's directories is killed when ctx ends. A linked
+// worktree opens its repository, and a repository with extensions that
+// only say how work trees are configured (a sparse checkout's
+// worktreeConfig) opens as git opens it.
 func OpenGraph(ctx context.Context, dir string) (*Graph, error) {
-	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
-	if err != nil {
-		return nil, fmt.Errorf("open git repository %s: %w", dir, err)
-	}
-	g := &Graph{repo: repo, ids: make(map[plumbing.Hash]int32)}
+	g := &Graph{ids: make(map[plumbing.Hash]int32)}
+	var err error
 	if g.gitDir, g.commonDir, err = gitDirs(ctx, dir); err != nil {
 		return nil, err
 	}
-	st, ok := repo.Storer.(*filesystem.Storage)
-	if !ok {
-		return g, nil
-	}
 	if err := checkAlternates(g.commonDir); err != nil {
 		return nil, err
+	}
+	var fs billy.Filesystem = osfs.New(g.gitDir)
+	if g.commonDir != g.gitDir {
+		fs = dotgit.NewRepositoryFilesystem(fs, osfs.New(g.commonDir))
 	}
 	// Keep pack files open: by default go-git opens and closes the pack for
 	// every object it reads, a fifth of the time of a walk. Keep its object
 	// cache small: the graph keeps what it parsed, and each commit is read
 	// once. And let it follow alternates (clone --reference), which are
 	// absolute paths outside the .git directory.
-	kept := filesystem.NewStorageWithOptions(st.Filesystem(), cache.NewObjectLRU(4*cache.MiByte),
+	st := filesystem.NewStorageWithOptions(fs, cache.NewObjectLRU(4*cache.MiByte),
 		filesystem.Options{KeepDescriptors: true, AlternatesFS: osfs.New("/")})
-	if r, err := git.Open(kept, nil); err == nil {
-		g.repo, g.storage = r, kept
+	if g.repo, err = git.Open(readerConfig{st}, nil); err != nil {
+		return nil, fmt.Errorf("open git repository %s: %w", dir, err)
 	}
+	g.storage = st
 	if err := g.loadRewrites(); err != nil {
 		return nil, err
 	}
@@ -84,6 +88,30 @@ func OpenGraph(ctx context.Context, dir string) (*Graph, error) {
 		g.openCommitGraph()
 	}
 	return g, nil
+}
+
+// readerConfig is the repository's storage with its config as a reader of
+// objects and refs sees it: without the extensions that change only how
+// work trees are configured or kept, which go-git refuses as unknown
+// though they change nothing it reads.
+type readerConfig struct{ *filesystem.Storage }
+
+// workTreeExtensions change nothing in the objects and refs kbisect reads.
+var workTreeExtensions = []string{"worktreeConfig", "preciousObjects", "relativeWorktrees"}
+
+func (s readerConfig) Config() (*config.Config, error) {
+	c, err := s.Storage.Config()
+	if err != nil || c.Raw == nil || !c.Raw.HasSection("extensions") {
+		return c, err
+	}
+	sec := c.Raw.Section("extensions")
+	for _, ext := range workTreeExtensions {
+		sec.RemoveOption(ext)
+	}
+	if len(sec.Options) == 0 {
+		c.Raw.RemoveSection("extensions")
+	}
+	return c, nil
 }
 
 // CommitsRead is the number of commits whose parents have been read.

@@ -530,3 +530,27 @@ func TestHelpCommandShowsTheManual(t *testing.T) {
 		t.Errorf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 }
+
+// TestRunExecInASparseCheckoutAndALinkedWorktree: kernel trees are often
+// sparse (extensions.worktreeConfig, which go-git alone refuses) or
+// worktrees of one clone; both bisect as git bisect run does.
+func TestRunExecInASparseCheckoutAndALinkedWorktree(t *testing.T) {
+	f := newFixture(t, 17)
+	want := f.gitBisectTested(t)
+	f.git(t, "sparse-checkout", "set", "--no-cone", "/*")
+	if v := f.git(t, "config", "extensions.worktreeConfig"); v != "true" {
+		t.Fatalf("sparse-checkout did not set extensions.worktreeConfig: %q", v)
+	}
+	linked := filepath.Join(t.TempDir(), "linked")
+	f.git(t, "worktree", "add", "-q", "--detach", linked, f.bad)
+	for _, repo := range []string{f.dir, linked} {
+		os.Remove(f.calls)
+		code, stdout, stderr := runCLI(t, context.Background(), "run", "--repo", repo, "--good", f.good, "--bad", f.bad, "--exec", f.script)
+		if code != exitOK || !strings.HasPrefix(stdout, f.culprit+" is the first bad commit") {
+			t.Fatalf("in %s: exit %d\n%s\n%s", repo, code, stdout, stderr)
+		}
+		if got := f.tested(t); strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("in %s, tested\n %v\ngit bisect run tested\n %v", repo, got, want)
+		}
+	}
+}
