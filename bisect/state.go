@@ -76,14 +76,9 @@ func OpenState(dir string) (*StateLog, []Record, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, nil, fmt.Errorf("state directory: %w", err)
 	}
-	lock, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	lock, err := lockState(dir)
 	if err != nil {
-		return nil, nil, fmt.Errorf("state directory: %w", err)
-	}
-	// One run per state directory: two would interleave their verdicts.
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		lock.Close()
-		return nil, nil, fmt.Errorf("state directory %s is in use by another kbisect run", dir)
+		return nil, nil, err
 	}
 	l := &StateLog{dir: dir, lock: lock}
 	// The lock held, no write is under way: a temporary file is one a
@@ -355,4 +350,41 @@ func StateRunning(dir string) bool {
 	}
 	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 	return false
+}
+
+// lockState takes the lock of the state directory dir: one run per state
+// directory, as two would interleave their verdicts.
+func lockState(dir string) (*os.File, error) {
+	lock, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("state directory: %w", err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("state directory %s is in use by another kbisect run", dir)
+	}
+	return lock, nil
+}
+
+// LockState makes the state directory dir if needed and takes its lock,
+// for a state without a session log (kbisect ab's); unlock releases it.
+// Under the lock no write is under way, so what a killed run left half
+// written is swept.
+func LockState(dir string) (unlock func(), err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("state directory: %w", err)
+	}
+	lock, err := lockState(dir)
+	if err != nil {
+		return nil, err
+	}
+	unlock = func() {
+		_ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+		lock.Close()
+	}
+	if _, err := atomicfile.Sweep(dir, 0); err != nil {
+		unlock()
+		return nil, fmt.Errorf("state directory: %w", err)
+	}
+	return unlock, nil
 }

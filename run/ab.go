@@ -9,7 +9,6 @@ import (
 	"io"
 	"kbisect/bisect"
 	"kbisect/configs"
-	"kbisect/internal/atomicfile"
 	"kbisect/internal/shell"
 	"kbisect/internal/usage"
 	"kbisect/lab"
@@ -19,7 +18,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 )
 
 // ABOptions compare two kernels on a job's machine (kbisect ab): A and B
@@ -119,6 +117,11 @@ func AB(ctx context.Context, o ABOptions) (*ABResult, error) {
 	if err := preflight(ctx, []*configs.Job{job}, state, have != nil, ev.line); err != nil {
 		return nil, err
 	}
+	unlock, err := bisect.LockState(state)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if err := prepareABState(state, o.Job, snap, plan, o.Messages); err != nil {
 		return nil, err
 	}
@@ -139,7 +142,7 @@ func AB(ctx context.Context, o ABOptions) (*ABResult, error) {
 	if bo.Base, err = lab.BaseConfig(ctx, job, o.Messages); err != nil {
 		return nil, err
 	}
-	ev.g, ev.labels = g, map[string]string{plan.A: "A", plan.B: "B"}
+	ev.g, ev.ctx, ev.labels = g, ctx, map[string]string{plan.A: "A", plan.B: "B"}
 	p := &lab.Pipeline{Job: job, Build: bo, StateDir: state, Progress: ev, BaseFile: baseFile(state, "")}
 	if job.Boot.Method == configs.BootQEMU {
 		q, err := lab.NewQEMULab(job, state, ev)
@@ -250,11 +253,6 @@ func prepareABState(state, jobFile string, snap *jobSnapshot, plan lab.ABPlan, m
 			state, have.Plan.ALabel, have.Plan.BLabel, have.Plan.Rounds, have.Plan.Samples)
 	}
 	if have != nil {
-		// A temporary file a killed comparison left (no lock here: only
-		// one older than any write).
-		if _, err := atomicfile.Sweep(state, time.Minute); err != nil {
-			return err
-		}
 		if have.Plan.JobState == stateFormat {
 			if err := checkSameJobs(state, []string{jobFile}, []*jobSnapshot{snap}, msg); err != nil {
 				return err

@@ -40,8 +40,8 @@ func newEvents(sink progress.Sink) *events {
 func (e *events) subject(commit string) string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if s, ok := e.subjects[commit]; ok || e.g == nil {
-		return s
+	if s, ok := e.subjects[commit]; ok || e.g == nil || e.ctx == nil {
+		return s // no graph, or no run to read it for
 	}
 	s := ""
 	if h, ok := bisect.ParseHash(commit); ok {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"kbisect/bisect"
 	"kbisect/internal/simlab"
 	"kbisect/report"
 )
@@ -89,6 +90,15 @@ func TestABResumesAfterKill9(t *testing.T) {
 		t.Fatalf("kept before the kill: %v, %v", kept, err)
 	}
 	boots := len(l.Host.Boots())
+	// One comparison per state directory at a time.
+	unlock, err := bisect.LockState(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCLI(t, context.Background(), args...); code != exitFailure || !strings.Contains(stderr, "state directory "+state+" is in use by another kbisect run") {
+		t.Errorf("a second ab on a state in use: exit %d\n%s", code, stderr)
+	}
+	unlock()
 	code, out, stderr := runCLI(t, context.Background(), append(args, "--json")...)
 	var res report.ABResultJSON
 	if err := json.Unmarshal([]byte(out), &res); err != nil || code != exitOK || res.Result != "different" || res.Measured != 8 {
