@@ -72,11 +72,12 @@ func inputFiles(job *configs.Job) map[string]string {
 }
 
 // mayDiffer are the keys that say how the lab is reached, built on or
-// reported, not what is measured: a run may resume with them changed (a
-// new address, more build jobs), and they do not name the run.
+// reported, or how long the search may go on, not what is measured: a run
+// may resume with them changed (a new address, more build jobs, more
+// boots for a run that ran out of them), and they do not name the run.
 var mayDiffer = []string{"host.", "report.", "nightly.", "machine.description",
 	"build.jobs", "build.ccache", "build.cache_dir", "build.cache_size", "build.timeout",
-	"boot.timeout", "boot.power_cycle", "boot.console"}
+	"boot.timeout", "boot.power_cycle", "boot.console", "verdict.max_boots"}
 
 func mayChange(key string) bool {
 	for _, p := range mayDiffer {
