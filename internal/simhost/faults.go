@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"net"
+	"sync"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -27,8 +28,12 @@ type labFaults struct {
 	commands   int // commands answered so far
 	keyAtBoot  int // the boot (by number) after which the host key is another
 	boots      int // boots so far, power cycles included
-	stalled    chan struct{}
 	keyChanged bool
+
+	// stalled is closed when a hang ends (nil: no hang). Its own lock:
+	// the host writes to its connections with h.mu held.
+	stallMu sync.Mutex
+	stalled chan struct{}
 }
 
 // SetBootFaultShare makes a share (0 to 1) of the kernels booted fail as
@@ -88,10 +93,12 @@ func (l *labFaults) measurementFaults(h *Host, n int) bool {
 	if n == l.jumpAt {
 		h.uptime = max(h.uptime+l.jump.Seconds(), 0)
 	}
-	if n != l.hangAt || l.stalled != nil {
+	if n != l.hangAt {
 		return false
 	}
+	l.stallMu.Lock()
 	l.stalled = make(chan struct{})
+	l.stallMu.Unlock()
 	h.down = true
 	h.boots = append(h.boots, h.running.Release+" (hung)")
 	return true
@@ -99,9 +106,9 @@ func (l *labFaults) measurementFaults(h *Host, n int) bool {
 
 // waitStall waits while the host hangs (until its power cycle, or Close).
 func (h *Host) waitStall() {
-	h.mu.Lock()
+	h.lab.stallMu.Lock()
 	ch := h.lab.stalled
-	h.mu.Unlock()
+	h.lab.stallMu.Unlock()
 	if ch == nil {
 		return
 	}
@@ -112,8 +119,10 @@ func (h *Host) waitStall() {
 }
 
 // endStall ends a hang, after the power cycle dropped the connections it
-// held. h.mu is held.
+// held.
 func (h *Host) endStall() {
+	h.lab.stallMu.Lock()
+	defer h.lab.stallMu.Unlock()
 	if h.lab.stalled != nil {
 		close(h.lab.stalled)
 		h.lab.stalled = nil
@@ -146,8 +155,8 @@ func (c *stallConn) Write(p []byte) (int, error) {
 }
 
 func (h *Host) stalling() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.lab.stallMu.Lock()
+	defer h.lab.stallMu.Unlock()
 	return h.lab.stalled != nil
 }
 
@@ -191,22 +200,35 @@ func (h *Host) HostKeyChanged() bool {
 	return h.lab.keyChanged
 }
 
+// ChangeHostKey makes the host answer with a new host key from now on
+// (not saved, as ChangeHostKeyAfterBoot).
+func (h *Host) ChangeHostKey() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.changeHostKey()
+}
+
 // bootedAgain counts a boot and changes the host key when it is time.
 // h.mu is held.
 func (h *Host) bootedAgain() {
 	h.lab.boots++
-	if h.lab.boots != h.lab.keyAtBoot {
-		return
+	if h.lab.boots == h.lab.keyAtBoot {
+		_ = h.changeHostKey() // no entropy: the key stays, and HostKeyChanged says so
 	}
+}
+
+// changeHostKey gives the host a new host key. h.mu is held.
+func (h *Host) changeHostKey() error {
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
-		return // no entropy: the key stays, as the test will see
+		return fmt.Errorf("simhost: host key: %v", err)
 	}
 	signer, err := ssh.NewSignerFromKey(priv)
 	if err != nil {
-		return
+		return fmt.Errorf("simhost: host key: %v", err)
 	}
 	h.cfg, h.lab.keyChanged = h.serverConfig(signer), true
+	return nil
 }
 
 // serverConfig is the SSH server's configuration with host key key,
