@@ -171,7 +171,7 @@ func fillDisk(dir string) {
 // KBISECT_SOAK_OUT when it is set.
 func writeSoakTable(t *testing.T, command string, results []*soakResult, took time.Duration) string {
 	type row struct {
-		runs, right, inconclusive, wrong, unfinished, named, skips, kills, resumes, lost, dup, dirty, other int
+		runs, right, inconclusive, wrong, unfinished, named, skips, kills, resumes, lost, dup, dirty, labSkips, other int
 	}
 	rows := map[string]*row{}
 	total := &row{}
@@ -211,6 +211,8 @@ func writeSoakTable(t *testing.T, command string, results []*soakResult, took ti
 					w.dup++
 				case strings.Contains(p, "tree"):
 					w.dirty++
+				case strings.HasPrefix(p, "SKIP FROM THE LAB"):
+					w.labSkips++
 				default:
 					w.other++
 				}
@@ -226,11 +228,11 @@ func writeSoakTable(t *testing.T, command string, results []*soakResult, took ti
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "`%s`\n\n%d of %d runs, %.0f min\n\n", command, done, len(results), took.Minutes())
-	b.WriteString("| fault | runs | right | inconclusive | stops naming the fault | wrong found | no answer | skips journaled | SIGKILLs | resumes | lost / duplicated verdicts | tree changed | other problems |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| fault | runs | right | inconclusive | stops naming the fault | wrong found | no answer | skips journaled | skips the lab caused | SIGKILLs | resumes | lost / duplicated verdicts | tree changed | other problems |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	line := func(name string, w *row) {
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d / %d | %d | %d |\n", name, w.runs, w.right, w.inconclusive,
-			w.named, w.wrong, w.unfinished, w.skips, w.kills, w.resumes, w.lost, w.dup, w.dirty, w.other)
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d / %d | %d | %d |\n", name, w.runs, w.right, w.inconclusive,
+			w.named, w.wrong, w.unfinished, w.skips, w.labSkips, w.kills, w.resumes, w.lost, w.dup, w.dirty, w.other)
 	}
 	for _, f := range soakFaults {
 		if w := rows[f]; w != nil {
@@ -253,4 +255,43 @@ func writeSoakTable(t *testing.T, command string, results []*soakResult, took ti
 		}
 	}
 	return b.String()
+}
+
+// TestSoakJournalCheckFindsLostAndDuplicatedVerdicts: the soak's own
+// check sees a journal that lost what a run wrote, a boot journaled
+// twice and a second verdict for a commit, and passes a journal that
+// only grew (a torn last line aside).
+func TestSoakJournalCheckFindsLostAndDuplicatedVerdicts(t *testing.T) {
+	state := t.TempDir()
+	write := func(name, text string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(state, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	boot1 := `{"kind":"boot","commit":"a","sub":"boot-1","boot_id":"id-1"}` + "\n"
+	boot2 := `{"kind":"boot","commit":"b","sub":"boot-1","boot_id":"id-2"}` + "\n"
+	verdict := `{"v":1,"event":"verdict","commit":"a","verdict":"good"}` + "\n"
+	var j soakJournals
+	write("search.jsonl", boot1)
+	write("session.jsonl", verdict)
+	if p := j.check(state); len(p) != 0 {
+		t.Fatalf("a first journal: %q", p)
+	}
+	write("search.jsonl", boot1+boot2+`{"kind":"bo`)
+	if p := j.check(state); len(p) != 0 {
+		t.Fatalf("a journal that grew, its last line torn: %q", p)
+	}
+	write("search.jsonl", boot2)
+	if p := j.check(state); len(p) != 1 || !strings.HasPrefix(p[0], "LOST: search.jsonl") {
+		t.Fatalf("a journal that lost a boot: %q", p)
+	}
+	j = soakJournals{}
+	write("search.jsonl", boot1+strings.Replace(boot1, "id-1", "id-9", 1))
+	write("session.jsonl", verdict+verdict)
+	p := j.check(state)
+	if len(p) != 2 || p[0] != "DUPLICATED: search.jsonl journals boot a/boot-1 twice" ||
+		p[1] != "DUPLICATED: session.jsonl has a second verdict (good) for a" {
+		t.Fatalf("duplicates: %q", p)
+	}
 }

@@ -229,7 +229,8 @@ func (p soakPlan) run(ctx context.Context) *soakResult {
 		r.problems = append(r.problems, fmt.Sprintf("no answer after %d invocations", soakMaxInvocations))
 	}
 	r.skips = journals.skips
-	r.problems = slices.Compact(append(r.problems, inv.treeProblems()...))
+	r.problems = append(r.problems, inv.treeProblems()...)
+	r.problems = slices.Compact(append(r.problems, inv.skipProblems()...))
 	return r
 }
 
@@ -326,7 +327,43 @@ func (inv soakInvocation) judge() string {
 }
 
 type soakLab struct {
-	Tree struct{ Dir, BadCommit, Regression string }
+	Tree struct {
+		Dir, BadCommit, Regression string
+		Broken                     []string
+	}
+}
+
+// skipProblems finds a skip the lab caused: a kernel that does not
+// build whose commit builds, one that does not boot without a fault of
+// its own, a skip of another class but the noise's.
+func (inv soakInvocation) skipProblems() []string {
+	lab, err := readSoakLab(inv.Dir)
+	if err != nil {
+		return nil
+	}
+	b, err := os.ReadFile(filepath.Join(inv.Dir, "state", "search.jsonl"))
+	if err != nil {
+		return nil
+	}
+	var problems []string
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var r struct {
+			Kind, Commit, Built, Reason string
+			Reverted                    bool
+			Failure                     struct{ Class string }
+		}
+		if json.Unmarshal(line, &r) != nil || r.Kind != "skip" {
+			continue
+		}
+		switch {
+		case r.Failure.Class == "does-not-build" && (r.Reverted || slices.Contains(lab.Tree.Broken, r.Commit)):
+		case r.Failure.Class == "does-not-boot" && inv.Fault == soakPanic:
+		case r.Failure.Class == "unsure":
+		default:
+			problems = append(problems, fmt.Sprintf("SKIP FROM THE LAB: %s skipped (%s): %s", r.Commit, r.Failure.Class, r.Reason))
+		}
+	}
+	return problems
 }
 
 func readSoakLab(dir string) (soakLab, error) {
