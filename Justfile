@@ -22,6 +22,15 @@ bench:
 fuzz:
     for t in $(grep -ho '^func Fuzz[A-Za-z]*' configs/*_test.go noise/*_test.go | sed 's/^func //'); do p=./noise; grep -q "^func $t" configs/*_test.go && p=./configs; go test $p -run '^$' -fuzz "^$t\$" -fuzztime 60s || exit 1; done
 
+# The fault-matrix soak: seeded simulated bisections (KBISECT_SOAK_RUNS,
+# default 200), each with one fault of the lab (a hung host, a dropped
+# connection, a changed host key, a full disk, kernels that panic or boot
+# wrong, noise…), each kbisect SIGKILLed once mid-run and resumed; the
+# table goes to $KBISECT_SOAK_OUT (default /tmp/kbisect-soak.md). As root
+# for the disk faults (a small tmpfs each). Hours on 2 cores.
+soak:
+    KBISECT_SOAK=1 KBISECT_SOAK_OUT=${KBISECT_SOAK_OUT:-/tmp/kbisect-soak.md} go test ./cmd/kbisect -run '^TestSoak$' -v -timeout 24h
+
 # The verdict rule against fixed 10 samples on simulated kernels.
 simulate:
     go test ./noise -run TestSequentialRule -v

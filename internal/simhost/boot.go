@@ -14,7 +14,7 @@ import (
 func (h *Host) reboot(k Kernel) {
 	time.Sleep(100 * time.Millisecond) // the command's answer gets out first
 	h.mu.Lock()
-	fault := h.faults[k.Release]
+	fault := h.faultOf(k.Release)
 	if fault == FaultStaleCmdline {
 		k.Cmdline = h.running.Cmdline
 	}
@@ -49,6 +49,7 @@ func (h *Host) comeUp(k Kernel, fault Fault) {
 	h.running = k
 	h.boots = append(h.boots, k.Release)
 	h.down = false
+	h.bootedAgain()
 }
 
 // goDown takes the host off the network for as long as a reboot takes:
@@ -78,6 +79,8 @@ func (h *Host) watchPowerCycle(done <-chan struct{}) {
 		h.mu.Lock()
 		h.bootID, h.running, h.down, h.uptime = newID(), h.def, false, bootUptime
 		h.boots = append(h.boots, h.def.Release+" (power cycle)")
+		h.endStall()
+		h.bootedAgain()
 		h.mu.Unlock()
 	}
 }

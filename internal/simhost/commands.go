@@ -83,7 +83,7 @@ func (h *Host) exec(ctx context.Context, c net.Conn, command string, stdin io.Re
 		}
 		if name == "kexec" {
 			h.mu.Lock()
-			f := h.faults[arg]
+			f := h.faultOf(arg)
 			h.mu.Unlock()
 			switch f {
 			case FaultKexecRejected:

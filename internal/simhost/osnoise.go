@@ -135,7 +135,8 @@ func parseOsnoiseRun(script string, nrCPUs int) (osnoiseRun, error) {
 // osnoise answers an osnoise tracer script: the trace of the running
 // kernel on the CPUs the script asks for, at once (nobody sleeps in the
 // simulated lab). A measurement marked by DropMeasurement sends half its
-// trace and loses its connection.
+// trace and loses its connection; one marked by HangMeasurement hangs the
+// host.
 func (h *Host) osnoise(script string, c net.Conn, stdout, stderr io.Writer) int {
 	h.mu.Lock()
 	k, nrCPUs, seed, floor, stormFrom := h.running, h.cpus, h.seed, h.floor, h.stormLevel()
@@ -143,7 +144,12 @@ func (h *Host) osnoise(script string, c net.Conn, stdout, stderr io.Writer) int 
 	n := h.measured
 	drop := h.dropAt[n]
 	delete(h.dropAt, n)
+	hang := h.lab.measurementFaults(h, n)
 	h.mu.Unlock()
+	if hang {
+		h.waitStall() // nothing answers until the power cycle
+		return 0
+	}
 	run, err := parseOsnoiseRun(script, nrCPUs)
 	if err != nil {
 		fmt.Fprintln(stderr, err)

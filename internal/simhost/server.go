@@ -7,14 +7,14 @@ import (
 	"golang.org/x/crypto/ssh"
 )
 
-func (h *Host) serve(cfg *ssh.ServerConfig) {
+func (h *Host) serve() {
 	for {
 		c, err := h.l.Accept()
 		if err != nil {
 			return
 		}
 		h.mu.Lock()
-		down, refuse, drop := h.down, h.refuse > 0, false
+		cfg, down, refuse, drop := h.cfg, h.down, h.refuse > 0, false
 		switch {
 		case refuse:
 			h.refuse--
@@ -43,7 +43,7 @@ func (h *Host) handle(c net.Conn, cfg *ssh.ServerConfig, drop bool) {
 		h.mu.Unlock()
 		c.Close()
 	}()
-	_, chans, reqs, err := ssh.NewServerConn(c, cfg)
+	_, chans, reqs, err := ssh.NewServerConn(&stallConn{Conn: c, h: h}, cfg)
 	if err != nil {
 		return
 	}
@@ -96,6 +96,10 @@ func (h *Host) session(c net.Conn, ch ssh.Channel, reqs <-chan *ssh.Request) {
 				go func() {
 					defer close(done)
 					code := h.exec(ctx, c, p.Command, ch, ch, ch.Stderr())
+					if h.dropsCommand() {
+						c.Close() // it ran; its exit status is lost with the connection
+						return
+					}
 					_, _ = ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{uint32(code)}))
 				}()
 			}

@@ -86,22 +86,24 @@ type Host struct {
 	// client as the job's boot.power_cycle).
 	PowerCycleCommand string
 
-	mu        sync.Mutex
-	sudoPass  bool // sudo -n fails as it does without NOPASSWD
-	running   Kernel
-	def       Kernel
-	bootID    string
-	down      bool
-	installed map[string]bool
-	ownRecord *Kernel // what the host recorded of its own kernel's command line
-	faults    map[string]Fault
-	conns     map[net.Conn]bool
-	boots     []string
-	files     map[string]string // copied files: path → sha256
-	l         net.Listener
-	cycle     string
-	done      chan struct{}
-	closeOnce sync.Once
+	mu         sync.Mutex
+	sudoPass   bool // sudo -n fails as it does without NOPASSWD
+	running    Kernel
+	def        Kernel
+	bootID     string
+	down       bool
+	installed  map[string]bool
+	ownRecord  *Kernel // what the host recorded of its own kernel's command line
+	faults     map[string]Fault
+	conns      map[net.Conn]bool
+	boots      []string
+	files      map[string]string // copied files: path → sha256
+	l          net.Listener
+	cfg        *ssh.ServerConfig // what serves the next connection (its host key)
+	authorized ssh.PublicKey     // the client key it accepts
+	cycle      string
+	done       chan struct{}
+	closeOnce  sync.Once
 
 	cpus     int                      // the machine's CPUs
 	levels   map[string]time.Duration // release → noise level its image carries
@@ -113,6 +115,8 @@ type Host struct {
 	refuse   int          // connections still to close before the handshake
 	dropNext int          // connections still to drop at their first session
 	uptime   float64      // seconds the running kernel has been up, as its trace clock says
+
+	lab labFaults // the lab's faults beyond a kernel's boot (faults.go)
 
 	noise       NoiseModel     // the noise real machines have (zero: osnoise.go's own)
 	noiseBoot   *simnoise.Boot // the model's draw for the boot noiseBootID
@@ -199,14 +203,8 @@ func start(dir string, def Kernel, port int) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	authorized := user.PublicKey()
-	cfg := &ssh.ServerConfig{PublicKeyCallback: func(_ ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
-		if string(key.Marshal()) == string(authorized.Marshal()) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("unknown key")
-	}}
-	cfg.AddHostKey(hostSigner)
+	h.authorized = user.PublicKey()
+	h.cfg = h.serverConfig(hostSigner)
 	if h.l, err = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err != nil {
 		if port != 0 {
 			return nil, fmt.Errorf("simhost: the host in %s listened on 127.0.0.1:%d, and cannot again (%v): free the port, or make a new lab", dir, port, err)
@@ -216,7 +214,7 @@ func start(dir string, def Kernel, port int) (*Host, error) {
 	h.Port = h.l.Addr().(*net.TCPAddr).Port
 	h.KnownHostsLine = knownhosts.Line([]string{knownhosts.Normalize(fmt.Sprintf("127.0.0.1:%d", h.Port))}, hostSigner.PublicKey())
 	h.PowerCycleCommand = "touch '" + strings.ReplaceAll(h.cycle, "'", `'\''`) + "'"
-	go h.serve(cfg)
+	go h.serve()
 	go h.watchPowerCycle(h.done)
 	return h, nil
 }
