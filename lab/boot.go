@@ -72,12 +72,59 @@ func (p *Pipeline) bootRetrying(ctx context.Context, commit string, art remote.A
 		if facts.Release != "" && facts.Release != art.Release {
 			wrong = facts.Release
 		}
+		if p.Boot == nil {
+			// A host that no longer answers (hung mid-measurement) does
+			// not come back by waiting: its power is cycled, as after a
+			// kernel that did not come back.
+			cycled, err := p.recoverUnanswering(ctx, commit)
+			if err != nil {
+				return nil, facts, nil, fmt.Errorf("boot %s: %w", art.Release, err)
+			}
+			if cycled {
+				continue
+			}
+		}
 		wait := backoff << try
 		p.say(commit, PhaseBoot, fmt.Sprintf("retrying in %s: %v", wait, err))
 		if err := p.sleep(ctx, wait); err != nil {
 			return nil, facts, nil, err
 		}
 	}
+}
+
+// recoverUnanswering power-cycles the host when it does not answer SSH
+// and the job can (boot.power_cycle), and waits for it, up to
+// boot.timeout. It says whether it did; a host that answers, or one that
+// cannot be power-cycled, is left to the retries.
+func (p *Pipeline) recoverUnanswering(ctx context.Context, commit string) (bool, error) {
+	if p.Job.Boot.PowerCycle == "" {
+		return false, nil
+	}
+	opt, err := HostOptions(p.Job)
+	if err != nil {
+		return false, err
+	}
+	dial := remote.DialerOf(opt)
+	h, _, err := remote.Attempt(ctx, dial)
+	if err == nil {
+		h.Close()
+		return false, nil
+	}
+	if errors.As(err, new(*remote.HostKeyError)) || ctx.Err() != nil {
+		return false, nil // not a hang: the loop says what it is
+	}
+	p.say(commit, PhaseBoot, fmt.Sprintf("the host does not answer (%v): power-cycling it (boot.power_cycle)", err))
+	env, err := commandEnv(p.Job, p.Job.Boot.PowerCycle)
+	if err != nil {
+		return false, err
+	}
+	f, err := remote.PowerCycle(ctx, dial, string(p.Job.Boot.PowerCycle), env, p.Job.Boot.Timeout.D())
+	if err != nil {
+		return false, fmt.Errorf("the host stopped answering, and power-cycling it did not bring it back: %w", err)
+	}
+	p.say(commit, PhaseBoot, "the host is back on "+f.Release+" after the power cycle")
+	p.abandoned = false
+	return true, nil
 }
 
 // consoleLog is where the console of a commit's boots goes, when the job

@@ -330,6 +330,22 @@ func attempt(ctx context.Context, dial Dialer) (*Host, Facts, error) {
 	return h, f, nil
 }
 
+// PowerCycle runs command (boot.power_cycle) here, with env, and waits up
+// to timeout for the host to answer again, on whatever kernel: for a host
+// that stopped answering (hung mid-measurement), not for a kernel that
+// failed to boot (recoverHost).
+func PowerCycle(ctx context.Context, dial Dialer, command string, env []string, timeout time.Duration) (Facts, error) {
+	if err := runLocal(ctx, command, env); err != nil {
+		return Facts{}, err
+	}
+	h, f, err := waitForBoot(ctx, dial, "", timeout)
+	if err != nil {
+		return Facts{}, fmt.Errorf("after the power cycle the host %w", err)
+	}
+	h.Close()
+	return f, nil
+}
+
 // recoverHost power-cycles a host whose test kernel did not come back and
 // waits for it on its default kernel: the kernel failed, the lab did not.
 func recoverHost(ctx context.Context, name string, dial Dialer, before string, opt BootOptions, why error) error {
