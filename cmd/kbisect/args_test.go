@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -72,5 +75,15 @@ func TestAFlagsHelpNamesItsDefaultOnce(t *testing.T) {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("run --help lacks %q", want)
 		}
+	}
+}
+
+// A full disk says what to do, whatever file it stopped at.
+func TestAFullDiskSaysWhatToDo(t *testing.T) {
+	var stderr strings.Builder
+	err := fmt.Errorf("lab: %w", &os.PathError{Op: "write", Path: "/state/.session.jsonl.kbisect-tmp1", Err: syscall.ENOSPC})
+	if code := exitCode(context.Background(), err, &stderr); code != exitFailure ||
+		!strings.Contains(stderr.String(), "kbisect: a disk is full (above, the file it could not write): free space there and run the same command again") {
+		t.Errorf("exit %d: %s", code, stderr.String())
 	}
 }

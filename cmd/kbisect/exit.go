@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/urfave/cli/v2"
 
@@ -66,6 +67,9 @@ func exitCode(ctx context.Context, err error, stderr io.Writer) int {
 		return exitInterrupted
 	}
 	fmt.Fprintf(stderr, "kbisect: %v\n", err)
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		fmt.Fprintln(stderr, "kbisect: a disk is full (above, the file it could not write): free space there and run the same command again; what was recorded before is kept")
+	}
 	return exitFailure
 }
 
