@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"kbisect/cmd/kbisect/internal/cliargs"
 	"kbisect/internal/usage"
 )
 
@@ -24,7 +25,7 @@ func runKbisect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return exitCode(ctx, usagef("unknown command %q (kbisect --help lists them)", args[1]), stderr)
 	}
 	app.Metadata = map[string]any{"args": args}
-	err := app.RunContext(ctx, flagsFirst(app, args))
+	err := app.RunContext(ctx, cliargs.FlagsFirst(app, args))
 	var reported *reportedError
 	var result *resultError
 	if err != nil && !errors.As(err, &reported) && !errors.As(err, &result) && wantsJSON(args) {
@@ -38,11 +39,11 @@ func runKbisect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 
 func newApp(stdout, stderr io.Writer) *cli.App {
 	app := commands(stdout, stderr)
-	strict(app.Commands, "")
+	cliargs.Strict(app.Commands, "")
 	return app
 }
 
-// commands are kbisect's commands as declared, before strict.
+// commands are kbisect's commands as declared, before cliargs.Strict.
 func commands(stdout, stderr io.Writer) *cli.App {
 	return &cli.App{
 		Name:  "kbisect",

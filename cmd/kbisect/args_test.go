@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"kbisect/cmd/kbisect/internal/cliargs"
 )
 
 // Flags go anywhere, as users write them: after a file too, and a flag's
@@ -33,7 +35,7 @@ func TestFlagsGoAnywhere(t *testing.T) {
 		t.Errorf("validate FILE --json: exit %d, stdout %.200q, stderr %q", code, stdout, stderr)
 	}
 	// After --, everything is an argument.
-	if got := flagsFirst(newApp(nil, nil), []string{"kbisect", "validate", "a.yaml", "--json", "--", "--b.yaml"}); strings.Join(got, " ") != "kbisect validate --json a.yaml -- --b.yaml" {
+	if got := cliargs.FlagsFirst(newApp(nil, nil), []string{"kbisect", "validate", "a.yaml", "--json", "--", "--b.yaml"}); strings.Join(got, " ") != "kbisect validate --json a.yaml -- --b.yaml" {
 		t.Errorf("reordered: %q", got)
 	}
 }

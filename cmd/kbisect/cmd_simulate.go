@@ -18,56 +18,9 @@ import (
 
 func simulateCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "simulate",
-		Usage: "plan a bisection: how often each strategy finds the right commit on this noise, and what it costs",
-		Description: `simulate runs thousands of bisections in simulated time — no builds, no
-SSH — with kbisect's real search, rule and confirmation against a model of
-the machine's noise, and prints per strategy how often it named the right
-commit, a wrong one (said "found" and was wrong), or none (inconclusive,
-not reproduced), and what that cost in boots, builds, samples and hours.
-
-The noise model: samples of good kernels scatter around --good, of bad
-ones around --bad; --spread is the log-normal spread within a boot,
---boot-spread the spread of a boot's level from boot to boot; --bad-boots
-is the share of boots that land at the other side's level; --stray-boots
-RATE:A-B% the share that lands partway, A to B of the way there; --spikes
-RATE:MIN-MAXx multiplies that share of samples by a factor between MIN and
-MAX; --flips draws that share of samples from the other side.
-
-The strategies: kbisect (the engine run --job uses); rule (the sequential
-rule per commit kbisect used before, with git's bisection and its
-5-round confirmation); git-bisect (one sample per commit against the
-threshold); median-10 (the median of 10 samples of one boot).
-
-With --job, the job's samples, confidence and absolute threshold are used.
-
-The levels and spreads can be learned from real boots of a good and a bad
-kernel instead, as a run's calibration learns its endpoints': the levels,
-the spread within a boot and, from two boots or more of each kernel, the
-boot spread. Boots on the wrong side, stray boots, spikes and flips cannot
-be learned from a few boots: give them. The flags given win over what is
-learned.
-   --from-state DIR   a run's state directory: its endpoints' boots, as
-                      calibration measured them.
-   --good-measure FILE, --bad-measure FILE (each repeatable)
-                      the outputs of kbisect measure --json, each one boot
-                      of a good or a bad kernel; the metric's direction is
-                      the job's (--job) or the metric's own.
-   --from-history DB --good-kernel TAG --bad-kernel TAG (repeatable)
-                      the nightly's database: every measurement of those
-                      releases (or commits) on the machine (--job's, or the
-                      only one there) is one boot. The history keeps each
-                      measurement's samples but no boot boundaries: one
-                      that pooled several boots (alternating rounds,
-                      verdict.boots > 1) counts as one.
-
-EXAMPLES
-   kbisect simulate --good 7us --bad 15us --spread 0.2 --spikes 5%:2-20x
-   kbisect simulate --good 7us --bad 15us --spread 0.3 --bad-boots 5% --runs 2000 --json
-   kbisect simulate --job configs/system-0.yaml --good 3us --bad 49ms --commits 1200
-   kbisect simulate --from-state ~/linux/.git/kbisect/run-1a2b3c --bad-boots 5% --commits 3000
-   kbisect simulate --good-measure good-1.json --good-measure good-2.json --bad-measure bad-1.json --bad-measure bad-2.json
-   kbisect simulate --job configs/system-0.yaml --from-history ~/linux/.git/kbisect/history.db --good-kernel v6.12.57 --bad-kernel v6.12.58`,
+		Name:        "simulate",
+		Usage:       "plan a bisection: how often each strategy finds the right commit on this noise, and what it costs",
+		Description: helpText(simulateHelp),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "job", Usage: "take samples, confidence and threshold from this job file"},
 			&cli.StringFlag{Name: "from-state", Usage: "learn the levels and spreads from a run's state directory (its endpoints' boots)"},

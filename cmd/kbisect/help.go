@@ -10,6 +10,8 @@ import (
 var (
 	//go:embed help/kbisect.txt
 	kbisectHelp string
+	//go:embed help/simulate.txt
+	simulateHelp string
 	//go:embed help/run.txt
 	runHelp string
 	//go:embed help/nightly.txt

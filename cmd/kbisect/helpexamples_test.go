@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/urfave/cli/v2"
+
+	"kbisect/cmd/kbisect/internal/cliargs"
 )
 
 // helpCommands are every command's help: the top level's and each
@@ -117,8 +119,8 @@ func TestEveryExampleInTheHelpParses(t *testing.T) {
 				}
 			}
 			stub(app.Commands, "")
-			strict(app.Commands, "")
-			err := app.RunContext(context.Background(), flagsFirst(app, words))
+			cliargs.Strict(app.Commands, "")
+			err := app.RunContext(context.Background(), cliargs.FlagsFirst(app, words))
 			if err != nil || ran == "" {
 				t.Errorf("help of %q: %s\n  %v (ran %q)", cmdPath, line, err, ran)
 			}
@@ -137,7 +139,7 @@ func checkFlagNames(t *testing.T, cmdPath, line string) {
 	var cmd *cli.Command
 	cmds := app.Commands
 	for _, w := range words[1:] {
-		c := findCommand(cmds, w)
+		c := cliargs.FindCommand(cmds, w)
 		if c == nil {
 			break
 		}

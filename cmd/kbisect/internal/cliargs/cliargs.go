@@ -1,21 +1,27 @@
-package main
+// Package cliargs makes urfave/cli read a command line as users write it:
+// flags anywhere, a mistake answered in one line (exit 2, through
+// internal/usage) rather than a help page, a flag's default said once.
+// It knows no kbisect command.
+package cliargs
 
 import (
 	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"kbisect/internal/usage"
 )
 
-// flagsFirst moves a command's flags before its arguments: users write
+// FlagsFirst moves a command's flags before its arguments: users write
 // `kbisect parse FILE --tool oslat`, and urfave/cli stops reading flags
 // at the first argument. A flag's value goes with it; after "--"
 // everything is an argument, as written.
-func flagsFirst(app *cli.App, args []string) []string {
+func FlagsFirst(app *cli.App, args []string) []string {
 	i, cmds := 1, app.Commands
 	var cmd *cli.Command
 	for i < len(args) {
-		c := findCommand(cmds, args[i])
+		c := FindCommand(cmds, args[i])
 		if c == nil {
 			break
 		}
@@ -46,7 +52,7 @@ func flagsFirst(app *cli.App, args []string) []string {
 	return slices.Concat(args[:i], flags, rest)
 }
 
-func findCommand(cmds []*cli.Command, name string) *cli.Command {
+func FindCommand(cmds []*cli.Command, name string) *cli.Command {
 	for _, c := range cmds {
 		if c.Name == name || slices.Contains(c.Aliases, name) {
 			return c
@@ -67,15 +73,15 @@ func takesValue(cmd *cli.Command, name string) bool {
 	return false // --help, or unknown: the parser says so
 }
 
-// strict makes every command answer a mistake in its command line as
+// Strict makes every command answer a mistake in its command line as
 // one: exit 2 and one line that says what is wrong and where the help
 // is, not a help page. Required flags are checked here (urfave/cli
 // prints the whole help before its error), and a command that takes no
 // arguments refuses one.
-func strict(cmds []*cli.Command, parent string) {
+func Strict(cmds []*cli.Command, parent string) {
 	for _, c := range cmds {
 		path := strings.TrimSpace(parent + " " + c.Name)
-		strict(c.Subcommands, path)
+		Strict(c.Subcommands, path)
 		if c.Action == nil {
 			continue
 		}
@@ -89,21 +95,21 @@ func strict(cmds []*cli.Command, parent string) {
 		c.Action = func(ctx *cli.Context) error {
 			for _, name := range required {
 				if !ctx.IsSet(name) {
-					return usagef("%s: --%s is required (see kbisect %s --help)", path, name, path)
+					return usage.Errorf("%s: --%s is required (see kbisect %s --help)", path, name, path)
 				}
 			}
 			if !takesArgs && ctx.NArg() > 0 {
-				return usagef("%s: unexpected argument %q: it takes only flags (see kbisect %s --help)", path, ctx.Args().First(), path)
+				return usage.Errorf("%s: unexpected argument %q: it takes only flags (see kbisect %s --help)", path, ctx.Args().First(), path)
 			}
 			return action(ctx)
 		}
 		c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
-			return usagef("%s: %v (see kbisect %s --help)", path, err, path)
+			return usage.Errorf("%s: %v (see kbisect %s --help)", path, err, path)
 		}
 	}
 }
 
-// setNotRequired drops a flag's Required, for strict to check it, and
+// setNotRequired drops a flag's Required, for Strict to check it, and
 // says whether it could (a kind of flag not named here stays urfave's).
 func setNotRequired(f cli.Flag) bool {
 	switch f := f.(type) {
