@@ -120,7 +120,8 @@ func (p *Pipeline) recoverUnanswering(ctx context.Context, commit string) (bool,
 	}
 	f, err := remote.PowerCycle(ctx, dial, string(p.Job.Boot.PowerCycle), env, p.Job.Boot.Timeout.D())
 	if err != nil {
-		return false, fmt.Errorf("the host stopped answering, and power-cycling it did not bring it back: %w", err)
+		return false, &remote.InfraError{Host: opt.User + "@" + opt.Address, Op: "power cycle",
+			Err: fmt.Errorf("the host stopped answering, and power-cycling it (boot.power_cycle) did not bring it back: %w", err)}
 	}
 	p.say(commit, PhaseBoot, "the host is back on "+f.Release+" after the power cycle")
 	p.abandoned = false

@@ -262,8 +262,9 @@ func TestADroppedMeasurementCostsABootNotTheRun(t *testing.T) {
 }
 
 // TestAFlakyHostIsRetriedAndADeadOneStopsTheRun: connections the host
-// refuses are the lab's failure: retried with backoff, and when they go on
-// the test ends with an error, never a verdict.
+// refuses are the lab's failure: retried with backoff; a host that still
+// refuses after its power cycle ends the test with an error that says so,
+// never a verdict.
 func TestAFlakyHostIsRetriedAndADeadOneStopsTheRun(t *testing.T) {
 	r := newSimRun(t, simlab.Options{Seed: 17, Commits: 80})
 	ctx := context.Background()
@@ -276,7 +277,7 @@ func TestAFlakyHostIsRetriedAndADeadOneStopsTheRun(t *testing.T) {
 	r.lab.Host.RefuseConnections(1000)
 	_, err := r.pipe.Evidence(ctx, bad)
 	var ie *remote.InfraError
-	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "the lab failed 3 times") {
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "the host stopped answering, and power-cycling it (boot.power_cycle) did not bring it back") {
 		t.Fatalf("a host that refuses every connection: %v", err)
 	}
 	if _, err := ReadEvidence(r.state, bad); !os.IsNotExist(err) {
