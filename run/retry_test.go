@@ -28,14 +28,7 @@ func TestRetrySkipsMeasuresTheCommitsARunSkipped(t *testing.T) {
 }
 
 func testRetrySkips(t *testing.T, search string) {
-	if err := simlab.Requirements(); err != nil {
-		t.Skip(err)
-	}
-	l, err := simlab.New(t.TempDir(), simlab.Options{Seed: 5, Commits: 80})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := newSimLab(t, simlab.Options{Seed: 5, Commits: 80})
 	data, err := os.ReadFile(l.JobFile)
 	if err != nil {
 		t.Fatal(err)

@@ -112,31 +112,40 @@ func (s *jobSnapshot) identity() string {
 func (s *jobSnapshot) save(dir, name string) error {
 	c := *s.job
 	c.Build.Fragments = slices.Clone(c.Build.Fragments)
-	for key, path := range s.inputs {
-		data, err := os.ReadFile(path)
+	for i := range c.Build.Fragments {
+		rel, err := s.copyInput(dir, fmt.Sprintf("build.fragments[%d]", i))
 		if err != nil {
-			return fmt.Errorf("%s %s: %v", key, path, err)
-		}
-		rel := filepath.Join("inputs", strings.TrimPrefix(s.settings[key].Value, "sha256:")[:12]+"-"+filepath.Base(path))
-		if err := os.MkdirAll(filepath.Join(dir, "inputs"), 0o755); err != nil {
 			return err
 		}
-		if err := atomicfile.WriteFile(filepath.Join(dir, rel), data); err != nil {
-			return err
-		}
-		if key == "build.config" {
-			c.Build.Config = rel
-			continue
-		}
-		var i int
-		fmt.Sscanf(key, "build.fragments[%d]", &i)
 		c.Build.Fragments[i] = configs.Path(rel)
+	}
+	if _, ok := s.inputs["build.config"]; ok {
+		rel, err := s.copyInput(dir, "build.config")
+		if err != nil {
+			return err
+		}
+		c.Build.Config = rel
 	}
 	out, err := c.Effective()
 	if err != nil {
 		return err
 	}
 	return atomicfile.WriteFile(filepath.Join(dir, name), out)
+}
+
+// copyInput copies the input file of key into dir's inputs/, named by its
+// content, and returns its path there, relative to dir.
+func (s *jobSnapshot) copyInput(dir, key string) (string, error) {
+	path := s.inputs[key]
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %v", key, path, err)
+	}
+	rel := filepath.Join("inputs", strings.TrimPrefix(s.settings[key].Value, "sha256:")[:12]+"-"+filepath.Base(path))
+	if err := os.MkdirAll(filepath.Join(dir, "inputs"), 0o755); err != nil {
+		return "", err
+	}
+	return rel, atomicfile.WriteFile(filepath.Join(dir, rel), data)
 }
 
 // loadSnapshot reads the job the state directory keeps as name.

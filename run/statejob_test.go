@@ -56,14 +56,7 @@ func TestShippedJobsReadBackFromTheStateAlone(t *testing.T) {
 // config fragment refuses to resume and says which key changed; a change
 // of how the host is reached goes on, said; report needs the state alone.
 func TestResumeRefusesAnotherResolvedJobAndSaysWhatChanged(t *testing.T) {
-	if err := simlab.Requirements(); err != nil {
-		t.Skip(err)
-	}
-	l, err := simlab.New(t.TempDir(), simlab.Options{Seed: 5, Commits: 60})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := newSimLab(t, simlab.Options{Seed: 5, Commits: 60})
 	// The verdict moves to a defaults file the job includes, as the
 	// shipped lab-defaults.yaml does.
 	job := read(t, l.JobFile)
@@ -178,14 +171,7 @@ func (c cancelOnFirst) Emit(progress.Event) { c.cancel() }
 // In the default state directory an edited job is a run of its own, and
 // the user is told which run of the same range it does not go on with.
 func TestAnEditedJobBeginsAfreshAndSaysWhichRunItLeaves(t *testing.T) {
-	if err := simlab.Requirements(); err != nil {
-		t.Skip(err)
-	}
-	l, err := simlab.New(t.TempDir(), simlab.Options{Seed: 5, Commits: 60})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := newSimLab(t, simlab.Options{Seed: 5, Commits: 60})
 	var msgs bytes.Buffer
 	o := JobOptions{Range: Range{Goods: []string{l.Tree.Good}, Bad: l.Tree.Bad}, Jobs: []string{l.JobFile}, Messages: &msgs}
 	res, err := Job(context.Background(), o)
@@ -207,4 +193,19 @@ func TestAnEditedJobBeginsAfreshAndSaysWhichRunItLeaves(t *testing.T) {
 	if !strings.Contains(msgs.String(), want) {
 		t.Errorf("messages:\n%s\nwant %q", msgs.String(), want)
 	}
+}
+
+// newSimLab is a simulated lab for the test, closed after it; the test is
+// skipped where the lab cannot be made (no make or gcc).
+func newSimLab(t *testing.T, opt simlab.Options) *simlab.Lab {
+	t.Helper()
+	if err := simlab.Requirements(); err != nil {
+		t.Skip(err)
+	}
+	l, err := simlab.New(t.TempDir(), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
 }

@@ -41,10 +41,7 @@ func TestRunResumesAfterKill9(t *testing.T) {
 	f := newFixture(t, 7)
 	want := f.gitBisectTested(t)
 	bin := buildKbisect(t)
-	killed := filepath.Join(t.TempDir(), "killed")
-	script := fmt.Sprintf(`echo "$KBISECT_COMMIT" >> %[1]s
-if [ "$(wc -l < %[1]s)" -eq 3 ] && [ ! -e %[2]s ]; then touch %[2]s; kill -9 $PPID; exit 0; fi
-grep -q good state`, f.calls, killed)
+	script := f.killedAtThirdTest(t)
 	// --bad HEAD: after the kill HEAD names the commit under test, and the
 	// same command must still find its run.
 	args := []string{"run", "--repo", f.dir, "--good", f.good, "--bad", "HEAD", "--exec", script}
@@ -409,10 +406,7 @@ func TestRunAfterAKillAndACheckoutGoesOn(t *testing.T) {
 	f := newFixture(t, 7)
 	want := f.gitBisectTested(t)
 	bin := buildKbisect(t)
-	killed := filepath.Join(t.TempDir(), "killed")
-	script := fmt.Sprintf(`echo "$KBISECT_COMMIT" >> %[1]s
-if [ "$(wc -l < %[1]s)" -eq 3 ] && [ ! -e %[2]s ]; then touch %[2]s; kill -9 $PPID; exit 0; fi
-grep -q good state`, f.calls, killed)
+	script := f.killedAtThirdTest(t)
 	args := []string{"run", "--repo", f.dir, "--good", f.good, "--bad", f.bad, "--exec", script}
 	if out, err := exec.Command(bin, args...).CombinedOutput(); err == nil || !strings.Contains(err.Error(), "killed") {
 		t.Fatalf("first run was not killed: %v\n%s", err, out)
@@ -433,4 +427,13 @@ grep -q good state`, f.calls, killed)
 	if head := f.git(t, "symbolic-ref", "HEAD"); head != "refs/heads/master" {
 		t.Errorf("HEAD is %s after the run", head)
 	}
+}
+
+// killedAtThirdTest is the fixture's test command, which SIGKILLs kbisect
+// (its parent) at the third commit it tests, once.
+func (f *fixture) killedAtThirdTest(t *testing.T) string {
+	killed := filepath.Join(t.TempDir(), "killed")
+	return fmt.Sprintf(`echo "$KBISECT_COMMIT" >> %[1]s
+if [ "$(wc -l < %[1]s)" -eq 3 ] && [ ! -e %[2]s ]; then touch %[2]s; kill -9 $PPID; exit 0; fi
+grep -q good state`, f.calls, killed)
 }
