@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"kbisect/configs"
+	"kbisect/qemu"
 	"kbisect/remote"
 )
 
@@ -55,7 +56,16 @@ type Readiness struct {
 	// first contact finds it (nil: boot.base_cmdline, the state's record,
 	// or not found).
 	Base *remote.Base
+	// Checked says what the preflight could check, for a "ready" line.
+	Checked string
 }
+
+// What a preflight checks: a lab host, or the local QEMU guest, which
+// is reached only when a run boots its first kernel.
+const (
+	checkedHost = "SSH, sudo, boot method, workload, CPUs, room here and there"
+	checkedQEMU = "qemu-system-x86_64, the guest's image and keys, its vCPUs against the job's CPU lists, the tree, room here; the guest answers when a run boots its first kernel"
+)
 
 // Err is a *PreflightError when something is wrong, else nil.
 func (r *Readiness) Err() error {
@@ -96,7 +106,7 @@ func (e *PreflightError) Error() string {
 func Preflight(ctx context.Context, job *configs.Job, o PreflightOptions) (*Readiness, error) {
 	ctx, cancel := context.WithTimeout(ctx, preflightTimeout+o.waitForHost(job))
 	defer cancel()
-	r := &Readiness{Job: job.File}
+	r := &Readiness{Job: job.File, Checked: checkedHost}
 	add := func(what, fix string) { r.Problems = append(r.Problems, remote.Problem{What: what, Fix: fix}) }
 	tree := string(job.Build.Tree)
 	if out, err := exec.CommandContext(ctx, "git", "-C", tree, "rev-parse", "--git-dir").CombinedOutput(); err != nil {
@@ -120,7 +130,8 @@ func Preflight(ctx context.Context, job *configs.Job, o PreflightOptions) (*Read
 	}
 	if job.Boot.Method == configs.BootQEMU {
 		// The guest is started by each run: here is its lab.
-		r.Host = "the local QEMU guest (boot.method qemu)"
+		r.Host, r.Checked = "the local QEMU guest (boot.method qemu)", checkedQEMU
+		r.Problems = append(r.Problems, guestCPUProblems(job)...)
 		if err := qemuImage(job).Check(); err != nil {
 			add(err.Error(), "kbisect lab image --dir "+qemuImage(job).Dir+" (or set boot.qemu.image to where it is)")
 		}
@@ -236,4 +247,37 @@ func roomProblem(what, dir string, need uint64) *remote.Problem {
 			Fix: "free space on its file system, or move it (build.cache_dir, --state)"}
 	}
 	return nil
+}
+
+// guestCPUProblems says which CPUs the job names that the QEMU guest will
+// not have: its vCPUs are boot.qemu.cpus capped at this machine's cores,
+// and a boot parameter naming a CPU beyond them would fail the first
+// boot's verification after a whole build.
+func guestCPUProblems(job *configs.Job) []remote.Problem {
+	vcpus, capped := qemu.CPUs(max(job.Boot.QEMU.CPUs, 1))
+	guest := make(configs.CPUs, vcpus)
+	for i := range guest {
+		guest[i] = i
+	}
+	has := fmt.Sprintf("it has %d vCPUs (%s)", vcpus, guest)
+	if capped != "" {
+		has += "; " + capped
+	}
+	missing := map[string][]string{} // key → what it names that the guest lacks
+	var keys []string
+	for _, l := range hostNeeds(job).Lists {
+		if m := configs.CPUs(l.CPUs).Minus(guest); len(m) > 0 {
+			if _, ok := missing[l.Key]; !ok {
+				keys = append(keys, l.Key)
+			}
+			missing[l.Key] = append(missing[l.Key], strings.TrimSpace(l.Name+" "+m.String()))
+		}
+	}
+	var bad []remote.Problem
+	for _, k := range keys {
+		bad = append(bad, remote.Problem{
+			What: fmt.Sprintf("%s names CPUs the QEMU guest does not have: %s (%s)", k, strings.Join(missing[k], ", "), has),
+			Fix:  fmt.Sprintf("name CPUs of %s in %s, or give the guest more vCPUs (boot.qemu.cpus, at most this machine's cores)", guest, k)})
+	}
+	return bad
 }

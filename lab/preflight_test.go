@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -131,7 +132,38 @@ func TestAQEMUJobsPreflightChecksTheGuestsImage(t *testing.T) {
 		found = found || (p.What == "the QEMU lab image is not in "+image+" (rootfs.img is missing): make it with kbisect lab image" &&
 			p.Fix == "kbisect lab image --dir "+image+" (or set boot.qemu.image to where it is)")
 	}
-	if !found || rd.Host != "the local QEMU guest (boot.method qemu)" {
-		t.Errorf("host %q, problems %+v", rd.Host, rd.Problems)
+	if !found || rd.Host != "the local QEMU guest (boot.method qemu)" || rd.Checked != checkedQEMU {
+		t.Errorf("host %q, problems %+v, checked %q", rd.Host, rd.Problems, rd.Checked)
+	}
+	for _, p := range rd.Problems {
+		if strings.Contains(p.What, "CPU") {
+			t.Errorf("qemu-local.yaml's CPUs fit its guest, yet: %+v", p)
+		}
+	}
+
+	// A CPU beyond the guest's vCPUs would fail the first boot's
+	// verification after a whole build: the preflight names it now.
+	over := runtime.NumCPU() + 1
+	job.Boot.QEMU.CPUs = over
+	job.Boot.Params = fmt.Sprintf("nohz_full=1,%d isolcpus=nohz,domain,1 rcu_nocbs=1", over)
+	rd, err = Preflight(context.Background(), job, PreflightOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var guest configs.CPUs
+	for i := range runtime.NumCPU() {
+		guest = append(guest, i)
+	}
+	vcpus := guest.String()
+	want := fmt.Sprintf("boot.params names CPUs the QEMU guest does not have: nohz_full %d (it has %d vCPUs (%s); boot.qemu.cpus %d is more than the host's %d cores: %d vCPUs)",
+		over, runtime.NumCPU(), vcpus, over, runtime.NumCPU(), runtime.NumCPU())
+	var cpuProblems []string
+	for _, p := range rd.Problems {
+		if strings.Contains(p.What, "CPU") {
+			cpuProblems = append(cpuProblems, p.What+" | "+p.Fix)
+		}
+	}
+	if len(cpuProblems) != 1 || cpuProblems[0] != want+" | name CPUs of "+vcpus+" in boot.params, or give the guest more vCPUs (boot.qemu.cpus, at most this machine's cores)" {
+		t.Errorf("CPU problems:\n%s\nwant:\n%s", strings.Join(cpuProblems, "\n"), want)
 	}
 }

@@ -9,7 +9,9 @@ import (
 )
 
 // HostJSON is kbisect host check --json: facts is null when the host was
-// not reached; problems are the preflight's, each with its fix.
+// not reached (a QEMU job's guest, until a run boots it); wrong and
+// problems are lists, empty when all is well; problems are the
+// preflight's, each with its fix.
 type HostJSON struct {
 	Host     string           `json:"host"`
 	Facts    *remote.Facts    `json:"facts"`
@@ -19,6 +21,9 @@ type HostJSON struct {
 	// Base is the base command line a run's test kernels would boot
 	// from, as first contact finds it (absent with boot.base_cmdline).
 	Base *remote.Base `json:"base,omitempty"`
+	// Checked says what a "ready" was checked on: a lab host's SSH,
+	// sudo, boot method…, or the files a QEMU guest starts from.
+	Checked string `json:"checked"`
 }
 
 // WriteHostCheck writes what runs on the host, what of the job's boot
@@ -47,7 +52,7 @@ func WriteHostCheck(w io.Writer, c HostJSON) {
 		}
 	}
 	if len(c.Problems) == 0 {
-		fmt.Fprintln(w, "ready: a run can start (SSH, sudo, boot method, workload, CPUs, room here and there)")
+		fmt.Fprintf(w, "ready: a run can start (%s)\n", c.Checked)
 	}
 	for _, p := range c.Problems {
 		fmt.Fprintf(w, "not ready: %s\n  fix: %s\n", p.What, p.Fix)

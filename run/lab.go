@@ -27,6 +27,9 @@ type HostCheck struct {
 	Problems []remote.Problem
 	// Base is the base command line the test kernels would boot from.
 	Base *remote.Base
+	// Checked says what was checked: a lab host's SSH, sudo and so on,
+	// or the files and programs a QEMU guest starts from.
+	Checked string
 }
 
 // CheckHost reaches the job's host and compares what runs there with the
@@ -44,7 +47,7 @@ func CheckHost(ctx context.Context, jobFile string, messages io.Writer) (*HostCh
 	if err != nil {
 		return nil, fmt.Errorf("host check: %w", err)
 	}
-	c := &HostCheck{Host: rd.Host, Facts: rd.Facts, Problems: rd.Problems, Base: rd.Base}
+	c := &HostCheck{Host: rd.Host, Facts: rd.Facts, Wrong: []string{}, Problems: append([]remote.Problem{}, rd.Problems...), Base: rd.Base, Checked: rd.Checked}
 	if rd.Facts != nil {
 		c.Wrong = append([]string{}, rd.Facts.Check(lab.Expect(job, ""))...)
 	}

@@ -35,7 +35,7 @@ func runHostCheck(ctx context.Context, jobFile string, asJSON bool, stdout, stde
 	if err != nil {
 		return err
 	}
-	out := report.HostJSON{Host: c.Host, Facts: c.Facts, OK: len(c.Wrong) == 0 && len(c.Problems) == 0, Wrong: c.Wrong, Problems: c.Problems, Base: c.Base}
+	out := report.HostJSON{Host: c.Host, Facts: c.Facts, OK: len(c.Wrong) == 0 && len(c.Problems) == 0, Wrong: c.Wrong, Problems: c.Problems, Base: c.Base, Checked: c.Checked}
 	if asJSON {
 		report.WriteJSON(stdout, out)
 	} else {
