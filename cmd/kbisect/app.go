@@ -31,7 +31,13 @@ func runKbisect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if err != nil && !errors.As(err, &reported) && !errors.As(err, &result) && wantsJSON(args) {
 		// --json promises one object on stdout, also for a mistake in the
 		// command line that the flag parser found first.
-		b, _ := json.Marshal(map[string]any{"result": "aborted", "error": err.Error(), "candidates": []string{}, "tested": []any{}})
+		// A bisection's object keeps its lists; other commands' carry
+		// just what ended them.
+		out := map[string]any{"result": "aborted", "error": err.Error()}
+		if len(args) > 1 && (args[1] == "run" || args[1] == "demo") {
+			out["candidates"], out["tested"] = []string{}, []any{}
+		}
+		b, _ := json.Marshal(out)
 		fmt.Fprintf(stdout, "%s\n", b)
 	}
 	return exitCode(ctx, err, stderr)

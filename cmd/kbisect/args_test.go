@@ -63,6 +63,20 @@ func TestUsageMistakesAreOneLineAndExit2(t *testing.T) {
 			t.Errorf("%v: stdout %q", c.args, stdout)
 		}
 	}
+
+	// --json's object on such a mistake is the command's: a bisection's
+	// keeps its lists, parse's is just what ended it.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"parse", "x.txt", "--json"}, `{"error":"parse: --tool is required (see kbisect parse --help)","result":"aborted"}` + "\n"},
+		{[]string{"run", "--json"}, `{"candidates":[],"error":"run: give --job FILE (bisect kernels on a lab machine) or --exec CMD (a test command, as for git bisect run), with --good REV and --bad REV (see kbisect run --help)","result":"aborted","tested":[]}` + "\n"},
+	} {
+		if code, stdout, _ := runCLI(t, context.Background(), c.args...); code != exitUsage || stdout != c.want {
+			t.Errorf("%v: exit %d, stdout %q, want %q", c.args, code, stdout, c.want)
+		}
+	}
 }
 
 // A flag's help names its default once, and not for a switch that is off.
