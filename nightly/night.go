@@ -2,6 +2,7 @@ package nightly
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -228,8 +229,22 @@ func (n *night) finishIncident(ctx context.Context, g *bisect.Graph, inc *histor
 		n.closePipe() // a QEMU guest left running would be the bisection's noise
 		n.closePipe = nil
 	}
-	res, err := n.o.Bisect(ctx, BisectRequest{JobFile: n.o.JobFile, Good: inc.LastGood, Bad: inc.FirstBadTag, StateDir: inc.StateDir,
-		ReportDir: inc.StateDir})
+	req := BisectRequest{JobFile: n.o.JobFile, Good: inc.LastGood, Bad: inc.FirstBadTag, StateDir: inc.StateDir, ReportDir: inc.StateDir}
+	res, err := n.o.Bisect(ctx, req)
+	var changed *run.JobChangedError
+	if errors.As(err, &changed) {
+		// The job was edited while the incident was open: its verdicts
+		// were made with another rule. No one is there to choose, and a
+		// refusal would come back every night: keep them aside and
+		// begin again with the job as it is.
+		aside := fmt.Sprintf("%s.job-changed-%s", inc.StateDir, time.Now().UTC().Format("20060102T150405Z"))
+		if err := os.Rename(inc.StateDir, aside); err != nil {
+			return fmt.Errorf("keeping aside the bisection made with the job as it was: %w", err)
+		}
+		n.say("%s changed since the bisection of %s..%s began (%s): its boots are kept in %s, and the bisection begins again with the job as it is",
+			n.o.JobFile, inc.LastGood, inc.FirstBadTag, strings.Join(changed.Changes, "; "), aside)
+		res, err = n.o.Bisect(ctx, req)
+	}
 	if err != nil {
 		return err
 	}

@@ -200,6 +200,22 @@ func jobChanges(was, now *jobSnapshot) (mix, reach []string) {
 	return mix, reach
 }
 
+// JobChangedError is a state directory whose verdicts were made with
+// another job than the one given now: a change of what is measured
+// (Changes, one line a key), which refuses to resume. The nightly, which
+// has no one to ask, keeps such a state aside and begins again.
+type JobChangedError struct {
+	Dir, File string
+	// Copy is the state's copy of the job the verdicts were made with.
+	Copy    string
+	Changes []string
+}
+
+func (e *JobChangedError) Error() string {
+	return fmt.Sprintf("state directory %s holds verdicts made with another job than %s (its copy is %s); what changed:\n  %s\ngive another --state, undo the change, or remove the state to start over",
+		e.Dir, e.File, e.Copy, strings.Join(e.Changes, "\n  "))
+}
+
 // checkSameJobs compares the jobs given now with the copies in the state
 // directory: a change of what is measured refuses to resume, with every
 // changed key; a change of how the lab is reached is said and goes on.
@@ -212,8 +228,7 @@ func checkSameJobs(dir string, files []string, now []*jobSnapshot, msg io.Writer
 		}
 		mix, reach := jobChanges(was, snap)
 		if len(mix) > 0 {
-			return usage.Errorf("state directory %s holds verdicts made with another job than %s (its copy is %s); what changed:\n  %s\ngive another --state, undo the change, or remove the state to start over",
-				dir, files[i], filepath.Join(dir, name), strings.Join(mix, "\n  "))
+			return usage.Wrap(&JobChangedError{Dir: dir, File: files[i], Copy: filepath.Join(dir, name), Changes: mix})
 		}
 		for _, l := range reach {
 			fmt.Fprintf(msg, "kbisect: %s changed since the run began, which does not change what is measured: %s\n", files[i], l)

@@ -291,6 +291,52 @@ func TestNightlyFinishesWhatAStoppedNightLeft(t *testing.T) {
 	}
 }
 
+// TestNightlyBeginsAgainWhenTheJobChangedMidIncident: the bisection of
+// an open incident was made with the job as it was; the job is edited
+// (what is measured: verdict.samples) before it ends. A run would refuse
+// to resume, and an unattended nightly would refuse every night: it keeps
+// the old state aside, says so, and bisects again with the job as it is.
+func TestNightlyBeginsAgainWhenTheJobChangedMidIncident(t *testing.T) {
+	l, u, k := baselineNight(t)
+	u.publish(u.releases[1 : k+1]...)
+	good, bad := u.releases[k-1], u.releases[k]
+	// What the stopped night left: an incident opened, its state made
+	// with the job as it was, no answer recorded.
+	state := filepath.Join(t.TempDir(), "incident")
+	u.git(filepath.Join(filepath.Dir(u.bare), "linux"), "fetch", "-q", u.bare, "refs/tags/*:refs/tags/*")
+	if code, stdout, stderr := runCLI(t, context.Background(), "run", "--job", u.jobFile, "--good", good, "--bad", bad, "--state", state); code != exitOK {
+		t.Fatalf("the bisection the night began: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	ctx := context.Background()
+	db, err := history.Open(ctx, u.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	where := history.Where{Machine: "simlab", Remote: u.bare, Branch: "linux-6.12.y"}
+	if _, err := db.OpenIncident(ctx, where, history.Incident{LastGood: good, FirstBadTag: bad, StateDir: state, OpenedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	u.editJob(`samples: \{min: 3, max: 5\}`, "samples: {min: 3, max: 6}")
+
+	code, out, stderr := u.night()
+	if code != exitRegression || out.Incident == nil || out.Incident.Commit != l.Tree.Regression {
+		t.Fatalf("the night after the edit: exit %d, %+v\n%s", code, out, stderr)
+	}
+	aside, _ := filepath.Glob(state + ".job-changed-*")
+	if len(aside) != 1 || !strings.Contains(stderr, "verdict.samples.max: was 5, now 6") || !strings.Contains(stderr, "its boots are kept in "+aside[0]) {
+		t.Fatalf("kept aside: %v\n%s", aside, stderr)
+	}
+	// The old boots are kept as they were; the new state holds the job
+	// as it is now.
+	for dir, max := range map[string]string{aside[0]: "max: 5", state: "max: 6"} {
+		job, err := os.ReadFile(filepath.Join(dir, "job.yaml"))
+		if err != nil || !strings.Contains(string(job), max) {
+			t.Errorf("%s/job.yaml: %v, want %q in\n%s", dir, err, max, job)
+		}
+	}
+}
+
 // baselineNight is a simulated lab whose first release is published and
 // measured (the baseline night), with k the first bad release.
 func baselineNight(t *testing.T) (*simlab.Lab, *stableUpstream, int) {
