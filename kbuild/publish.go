@@ -69,13 +69,17 @@ func (o Options) publish(tmp string, a *Artifact) (*Artifact, error) {
 // checkWrapper says what to install when the compile farm's client is not
 // on PATH: make would fail every commit with "command not found", which is
 // the build machine's fault, not the kernel's.
-func (o Options) checkWrapper() error {
-	if len(o.CompilerWrapper) == 0 {
+func (o Options) checkWrapper() error { return CheckCompilerWrapper(o.CompilerWrapper) }
+
+// CheckCompilerWrapper returns a *SetupError saying what to install when
+// the compile farm's client (build.compiler_wrapper) is not on PATH.
+func CheckCompilerWrapper(wrapper []string) error {
+	if len(wrapper) == 0 {
 		return nil
 	}
-	prog := o.CompilerWrapper[0]
+	prog := wrapper[0]
 	if _, err := exec.LookPath(prog); err != nil {
-		return &SetupError{Fault: FaultTool, Msg: fmt.Sprintf("build.compiler_wrapper: %s is not installed here (%s), or give its full path", prog, installHint(prog))}
+		return &SetupError{Fault: FaultTool, Msg: fmt.Sprintf("build.compiler_wrapper: %s is not installed here (%s)", prog, installHint(prog))}
 	}
 	return nil
 }
