@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -47,11 +48,17 @@ func (o Options) maker(s *slot) *maker {
 
 // env is make's environment: kbisect's own, and with ccache the compile
 // farm's client as ccache's prefix command (ccache looks the result up
-// first and sends only its misses to the farm) and its remote storage.
+// first and sends only its misses to the farm), its remote storage, and
+// the slot as ccache's base directory unless one is set: the slot's paths
+// are rewritten relative, so that another slot, or another controller
+// with its cache elsewhere, hits what this one compiled.
 func (m *maker) env() []string {
 	env := os.Environ()
 	if !m.ccache {
 		return env
+	}
+	if _, set := os.LookupEnv("CCACHE_BASEDIR"); !set && m.src != "" {
+		env = append(env, "CCACHE_BASEDIR="+filepath.Dir(m.src))
 	}
 	if len(m.wrapper) > 0 {
 		env = append(env, "CCACHE_PREFIX="+strings.Join(m.wrapper, " "))
