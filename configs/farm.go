@@ -3,6 +3,7 @@ package configs
 import (
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -36,6 +37,15 @@ func (u StorageURL) Expand(lookup func(string) (string, bool)) (string, error) {
 		v, _ := lookup(ref[2 : len(ref)-1])
 		return v
 	}), nil
+}
+
+// secretAttr names the attributes of a remote storage that hold secrets.
+var secretAttr = regexp.MustCompile(`(?i)password|token|secret|auth`)
+
+// isEnvRef says whether s is a ${NAME} and nothing else.
+func isEnvRef(s string) bool {
+	m := envRef.FindStringSubmatchIndex(s)
+	return m != nil && m[0] == 0 && m[1] == len(s) && m[2] >= 0
 }
 
 // storageSchemes are the remote storages ccache 4.7 knows.
@@ -96,7 +106,13 @@ func (l *loader) validateFarm() {
 // a scheme ccache does not know, or a password written out (it would be
 // shown by config show and kept in the state).
 func storageProblem(u string) string {
-	u, _, _ = strings.Cut(u, "|") // ccache's attributes
+	u, attrs, _ := strings.Cut(u, "|") // ccache's attributes: |name=value
+	for _, attr := range strings.Split(attrs, "|") {
+		name, value, _ := strings.Cut(attr, "=")
+		if secretAttr.MatchString(name) && !isEnvRef(value) {
+			return "the " + name + " is written here: put it in an environment variable and write ${NAME} in its place"
+		}
+	}
 	scheme, rest, ok := strings.Cut(u, "://")
 	if !ok || !slices.Contains(storageSchemes, scheme) {
 		return fmt.Sprintf("not a ccache remote storage: write %s://…", strings.Join(storageSchemes, "://…, "))
@@ -110,7 +126,7 @@ func storageProblem(u string) string {
 	if !hasPassword && strings.HasPrefix(scheme, "redis") {
 		password, hasPassword = user, true // redis://PASSWORD@host
 	}
-	if hasPassword && !envRef.MatchString(password) || envRef.ReplaceAllString(password, "") != "" {
+	if hasPassword && !isEnvRef(password) {
 		return "the password is written here: put it in an environment variable and write ${NAME} in its place (redis://${CCACHE_REDIS_PASSWORD}@host:6379)"
 	}
 	return ""
