@@ -31,10 +31,13 @@ func (u StorageURL) Expand(lookup func(string) (string, bool)) (string, error) {
 		return "", err
 	}
 	return envRef.ReplaceAllStringFunc(string(u), func(ref string) string {
+		name := strings.TrimSuffix(strings.TrimPrefix(ref, "${"), "}")
 		if ref == `\$` {
 			return "$"
+		} else if strings.HasPrefix(name, "KBISECT_") {
+			return ref // kbisect's own names are not the environment's (Refs)
 		}
-		v, _ := lookup(ref[2 : len(ref)-1])
+		v, _ := lookup(name)
 		return v
 	}), nil
 }
