@@ -164,6 +164,10 @@ func build(ctx context.Context, o Options, slot int, commit string) (*Artifact, 
 	m.note(fmt.Sprintf("building %s: %s", commitid.Short(commit), strings.Join(m.argv(m.buildTargets(final)...), " ")))
 	if m.ccache {
 		m.note("ccache: used (" + m.ccacheVersion(ctx) + ")")
+		if m.remote != "" {
+			// The URL is not shown: it may hold a password.
+			m.note("ccache: with the remote storage of build.ccache_remote")
+		}
 	} else if o.CCache {
 		m.note("ccache: not used, it is not installed (Debian: apt-get install ccache)")
 	} else {

@@ -122,8 +122,8 @@ func TestCCacheRemoteStorageServesASecondController(t *testing.T) {
 		if a.Cached || len(compiled(t, o, 0)) != 3 {
 			t.Fatalf("%s controller: the kernel was not compiled (cached %v)", controller, a.Cached)
 		}
-		if strings.Contains(buildLog.String(), password) {
-			t.Errorf("%s controller: the build log shows the remote storage's password", controller)
+		if strings.Contains(buildLog.String(), password) || !strings.Contains(buildLog.String(), "kbisect: ccache: with the remote storage of build.ccache_remote\n") {
+			t.Errorf("%s controller: the build log shows the remote storage's password, or does not say it is used:\n%s", controller, buildLog.String())
 		}
 		stats = append(stats, ccacheStats(t, ccache))
 		if i == 0 {
@@ -139,6 +139,24 @@ func TestCCacheRemoteStorageServesASecondController(t *testing.T) {
 		t.Errorf("second controller: %d remote hits, %d misses; want the 3 compiles from redis", s["remote_storage_hit"], s["cache_miss"])
 	}
 	t.Logf("ccache stats: first %v; second %v", pick(stats[0]), pick(stats[1]))
+
+	// A wrong password: the remote storage refuses, the build goes on
+	// (ccache counts the errors) and nothing shows the password.
+	t.Setenv("CCACHE_DIR", filepath.Join(t.TempDir(), "ccache"))
+	o := buildOptions(t, tree)
+	const wrong = "not-the-lab-s3cret"
+	o.CCache, o.CCacheRemote = true, "redis://"+wrong+"@127.0.0.1:"+port
+	var buildLog bytes.Buffer
+	o.Log = &buildLog
+	if _, err := Build(ctx, o, 0, commits[0]); err != nil {
+		t.Fatalf("a refused remote storage failed the build: %v\n%s", err, buildLog.String())
+	}
+	if s := ccacheStats(t, ccache); s["remote_storage_error"] == 0 || s["remote_storage_hit"] != 0 || s["cache_miss"] != 3 {
+		t.Errorf("with a wrong password: %d remote errors, %d hits, %d misses; want errors and the 3 compiled here", s["remote_storage_error"], s["remote_storage_hit"], s["cache_miss"])
+	}
+	if strings.Contains(buildLog.String(), wrong) {
+		t.Errorf("the build log shows the remote storage's password")
+	}
 }
 
 // kernelDiff names the files in which two artifacts differ: the bytes of
