@@ -71,8 +71,8 @@ func (m *maker) env() []string {
 
 // argv is make's command line for targets: the output directory, the
 // fixed build identity (so the same source builds the same bytes), an
-// empty LOCALVERSION (no "+" for a tree that is not at a tag), ccache and
-// the job's variables.
+// empty LOCALVERSION (no "+" for a tree that is not at a tag), ccache or
+// the compile farm's client in CC, and the job's variables.
 func (m *maker) argv(targets ...string) []string {
 	return m.line(true, targets)
 }
