@@ -2,6 +2,7 @@ package configs
 
 import (
 	"fmt"
+	"os"
 	"regexp"
 	"sort"
 	"strings"
@@ -121,10 +122,14 @@ type Build struct {
 	MakeVars  map[string]string `yaml:"make_vars,omitempty"`
 	Jobs      int               `yaml:"jobs,omitempty"`
 	CCache    bool              `yaml:"ccache,omitempty"`
-	CacheDir  Path              `yaml:"cache_dir,omitempty"`
-	CacheSize Size              `yaml:"cache_size,omitempty"`
-	Timeout   Duration          `yaml:"timeout,omitempty"`
-	OnFailure string            `yaml:"on_failure,omitempty"`
+	// CompilerWrapper is a compile farm's client (distcc, icecc) that
+	// runs the compiles; CCacheRemote is ccache's remote storage.
+	CompilerWrapper string     `yaml:"compiler_wrapper,omitempty"`
+	CCacheRemote    StorageURL `yaml:"ccache_remote,omitempty"`
+	CacheDir        Path       `yaml:"cache_dir,omitempty"`
+	CacheSize       Size       `yaml:"cache_size,omitempty"`
+	Timeout         Duration   `yaml:"timeout,omitempty"`
+	OnFailure       string     `yaml:"on_failure,omitempty"`
 }
 
 // Base configurations that are not files: make's defconfig, the running
@@ -268,10 +273,19 @@ func (j *Job) Commands() map[string]Command {
 // CheckEnv returns an error naming the ${NAME} variables that the job's
 // commands use and the environment lacks; a run checks it before starting.
 func (j *Job) CheckEnv(lookup func(string) (string, bool)) error {
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
 	var missing []string
-	for key, c := range j.Commands() {
-		if _, err := c.Env(lookup); err != nil {
-			missing = append(missing, fmt.Sprintf("%s: %v", key, err))
+	for key, refs := range j.envKeys() {
+		var unset []string
+		for _, name := range refs {
+			if _, ok := lookup(name); !ok {
+				unset = append(unset, name)
+			}
+		}
+		if len(unset) > 0 {
+			missing = append(missing, fmt.Sprintf("%s: environment variable %s is not set", key, strings.Join(unset, ", ")))
 		}
 	}
 	if len(missing) == 0 {

@@ -14,10 +14,11 @@ import (
 	"time"
 )
 
-// testEnv is the environment the table tests see: BMC_PASSWORD is set,
+// testEnv is the environment the table tests see: BMC_PASSWORD and
+// CCACHE_REDIS_PASSWORD are set,
 // LAB_TOKEN is not.
 func testEnv(name string) (string, bool) {
-	if name == "BMC_PASSWORD" {
+	if name == "BMC_PASSWORD" || name == "CCACHE_REDIS_PASSWORD" {
 		return "hunter2", true
 	}
 	return "", false

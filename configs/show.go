@@ -63,7 +63,7 @@ func (j *Job) annotate(n *yaml.Node, key string) {
 		} else if p, ok := j.pos[full]; ok && p.File != j.File && v.Kind != yaml.MappingNode {
 			notes = append(notes, "from "+filepath.Base(p.File))
 		}
-		if refs := j.Commands()[full].Refs(); len(refs) > 0 {
+		if refs := j.envKeys()[full]; len(refs) > 0 {
 			notes = append(notes, "${"+strings.Join(refs, "}, ${")+"} from the environment")
 		}
 		if len(notes) > 0 {

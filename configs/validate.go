@@ -63,6 +63,7 @@ func (l *loader) validate() {
 	l.validateHost()
 	bp := l.validateBoot()
 	l.validateBuild()
+	l.validateFarm()
 	l.validateWorkload(bp)
 	l.validateVerdict()
 	l.validateReport()
@@ -298,8 +299,8 @@ func (l *loader) quietAbout(key string) bool { return l.incomplete || l.meant[ke
 // checkEnv warns about ${NAME}s of commands that are not set here: the
 // command would fail, but validate may run where the secrets are not.
 func (l *loader) checkEnv() {
-	for key, c := range l.job.Commands() {
-		for _, name := range c.Refs() {
+	for key, refs := range l.job.envKeys() {
+		for _, name := range refs {
 			if _, ok := l.opt.LookupEnv(name); !ok {
 				l.warnf(l.at(key), key, "${%s} is not set in this environment; kbisect run stops before it starts until it is", name)
 			}

@@ -24,7 +24,14 @@ type Options struct {
 	MakeVars  map[string]string
 	Jobs      int  // 0: every CPU
 	CCache    bool // when ccache is installed
-	CacheDir  string
+	// CompilerWrapper is a compile farm's client and its arguments
+	// (distcc, icecc): with ccache it is ccache's CCACHE_PREFIX, without
+	// it the start of CC. It is not part of a kernel's identity.
+	CompilerWrapper []string
+	// CCacheRemote is ccache's remote storage (CCACHE_REMOTE_STORAGE),
+	// its ${NAME}s expanded: a secret, put in make's environment only.
+	CCacheRemote string
+	CacheDir     string
 	// CacheSize caps the artifacts the cache keeps, in bytes: the least
 	// recently used go first (0: no cap).
 	CacheSize int64
@@ -80,6 +87,9 @@ func build(ctx context.Context, o Options, slot int, commit string) (*Artifact, 
 	start := time.Now()
 	if o.Jobs <= 0 {
 		o.Jobs = runtime.NumCPU()
+	}
+	if err := o.checkWrapper(); err != nil {
+		return nil, err
 	}
 	req, err := LoadRequest(o.Fragments, append(append([]string{}, o.Inline...),
 		fmt.Sprintf(`CONFIG_LOCALVERSION="%s"`, LocalVersion(commit)), "# CONFIG_LOCALVERSION_AUTO is not set"))
@@ -154,16 +164,23 @@ func build(ctx context.Context, o Options, slot int, commit string) (*Artifact, 
 	m.note(fmt.Sprintf("building %s: %s", commitid.Short(commit), strings.Join(m.argv(m.buildTargets(final)...), " ")))
 	if m.ccache {
 		m.note("ccache: used (" + m.ccacheVersion(ctx) + ")")
+		if m.remote != "" {
+			// The URL is not shown: it may hold a password.
+			m.note("ccache: with the remote storage of build.ccache_remote")
+		}
 	} else if o.CCache {
 		m.note("ccache: not used, it is not installed (Debian: apt-get install ccache)")
 	} else {
 		m.note("ccache: not used, build.ccache is false")
 	}
+	if len(m.wrapper) > 0 {
+		m.note("compile farm: " + m.farmNote())
+	}
 	if err := m.build(ctx, final); err != nil {
 		return nil, m.classify(err, commit)
 	}
 	phase("make")
-	a, err := s.collect(ctx, m, dir, final)
+	a, tmp, err := s.collect(ctx, m, dir, final)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +189,7 @@ func build(ctx context.Context, o Options, slot int, commit string) (*Artifact, 
 	a.TreeHash, a.ConfigHash, a.Make, a.Phases = id.tree, id.config, id.make, phases
 	a.Took = time.Since(start)
 	a.Seconds = a.Took.Seconds()
-	if err := writeMeta(dir, a); err != nil {
+	if a, err = o.publish(tmp, a); err != nil {
 		return nil, err
 	}
 	o.remember(inputs, key)

@@ -30,8 +30,10 @@ func touch(dir string) {
 // Evict removes the artifacts used least recently until the cache holds
 // at most limit bytes; keep (the artifact just built or used) is never
 // removed. Half-written artifacts (no meta.json) older than an hour are
-// removed first: a build that was killed leaves them. It returns the
-// directories it removed.
+// removed first: a build that was killed leaves them. Temporary
+// directories (<key>.<random>.tmp) are a builder's being published,
+// perhaps another controller's: sweep removes them once stale. It returns
+// the directories it removed.
 func Evict(cacheDir string, limit int64, keep string) ([]string, error) {
 	root := filepath.Join(cacheDir, "artifacts")
 	entries, err := os.ReadDir(root)
@@ -46,6 +48,9 @@ func Evict(cacheDir string, limit int64, keep string) ([]string, error) {
 	var removed []string
 	for _, e := range entries {
 		dir := filepath.Join(root, e.Name())
+		if strings.HasSuffix(e.Name(), ".tmp") {
+			continue
+		}
 		if !e.IsDir() || dir == keep {
 			if dir == keep {
 				total += du(dir)

@@ -35,7 +35,7 @@ func (o Options) configInputs(ctx context.Context, req Request) (string, error) 
 	}
 	m := o.maker(&slot{})
 	h := sha256.New()
-	fmt.Fprintf(h, "base %s\ncompiler %s\nmake %q\nrequest\n%s", base, compilerVersion(ctx, m.compiler()), m.argv()[5:], Request{Options: opts}.Fragment())
+	fmt.Fprintf(h, "base %s\ncompiler %s\nmake %q\nrequest\n%s", base, compilerVersion(ctx, m.compiler()), m.identityVars(), Request{Options: opts}.Fragment())
 	return hex.EncodeToString(h.Sum(nil))[:32], nil
 }
 
@@ -87,8 +87,9 @@ func (s *slot) identify(ctx context.Context, commit string, m *maker) (identity,
 	sum := sha256.Sum256(cfg)
 	id.config = hex.EncodeToString(sum[:])
 	id.compiler = compilerVersion(ctx, m.compiler())
-	// The slot's own paths (-C, O=) and -j are not part of what is built.
-	id.make = m.argv()[5:]
+	// The slot's own paths (-C, O=), -j and the compile farm are not part
+	// of what is built.
+	id.make = m.identityVars()
 	h := sha256.New()
 	fmt.Fprintf(h, "tree %s\ncompiler %s\nmake %q\nconfig %s\n", id.tree, id.compiler, id.make, id.config)
 	id.key = hex.EncodeToString(h.Sum(nil))[:32]

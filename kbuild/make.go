@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,27 +25,67 @@ type maker struct {
 	jobs     int
 	vars     map[string]string
 	ccache   bool
-	timeout  time.Duration // 0: none but ctx's
-	log      *tailBuffer
-	logTo    io.Writer
+	// wrapper is the compile farm's client (distcc, icecc) that runs
+	// each compile; remote is ccache's remote storage URL, a secret
+	// that goes into make's environment only, never into a log.
+	wrapper []string
+	remote  string
+	timeout time.Duration // 0: none but ctx's
+	log     *tailBuffer
+	logTo   io.Writer
 }
 
 func (o Options) maker(s *slot) *maker {
 	m := &maker{src: s.src, out: s.out, cacheDir: o.CacheDir, jobs: o.Jobs, vars: o.MakeVars, timeout: o.Timeout,
-		log: &tailBuffer{max: 256 << 10}, logTo: o.Log}
+		log: &tailBuffer{max: 256 << 10}, logTo: o.Log, wrapper: o.CompilerWrapper}
 	if o.CCache {
 		if _, err := exec.LookPath("ccache"); err == nil {
-			m.ccache = true
+			m.ccache, m.remote = true, o.CCacheRemote
 		}
 	}
 	return m
 }
 
+// env is make's environment: kbisect's own, and with ccache the compile
+// farm's client as ccache's prefix command (ccache looks the result up
+// first and sends only its misses to the farm), its remote storage, and
+// the slot as ccache's base directory unless one is set: the slot's paths
+// are rewritten relative, so that another slot, or another controller
+// with its cache elsewhere, hits what this one compiled.
+func (m *maker) env() []string {
+	env := os.Environ()
+	if !m.ccache {
+		return env
+	}
+	if _, set := os.LookupEnv("CCACHE_BASEDIR"); !set && m.src != "" {
+		env = append(env, "CCACHE_BASEDIR="+filepath.Dir(m.src))
+	}
+	if len(m.wrapper) > 0 {
+		env = append(env, "CCACHE_PREFIX="+strings.Join(m.wrapper, " "))
+	}
+	if m.remote != "" {
+		env = append(env, "CCACHE_REMOTE_STORAGE="+m.remote)
+	}
+	return env
+}
+
 // argv is make's command line for targets: the output directory, the
 // fixed build identity (so the same source builds the same bytes), an
-// empty LOCALVERSION (no "+" for a tree that is not at a tag), ccache and
-// the job's variables.
+// empty LOCALVERSION (no "+" for a tree that is not at a tag), ccache or
+// the compile farm's client in CC, and the job's variables.
 func (m *maker) argv(targets ...string) []string {
+	return m.line(true, targets)
+}
+
+// identityVars are make's variables that decide what is built: the
+// command line without the slot's paths, -j and the compile farm's
+// client, which compiles the same objects elsewhere.
+func (m *maker) identityVars() []string {
+	return m.line(false, nil)[5:]
+}
+
+// line is make's command line, with the compile farm's client or not.
+func (m *maker) line(farm bool, targets []string) []string {
 	a := []string{"make", "-C", m.src, "O=" + m.out, "-j" + strconv.Itoa(m.jobs),
 		"KBUILD_BUILD_TIMESTAMP=1970-01-01", "KBUILD_BUILD_USER=kbisect", "KBUILD_BUILD_HOST=kbisect", "LOCALVERSION="}
 	var names []string
@@ -53,19 +94,31 @@ func (m *maker) argv(targets ...string) []string {
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		if k == "CC" && m.ccache {
+		if k == "CC" && (m.ccache || farm && len(m.wrapper) > 0) {
 			continue
 		}
 		a = append(a, k+"="+m.vars[k])
 	}
-	if m.ccache {
-		cc := m.vars["CC"]
-		if cc == "" {
-			cc = "gcc"
-		}
-		a = append(a, "CC=ccache "+cc)
+	switch {
+	case m.ccache:
+		// The farm's client, if any, is ccache's CCACHE_PREFIX (env).
+		a = append(a, "CC=ccache "+m.ccCommand())
+	case farm && len(m.wrapper) > 0:
+		a = append(a, "CC="+strings.Join(m.wrapper, " ")+" "+m.ccCommand())
 	}
 	return append(a, targets...)
+}
+
+// ccCommand is the C compiler command make would run: make_vars.CC, else
+// the kernel's own choice ($(CROSS_COMPILE)gcc, or clang with LLVM=1).
+func (m *maker) ccCommand() string {
+	if cc := strings.TrimSpace(m.vars["CC"]); cc != "" {
+		return cc
+	}
+	if m.vars["LLVM"] == "1" {
+		return "clang"
+	}
+	return m.vars["CROSS_COMPILE"] + "gcc"
 }
 
 // run runs make, its output to the log, its process group killed when ctx
@@ -75,6 +128,7 @@ func (m *maker) run(ctx context.Context, targets ...string) error {
 	argv := m.argv(targets...)
 	shell.Trace(ctx, "", shell.Join(argv...))
 	c := exec.Command(argv[0], argv[1:]...)
+	c.Env = m.env()
 	var w io.Writer = m.log
 	if m.logTo != nil {
 		w = io.MultiWriter(m.log, m.logTo)
@@ -191,14 +245,7 @@ func (m *maker) ccacheVersion(ctx context.Context) string {
 
 // compiler is the C compiler make will run, as the job names it.
 func (m *maker) compiler() string {
-	cc := m.vars["CC"]
-	if cc == "" {
-		cc = m.vars["CROSS_COMPILE"] + "gcc"
-		if m.vars["LLVM"] == "1" {
-			cc = "clang"
-		}
-	}
-	return strings.Fields(cc)[0]
+	return strings.Fields(m.ccCommand())[0]
 }
 
 // tailBuffer keeps the last max bytes written.

@@ -265,13 +265,30 @@ func mergeConfig(base []byte, req Request) []byte {
 // collect puts the build's outputs into the artifact directory: the image,
 // System.map, .config, kernel.release, the stripped modules as a tarball
 // (modules.tar: what goes into /lib/modules/<release>), and the signature
-// of vmlinux.
-func (s *slot) collect(ctx context.Context, m *maker, dir string, final Config) (*Artifact, error) {
-	tmp := dir + ".tmp"
-	os.RemoveAll(tmp)
-	if err := os.MkdirAll(tmp, 0o755); err != nil {
-		return nil, err
+// of vmlinux. It writes them into a temporary directory of its own beside
+// dir (<key>.<random>.tmp: builders sharing the cache never write into
+// each other's) and returns it; publish gives it dir's name.
+func (s *slot) collect(ctx context.Context, m *maker, dir string, final Config) (*Artifact, string, error) {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return nil, "", err
 	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), filepath.Base(dir)+".*.tmp")
+	if err != nil {
+		return nil, "", err
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return nil, "", err
+	}
+	a, err := s.collectInto(ctx, m, tmp, final)
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, "", err
+	}
+	a.Dir = dir
+	return a, tmp, nil
+}
+
+func (s *slot) collectInto(ctx context.Context, m *maker, tmp string, final Config) (*Artifact, error) {
 	rel, err := os.ReadFile(filepath.Join(s.out, "include", "config", "kernel.release"))
 	if err != nil {
 		return nil, fmt.Errorf("no kernel.release after the build: %v", err)
@@ -304,24 +321,11 @@ func (s *slot) collect(ctx context.Context, m *maker, dir string, final Config) 
 	if err != nil {
 		return nil, err
 	}
-	// Every file and the directory are on disk before the directory
-	// takes its name, and that before meta.json is written: a power loss
-	// leaves no artifact, or a whole one.
 	sums, err := sumFiles(tmp)
 	if err != nil {
 		return nil, err
 	}
-	if err := syncPath(tmp); err != nil {
-		return nil, err
-	}
-	os.RemoveAll(dir)
-	if err := os.Rename(tmp, dir); err != nil {
-		return nil, err
-	}
-	if err := syncPath(filepath.Dir(dir)); err != nil {
-		return nil, err
-	}
-	return &Artifact{Dir: dir, Release: release, Signature: sig, Files: sums}, nil
+	return &Artifact{Release: release, Signature: sig, Files: sums}, nil
 }
 
 func imagePath(out, target string) string {

@@ -36,9 +36,18 @@ func BuildOptions(job *configs.Job, log io.Writer) kbuild.Options {
 	b := job.Build
 	o := kbuild.Options{Tree: string(b.Tree), Base: b.Config, Inline: b.Options, MakeVars: b.MakeVars,
 		Jobs: b.Jobs, CCache: b.CCache, CacheDir: string(b.CacheDir), CacheSize: int64(b.CacheSize),
-		Timeout: b.Timeout.D(), Log: log}
+		Timeout: b.Timeout.D(), Log: log, CompilerWrapper: b.Wrapper()}
 	for _, f := range b.Fragments {
 		o.Fragments = append(o.Fragments, string(f))
+	}
+	if b.CCacheRemote != "" {
+		// A run checked the environment before it started (CheckEnv);
+		// the URL is a secret, its error names only the variables.
+		remote, err := b.CCacheRemote.Expand(nil)
+		if err != nil && log != nil {
+			fmt.Fprintf(log, "kbisect: build.ccache_remote: %v: ccache runs without its remote storage\n", err)
+		}
+		o.CCacheRemote = remote
 	}
 	return o
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"kbisect/configs"
+	"kbisect/kbuild"
 	"kbisect/qemu"
 	"kbisect/remote"
 )
@@ -119,6 +120,9 @@ func Preflight(ctx context.Context, job *configs.Job, o PreflightOptions) (*Read
 		if p := roomProblem("the state directory", o.StateDir, stateRoom); p != nil {
 			r.Problems = append(r.Problems, *p)
 		}
+	}
+	if err := kbuild.CheckCompilerWrapper(job.Build.Wrapper()); err != nil {
+		add(err.Error(), "install it where kbisect runs, or give its full path in build.compiler_wrapper")
 	}
 	for _, c := range []struct {
 		key     string

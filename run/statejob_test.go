@@ -138,6 +138,7 @@ func TestOnlyHowTheLabIsReachedMayChange(t *testing.T) {
 	for key, may := range map[string]bool{
 		"host.address": true, "host.known_hosts": true, "build.jobs": true, "report.formats[1]": true,
 		"boot.power_cycle": true, "machine.description": true, "verdict.max_boots": true,
+		"build.compiler_wrapper": true, "build.ccache_remote": true, "build.make_vars.CC": false,
 		"build.job": false, "verdict.threshold": false, "boot.params": false, "machine.cpus": false,
 		"build.fragments[0]": false, "workload.duration": false, "boot.timeouts": false, "hostname": false,
 	} {
