@@ -53,6 +53,10 @@ const (
 	// FailWorkload: the kernel lacks what the workload needs (a tracer,
 	// NUMA).
 	FailWorkload FailureClass = "cannot-run-workload"
+	// FailHang: the kernel booted, then hung the host in the middle of
+	// the workload on two boots, the host back after a power cycle each
+	// time (so the lab works, and the hang is the kernel's).
+	FailHang FailureClass = "hangs-the-host"
 	// FailUnsure: measured, but the verdict rule could not decide.
 	FailUnsure FailureClass = "unsure"
 )

@@ -518,21 +518,3 @@ func (l *lines) Emit(e progress.Event) {
 	defer l.mu.Unlock()
 	l.notes = append(l.notes, e.Text)
 }
-
-// TestAHostThatHangsMidMeasurementIsPowerCycled: a host that stops
-// answering in the middle of a measurement does not come back by waiting;
-// the run power-cycles it (boot.power_cycle) and goes on, nobody watching.
-func TestAHostThatHangsMidMeasurementIsPowerCycled(t *testing.T) {
-	r := newSimRun(t, simlab.Options{Seed: 7, Commits: 80})
-	r.lab.Host.HangMeasurement(2)
-	heard := &lines{}
-	r.pipe.Progress = heard
-	cal, err := r.pipe.Calibrate(context.Background(), r.lab.Tree.GoodCommit, r.lab.Tree.BadCommit)
-	if err != nil {
-		t.Fatalf("the hang stopped the run: %v\n%s", err, strings.Join(heard.notes, "\n"))
-	}
-	all := strings.Join(heard.notes, "\n")
-	if !cal.Reproduced || !strings.Contains(all, "power-cycling it (boot.power_cycle)") || !strings.Contains(all, "after the power cycle") {
-		t.Errorf("reproduced %v; progress:\n%s", cal.Reproduced, all)
-	}
-}

@@ -61,7 +61,7 @@ func (p *Pipeline) measure(ctx context.Context, ev *Evidence, art remote.Artifac
 // measureWith measures as s plans.
 func (p *Pipeline) measureWith(ctx context.Context, ev *Evidence, s *sampling) error {
 	ev.Metric, ev.Kind = p.Job.Verdict.Metric, s.rule.MetricKind
-	drops := 0
+	drops, hangs := 0, 0
 	for b, taken := 0, 0; b < s.boots; {
 		m, facts, kerr, err := p.bootRetrying(ctx, ev.Commit, s.art)
 		if err != nil {
@@ -87,7 +87,22 @@ func (p *Pipeline) measureWith(ctx context.Context, ev *Evidence, s *sampling) e
 			continue
 		}
 		var ie *remote.InfraError
-		if !errors.As(err, &ie) || ctx.Err() != nil || drops >= p.retries() {
+		if !errors.As(err, &ie) || ctx.Err() != nil {
+			return err
+		}
+		if hung, herr := p.hungUnder(ctx, ev.Commit); herr != nil {
+			return herr
+		} else if hung {
+			// Once may be the lab's; twice, with the host back on its
+			// own kernel after each power cycle, is the kernel's.
+			hangs++
+			if hangs >= hangsOfAKernel {
+				ev.fail(p.failure(p.Job.Boot.OnFailure), FailHang,
+					fmt.Sprintf("hangs the host: it stopped answering in the middle of the workload on %d boots of this kernel, and answered again after each power cycle", hangs), err.Error())
+				return nil
+			}
+		}
+		if drops >= p.retries() {
 			return err
 		}
 		drops++
@@ -112,6 +127,23 @@ func (p *Pipeline) measureWith(ctx context.Context, ev *Evidence, s *sampling) e
 		setVerdict(ev, *d)
 	}
 	return nil
+}
+
+// hangsOfAKernel is how many boots of one kernel must hang the host in
+// the middle of the workload for the hang to be the kernel's: the first
+// could be the lab's, the second comes after a power cycle proved it works.
+const hangsOfAKernel = 2
+
+// hungUnder says whether a measurement the lab dropped was a hang: the
+// host no longer answers, and power-cycling it (boot.power_cycle) brought
+// it back, which it did. A host that answers dropped a connection; one
+// that cannot be power-cycled is left to the retries; one that does not
+// come back is the lab's error.
+func (p *Pipeline) hungUnder(ctx context.Context, commit string) (bool, error) {
+	if p.Boot != nil {
+		return false, nil // a machine of the caller's: not reached by SSH here
+	}
+	return p.recoverUnanswering(ctx, commit)
 }
 
 // sampleBoot lets a booted kernel settle, then samples it until the

@@ -93,7 +93,7 @@ func (l *labFaults) measurementFaults(h *Host, n int) bool {
 	if n == l.jumpAt {
 		h.uptime = max(h.uptime+l.jump.Seconds(), 0)
 	}
-	if n != l.hangAt {
+	if n != l.hangAt && h.faultOf(h.running.Release) != FaultHangsMeasuring {
 		return false
 	}
 	l.stallMu.Lock()
