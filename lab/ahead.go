@@ -24,7 +24,8 @@ import (
 type Ahead struct {
 	// Session is the bisection; Graph a second graph of the same
 	// repository, so that looking ahead never changes what the session
-	// has parsed (and so its git-identical choices).
+	// has parsed (and so its git-identical choices). Both nil for the
+	// posterior search, which says what comes next itself (Expect).
 	Session *bisect.Session
 	Graph   *bisect.Graph
 	Build   kbuild.Options
@@ -53,7 +54,7 @@ type Ahead struct {
 // be tested goes on (the pipeline waits for it). Queued builds start at
 // Go, once the commit's own kernel is built.
 func (a *Ahead) Plan(step bisect.Step) {
-	if step.Kind != bisect.StepTest {
+	if step.Kind != bisect.StepTest || a.Session == nil {
 		return
 	}
 	var next []string

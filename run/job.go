@@ -226,16 +226,12 @@ func (r *jobRun) prepare(ctx context.Context) error {
 		}
 		r.pipe.Boot = r.qemu.Boot
 	}
-	if job.Verdict.Search == configs.SearchPosterior {
-		// The posterior search asks for one boot at a time and knows
-		// the next only once that boot is in: no builds ahead, one
-		// machine.
-		if len(r.jobs) > 1 {
-			fmt.Fprintf(o.Messages, "kbisect: verdict.search posterior measures on one machine, %s; the other job files are not used\n", job.Machine.Name)
-		}
-		return nil
+	posterior := job.Verdict.Search == configs.SearchPosterior
+	if posterior && len(r.jobs) > 1 {
+		// The posterior search asks for one boot at a time: one machine.
+		fmt.Fprintf(o.Messages, "kbisect: verdict.search posterior measures on one machine, %s; the other job files are not used\n", job.Machine.Name)
 	}
-	if len(r.jobs) > 1 {
+	if !posterior && len(r.jobs) > 1 {
 		// Several identical machines: each tests its commit, building in
 		// its own slot; the pool keeps them busy with the next steps.
 		r.pipe.Name, r.pipe.BaseFile = job.Machine.Name, baseFile(r.stateDir, job.Machine.Name)
@@ -267,9 +263,12 @@ func (r *jobRun) prepare(ctx context.Context) error {
 	}
 	if !o.NoBuildAhead {
 		// A second graph: looking ahead must not change what the
-		// session's graph has parsed.
-		if r.g2, err = bisect.OpenGraph(ctx, tree); err != nil {
-			return err
+		// session's graph has parsed. The posterior search looks ahead
+		// by itself (culprit.Search.Ahead).
+		if !posterior {
+			if r.g2, err = bisect.OpenGraph(ctx, tree); err != nil {
+				return err
+			}
 		}
 		if r.aheadLog, err = os.OpenFile(filepath.Join(r.stateDir, "build-ahead.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
 			return err
@@ -279,7 +278,9 @@ func (r *jobRun) prepare(ctx context.Context) error {
 		r.ahead = &lab.Ahead{Session: r.sess, Graph: r.g2, Build: ab, Slot: 0,
 			Progress: r.ev, Base: ctx}
 		r.pipe.Ahead = r.ahead
-		r.ev.ahead = r.ahead
+		if !posterior {
+			r.ev.ahead = r.ahead
+		}
 	}
 	return nil
 }

@@ -205,161 +205,6 @@ func (p *posteriorRun) badness(values []float64) []float64 {
 	return out
 }
 
-// calibrate boots each endpoint, bad first, until the model is sure
-// enough (3 to 8 boots each); the journal keeps every boot. nil is
-// "not reproduced", reason saying why.
-func (p *posteriorRun) calibrate(ctx context.Context) (*culprit.Model, string, error) {
-	r := p.r
-	good, bad := r.start.Good[0], r.start.Bad
-	for _, rec := range p.journal.Records() {
-		switch rec.Kind {
-		case lab.SearchGood:
-			p.goods = append(p.goods, p.badness(rec.Values))
-		case lab.SearchBad:
-			p.bads = append(p.bads, p.badness(rec.Values))
-		}
-	}
-	n := min(max(r.job.Verdict.Samples.Min, 5), r.job.Verdict.Samples.Max)
-	fixed := func([]float64) func([]float64) bool {
-		return func(v []float64) bool { return len(v) < n }
-	}
-	announced := false
-	for {
-		if why := p.thresholdSays(good, bad); why != "" {
-			p.cal = p.calibration(good, bad, culprit.Model{}, errors.New(why))
-			p.cal.Reason = why
-			if werr := lab.WriteCalibration(r.stateDir, p.cal); werr != nil {
-				return nil, "", werr
-			}
-			return nil, why, nil
-		}
-		m, more, err := culprit.Calibrate(p.goods, p.bads, r.job.Verdict.Samples.Min, culprit.FitOptions{})
-		if !more {
-			p.cal = p.calibration(good, bad, m, err)
-			if werr := lab.WriteCalibration(r.stateDir, p.cal); werr != nil {
-				return nil, "", werr
-			}
-			if err != nil {
-				return nil, p.cal.Reason, nil
-			}
-			return &m, p.cal.Reason, nil
-		}
-		if !announced {
-			r.ev.line("calibrating on the endpoints, boot by boot: bad %s, good %s", commitid.Short(bad), commitid.Short(good))
-			announced = true
-		}
-		for _, side := range []struct {
-			kind, commit string
-			into         *[][]float64
-		}{{lab.SearchBad, bad, &p.bads}, {lab.SearchGood, good, &p.goods}} {
-			if len(*side.into) > min(len(p.goods), len(p.bads)) {
-				continue // the other side's boot was cut short
-			}
-			sub := fmt.Sprintf("calibration-%d", len(*side.into)+1)
-			ev, err := p.pipe.BootOnce(ctx, side.commit, sub, fixed(nil))
-			if err != nil {
-				return nil, "", err
-			}
-			if len(ev.Values) == 0 {
-				return nil, "", fmt.Errorf("calibration: the %s endpoint %s cannot be measured: %s", side.kind, commitid.Short(side.commit), ev.Reason)
-			}
-			if err := lab.SaveBoot(r.stateDir, sub, ev); err != nil {
-				return nil, "", err
-			}
-			rec := p.record(side.kind, side.commit, "", ev)
-			rec.Sub = sub
-			if err := p.journal.Append(rec); err != nil {
-				return nil, "", err
-			}
-			*side.into = append(*side.into, p.badness(ev.Values))
-		}
-	}
-}
-
-// thresholdSays stops calibration early when the job's absolute threshold
-// settles it: after three boots each, no boot of the bad endpoint beyond
-// the threshold (it is not bad), or every boot of the good one beyond it
-// (the regression is older than the range).
-func (p *posteriorRun) thresholdSays(good, bad string) string {
-	if p.rule.Kind != noise.Absolute || min(len(p.goods), len(p.bads)) < culprit.MinCalibrationBoots {
-		return ""
-	}
-	t := p.badness([]float64{p.rule.Threshold})[0]
-	beyond := func(boots [][]float64) int {
-		n := 0
-		for _, b := range boots {
-			if noise.Median(b) > t {
-				n++
-			}
-		}
-		return n
-	}
-	f := func(boots [][]float64) string {
-		var all []float64
-		for _, b := range boots {
-			all = append(all, b...)
-		}
-		return noise.FormatValue(p.rule.MetricKind, p.fromBadness(noise.Median(all)))
-	}
-	th := noise.FormatValue(p.rule.MetricKind, p.rule.Threshold)
-	switch {
-	case beyond(p.bads) == 0:
-		return fmt.Sprintf("the bad endpoint %s is not bad: median %s over %d boots, none beyond the threshold %s; the good endpoint %s: median %s. Check the threshold against these numbers, that the workload runs on the isolated CPUs (workload.cpus), and that the kernel booted with the machine's isolation parameters (boot.params) — the bad endpoint is never moved",
-			commitid.Short(bad), f(p.bads), len(p.bads), th, commitid.Short(good), f(p.goods))
-	case beyond(p.goods) == len(p.goods):
-		return fmt.Sprintf("the good endpoint %s is bad too: median %s over %d boots, each beyond the threshold %s; the regression is older than it: give an older --good (verdict.search: rule with --find-good walks back along the release tags)",
-			commitid.Short(good), f(p.goods), len(p.goods), th)
-	}
-	return ""
-}
-
-// calibration is the endpoints' boots as the reports show calibration.
-func (p *posteriorRun) calibration(good, bad string, m culprit.Model, err error) *lab.Calibration {
-	c := &lab.Calibration{Rule: p.rule, Good: p.endpoint(lab.SearchGood, good), Bad: p.endpoint(lab.SearchBad, bad)}
-	for _, ev := range []*lab.Evidence{c.Good, c.Bad} {
-		ev.Decision = &noise.Decision{N: len(ev.Values), Median: noise.Median(ev.Values)}
-	}
-	f := func(y float64) string { return noise.FormatValue(p.rule.MetricKind, p.fromBadness(math.Exp(y))) }
-	if err != nil {
-		c.Reason = fmt.Sprintf("after %d boots of each endpoint (good %s: median %s; bad %s: median %s): %v", min(len(p.goods), len(p.bads)),
-			commitid.Short(good), noise.FormatValue(p.rule.MetricKind, noise.Median(c.Good.Values)),
-			commitid.Short(bad), noise.FormatValue(p.rule.MetricKind, noise.Median(c.Bad.Values)), err)
-		c.Bad.Verdict, c.Good.Verdict = verdict.Unsure, verdict.Unsure
-		return c
-	}
-	c.Reproduced = true
-	c.Good.Verdict, c.Bad.Verdict = verdict.Good, verdict.Bad
-	c.Reason = fmt.Sprintf("%d boots of each endpoint: good boots at %s, bad at %s; boots scatter by %.0f %% and samples within a boot by %.0f %%, %.1f boot spreads apart",
-		min(len(p.goods), len(p.bads)), f(m.Good), f(m.Bad), 100*(math.Exp(m.BootSpread)-1), 100*(math.Exp(m.Spread)-1), m.Separation(p.r.job.Verdict.Samples.Min))
-	c.Good.Reason, c.Bad.Reason = c.Reason, c.Reason
-	return c
-}
-
-// fromBadness maps a badness back to the metric's value.
-func (p *posteriorRun) fromBadness(b float64) float64 {
-	switch {
-	case p.rule.HigherIsBad:
-		return b
-	case p.rule.MetricKind == noise.KindPercent:
-		return 100 - b
-	}
-	return 1 / b
-}
-
-// endpoint gathers an endpoint's calibration boots into one evidence.
-func (p *posteriorRun) endpoint(kind, commit string) *lab.Evidence {
-	ev := &lab.Evidence{Commit: commit, Metric: p.r.job.Verdict.Metric, Kind: p.rule.MetricKind}
-	for _, rec := range p.journal.Records() {
-		if rec.Kind == kind {
-			ev.Release = rec.Release
-			ev.Values = append(ev.Values, rec.Values...)
-			ev.Boots = append(ev.Boots, lab.BootInfo{Release: rec.Release, BootID: rec.BootID, Samples: len(rec.Values)})
-			ev.Seconds += rec.Seconds
-		}
-	}
-	return ev
-}
-
 func (p *posteriorRun) record(kind, commit, built string, ev *lab.Evidence) lab.SearchRecord {
 	rec := lab.SearchRecord{Kind: kind, Commit: commit, Built: built, Values: ev.Values, Release: ev.Release, Reason: ev.Reason, Seconds: ev.Seconds}
 	if ev.Build != nil && !ev.Build.Cached {
@@ -420,6 +265,7 @@ func (p *posteriorRun) boot(ctx context.Context, step culprit.Step) error {
 	}
 	r.ev.sink.Emit(progress.Event{Kind: progress.Testing, Commit: built, Subject: r.ev.subject(commit),
 		Text: fmt.Sprintf("Measuring %s (%d boots so far; leading: %s at %s)", what, p.search.Boots(), commitid.Short(p.rng.Commits[lead.Commit].String()), culprit.Format(lead.Probability))})
+	p.planAhead(built, step)
 	began := time.Now()
 	sub := fmt.Sprintf("boot-%d", p.search.Boots()+1)
 	ev, err := p.pipe.BootOnce(ctx, built, sub, func(v []float64) bool {
@@ -483,4 +329,24 @@ func (p *posteriorRun) reverted(ctx context.Context, i int) (string, error) {
 	}
 	p.reverts[i] = made
 	return made, nil
+}
+
+// planAhead queues for building, while built is measured, the kernels
+// the search asks for next if this boot measures like a good kernel or
+// like a bad one; the builds start once built's own kernel is built. A
+// revert not made yet is not predicted: making it is a git operation of
+// its own, done when it is asked for.
+func (p *posteriorRun) planAhead(built string, step culprit.Step) {
+	if p.r.ahead == nil {
+		return
+	}
+	var next []string
+	for _, n := range p.search.Ahead(step) {
+		if !n.Reverted {
+			next = append(next, p.rng.Commits[n.Commit].String())
+		} else if c, ok := p.reverts[n.Commit]; ok {
+			next = append(next, c)
+		}
+	}
+	p.r.ahead.Expect(built, next...)
 }
