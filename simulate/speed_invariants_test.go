@@ -104,3 +104,27 @@ func TestSpeedKtestAtEqualConfidenceTakesMoreThanOneSample(t *testing.T) {
 		t.Errorf("table:\n%s", strings.Join(lines, "\n"))
 	}
 }
+
+// BISECT_TRIES stops a step at its first failing boot, so a bad kernel
+// costs one boot and a good one every try; a vote boots every try.
+func TestSpeedKtestTriesStopAtTheFirstFailureAndAVoteBootsThemAll(t *testing.T) {
+	cfg := speedConfig(t, speedNoise{good: 3e3, bad: 50e3, limit: 20e3, model: "spread=0.01"}, 500, speedPresets[0].costs)
+	for _, v := range []ktestVariant{{samples: 1, tries: 3, repeats: 1}, {samples: 3, tries: 3, repeats: 1, vote: true}} {
+		for i, r := range speedRunAll(cfg, 10, 3, speedKtest(v)) {
+			steps, bads := map[int]bool{}, 0
+			for _, b := range r.trace {
+				if !steps[b.commit] && b.commit >= r.truth {
+					bads++
+				}
+				steps[b.commit] = true
+			}
+			want := 3 * len(steps)
+			if !v.vote {
+				want -= 2 * bads
+			}
+			if r.out.kind != "found" || r.out.culprit != r.truth || len(r.trace) != want {
+				t.Errorf("%v, run %d: %+v after %d boots of %d steps (%d bad), want %d boots", v, i, r.out, len(r.trace), len(steps), bads, want)
+			}
+		}
+	}
+}
