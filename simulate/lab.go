@@ -30,7 +30,20 @@ type bootRecord struct {
 	commit          int
 	reverted, built bool
 	samples         int
+	phase           phase
 }
+
+// phase is what a boot was for.
+type phase uint8
+
+const (
+	phaseSearch      phase = iota // a step of the search
+	phaseCalibration              // an endpoint's, before the search
+	phaseConfirm                  // the answer's confirmation
+)
+
+// mark says what the last boot was for.
+func (l *lab) mark(p phase) { l.trace[len(l.trace)-1].phase = p }
 
 // spent is what a strategy used in one bisection.
 type spent struct {

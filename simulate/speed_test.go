@@ -238,6 +238,7 @@ type speedTally struct {
 	name, about                   string
 	hours, floorHours             float64 // means per run
 	boots, builds                 float64
+	phases                        [3]float64 // boots by phase (search, calibration, confirmation)
 	right, wrong, inconclusive, n int
 }
 
@@ -259,10 +260,14 @@ func tallySpeed(name, about string, runs []speedRun, price func([]bootRecord) ti
 			if b.built {
 				t.builds++
 			}
+			t.phases[b.phase]++
 		}
 	}
 	n := float64(len(runs))
 	t.hours, t.floorHours, t.boots, t.builds = t.hours/n, t.floorHours/n, t.boots/n, t.builds/n
+	for i := range t.phases {
+		t.phases[i] /= n
+	}
 	return t
 }
 
@@ -349,10 +354,11 @@ func speedLines(rows []speedTally) []string {
 			floor = r.hours
 		}
 	}
-	lines := []string{fmt.Sprintf("| %-11s | %6s | %6s | %9s | %6s | %6s | %-17s | %s |", "strategy", "hours", "/floor", "/kbisect", "boots", "builds", "right/wrong/none", "what")}
+	lines := []string{fmt.Sprintf("| %-11s | %6s | %6s | %9s | %6s | %-16s | %6s | %-17s | %s |", "strategy", "hours", "/floor", "/kbisect", "boots", "cal+steps+conf", "builds", "right/wrong/none", "what")}
 	for _, r := range rows {
-		lines = append(lines, fmt.Sprintf("| %-11s | %6.2f | %6.2f | %9.2f | %6.1f | %6.1f | %-17s | %s |", r.name, r.hours, r.hours/floor, r.hours/kb,
-			r.boots, r.builds, fmt.Sprintf("%d/%d/%d", r.right, r.wrong, r.inconclusive), r.about))
+		lines = append(lines, fmt.Sprintf("| %-11s | %6.2f | %6.2f | %9.2f | %6.1f | %-16s | %6.1f | %-17s | %s |", r.name, r.hours, r.hours/floor, r.hours/kb,
+			r.boots, fmt.Sprintf("%.1f+%.1f+%.1f", r.phases[phaseCalibration], r.phases[phaseSearch], r.phases[phaseConfirm]),
+			r.builds, fmt.Sprintf("%d/%d/%d", r.right, r.wrong, r.inconclusive), r.about))
 	}
 	return lines
 }
