@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -124,6 +125,23 @@ func TestSpeedKtestTriesStopAtTheFirstFailureAndAVoteBootsThemAll(t *testing.T) 
 			}
 			if r.out.kind != "found" || r.out.culprit != r.truth || len(r.trace) != want {
 				t.Errorf("%v, run %d: %+v after %d boots of %d steps (%d bad), want %d boots", v, i, r.out, len(r.trace), len(steps), bads, want)
+			}
+		}
+	}
+}
+
+// ktest as shipped is `kbisect simulate`'s git-bisect row, and a test
+// that takes the median of 10 its median-10 row: on the same lab they
+// boot the same kernels, draw the same samples and name the same commit.
+func TestSpeedKtestIsSimulatesPlainBisection(t *testing.T) {
+	cfg := speedConfig(t, speedNoises[1], 500, speedPresets[0].costs)
+	for _, n := range []int{1, 10} {
+		for run := uint64(0); run < 20; run++ {
+			truth := int(run * 37 % 500)
+			a, b := newLab(&cfg, truth, rand.New(rand.NewPCG(5, run))), newLab(&cfg, truth, rand.New(rand.NewPCG(5, run)))
+			got, _ := runKtest(&cfg, a, ktestVariant{samples: n, tries: 1, repeats: 1})
+			if want := runFixed(&cfg, b, n); got != want || a.spent != b.spent {
+				t.Errorf("%d samples, run %d: ktest %+v after %+v, simulate %+v after %+v", n, run, got, a.spent, want, b.spent)
 			}
 		}
 	}
