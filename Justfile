@@ -23,7 +23,7 @@ bench:
 # shipped and at equal confidence; one table per preset of costs (the
 # lab's, a 64-core build server's), noise and size (500 and 5,000
 # commits), mean of KBISECT_SPEED_RUNS (default 200) seeded bisections.
-# KBISECT_SPEED_COSTS="cold=25m,incremental=6m,reboot=4m,kexec=40s,settle=30s,sample=60s,sleep=60s"
+# KBISECT_SPEED_COSTS="cold=25m,incremental=6m,reboot=4m,kexec=40s,settle=30s,sample=60s"
 # prices one preset of its own; KBISECT_SPEED_SIZES=500,5000.
 bench-speed:
     go test ./simulate -run '^$' -bench BisectWallTime -benchtime 1x -v -timeout 60m | grep -v '^=== RUN'

@@ -22,7 +22,7 @@ func TestSpeedPricesATraceBuildByBuildAndBootByBoot(t *testing.T) {
 	if got, want := speedFloor(trace, c), c.cold+boots; got != want {
 		t.Errorf("floor %v, want %v", got, want)
 	}
-	if got, want := speedPrice(trace, c, c.reboot+c.sleep), c.cold+3*c.incremental+5*(c.reboot+c.sleep)+20*c.sample; got != want {
+	if got, want := speedPrice(trace, c, c.ktestPerTry()), c.cold+3*c.incremental+5*2*c.reboot+20*c.sample; got != want {
 		t.Errorf("ktest's price %v, want %v", got, want)
 	}
 }
@@ -76,7 +76,7 @@ func TestSpeedKbisectIsItsFloorPlusItsBuildsAndNamesTheCulprit(t *testing.T) {
 		if k != 8 && k != 9 {
 			t.Errorf("ktest run %d: %d steps, want git's 8 or 9", i, k)
 		}
-		if got, want := speedPrice(r.trace, c, c.reboot+c.sleep), c.cold+(k-1)*c.incremental+k*(c.reboot+c.sleep+c.sample); got != want {
+		if got, want := speedPrice(r.trace, c, c.ktestPerTry()), c.cold+(k-1)*c.incremental+k*(2*c.reboot+c.sample); got != want {
 			t.Errorf("ktest run %d: %v, want %v", i, got, want)
 		}
 	}

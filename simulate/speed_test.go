@@ -21,18 +21,20 @@ import (
 // same noise, given the repetitions it needs to be as often right.
 // Nothing sleeps. `just bench-speed` prints the tables.
 
-// speedCosts are what the lab spends. sleep is ktest's
-// BISECT_SLEEP_TIME, its wait after rebooting the box back to a good
-// kernel (60 s by default); the reboot back itself runs while ktest
-// builds the next commit, and is not counted.
+// speedCosts are what the lab spends.
 type speedCosts struct {
 	cold, incremental time.Duration // a kernel built in a fresh tree; in a tree that built a nearby commit
 	reboot            time.Duration // a firmware reboot into a kernel (ktest: grub one-shot, REBOOT or POWER_CYCLE)
 	kexec             time.Duration
 	settle            time.Duration // boot.settle: kbisect's wait after every boot
 	sample            time.Duration // workload.duration: one sample, one test run
-	sleep             time.Duration // ktest's BISECT_SLEEP_TIME
 }
+
+// ktestPerTry is what one try of ktest's costs besides its build and
+// samples: the reboot into the kernel under test, and the reboot back to
+// a good kernel, which ktest waits for (to its console's login line)
+// before it builds the next commit.
+func (c speedCosts) ktestPerTry() time.Duration { return 2 * c.reboot }
 
 // speedPreset is a named set of costs.
 type speedPreset struct {
@@ -44,16 +46,16 @@ type speedPreset struct {
 // cold) and a 64-core build server; the boots and samples are the same.
 var speedPresets = []speedPreset{
 	{"lab", speedCosts{cold: 25 * time.Minute, incremental: 6 * time.Minute, reboot: 4 * time.Minute,
-		kexec: 40 * time.Second, settle: 30 * time.Second, sample: time.Minute, sleep: time.Minute}},
+		kexec: 40 * time.Second, settle: 30 * time.Second, sample: time.Minute}},
 	{"64-core", speedCosts{cold: 3 * time.Minute, incremental: 40 * time.Second, reboot: 4 * time.Minute,
-		kexec: 40 * time.Second, settle: 30 * time.Second, sample: time.Minute, sleep: time.Minute}},
+		kexec: 40 * time.Second, settle: 30 * time.Second, sample: time.Minute}},
 }
 
 // parseSpeedCosts lays "cold=25m,incremental=6m,…" over base.
 func parseSpeedCosts(s string, base speedCosts) (speedCosts, error) {
 	c := base
 	fields := map[string]*time.Duration{"cold": &c.cold, "incremental": &c.incremental, "reboot": &c.reboot,
-		"kexec": &c.kexec, "settle": &c.settle, "sample": &c.sample, "sleep": &c.sleep}
+		"kexec": &c.kexec, "settle": &c.settle, "sample": &c.sample}
 	for _, part := range strings.Split(s, ",") {
 		if strings.TrimSpace(part) == "" {
 			continue
@@ -61,7 +63,7 @@ func parseSpeedCosts(s string, base speedCosts) (speedCosts, error) {
 		k, v, ok := strings.Cut(part, "=")
 		f := fields[strings.TrimSpace(k)]
 		if !ok || f == nil {
-			return c, fmt.Errorf("%q: write cost=duration, the costs are cold, incremental, reboot, kexec, settle, sample and sleep", part)
+			return c, fmt.Errorf("%q: write cost=duration, the costs are cold, incremental, reboot, kexec, settle and sample", part)
 		}
 		d, err := time.ParseDuration(strings.TrimSpace(v))
 		if err != nil || d < 0 {
@@ -314,7 +316,7 @@ func speedConfig(tb testing.TB, nz speedNoise, commits int, c speedCosts) Config
 // answers reaches it; or, when none does, the most accurate).
 func speedTable(cfg Config, runs int, c speedCosts) []speedTally {
 	kb := func(tr []bootRecord) time.Duration { return speedPrice(tr, c, c.kexec+c.settle) }
-	kt := func(tr []bootRecord) time.Duration { return speedPrice(tr, c, c.reboot+c.sleep) }
+	kt := func(tr []bootRecord) time.Duration { return speedPrice(tr, c, c.ktestPerTry()) }
 	engine := tallySpeed("kbisect", fmt.Sprintf("the posterior search to %g, confirmation included; builds as they come (it builds nothing ahead)", cfg.Confidence),
 		speedRunAll(cfg, runs, 1, speedEngine), kb, c)
 	floor := engine
@@ -322,7 +324,7 @@ func speedTable(cfg Config, runs int, c speedCosts) []speedTally {
 	rule := tallySpeed("rule", "verdict.search: rule (3–10 samples, 5 confirmation rounds); builds as they come, nothing ahead",
 		speedRunAll(cfg, runs, 2, speedRule), kb, c)
 	shipped := ktestVariant{samples: 1, tries: 1, repeats: 1}
-	once := tallySpeed("ktest", "ktest.pl as shipped: build, install, firmware reboot, one test run (1 sample) a step",
+	once := tallySpeed("ktest", "ktest.pl as shipped: build, install, reboot in, one test run (1 sample), reboot back, a step",
 		speedRunAll(cfg, runs, 3, speedKtest(shipped)), kt, c)
 	var best *speedTally
 	for i, v := range ktestVariants() {
@@ -366,7 +368,7 @@ func speedLines(rows []speedTally) []string {
 // speedEnv reads the benchmark's settings: KBISECT_SPEED_RUNS bisections
 // a cell (default 200), KBISECT_SPEED_SIZES (default 500,5000),
 // KBISECT_SPEED_COSTS laid over the lab preset as one preset of its own
-// ("cold=25m,incremental=6m,reboot=4m,kexec=40s,settle=30s,sample=60s,sleep=60s").
+// ("cold=25m,incremental=6m,reboot=4m,kexec=40s,settle=30s,sample=60s").
 func speedEnv(tb testing.TB, getenv func(string) string) (runs int, sizes []int, presets []speedPreset) {
 	tb.Helper()
 	runs, sizes, presets = 200, []int{500, 5000}, speedPresets
@@ -411,8 +413,8 @@ func BenchmarkBisectWallTime(b *testing.B) {
 						rows = speedTable(cfg, runs, p.costs)
 					}
 					c := p.costs
-					b.Logf("%s costs (cold %v, incremental %v, firmware reboot %v, kexec %v, settle %v, sample %v, ktest's sleep %v); %s; %d commits; mean of %d seeded bisections:",
-						p.name, c.cold, c.incremental, c.reboot, c.kexec, c.settle, c.sample, c.sleep, nz.name, size, runs)
+					b.Logf("%s costs (cold %v, incremental %v, firmware reboot %v, kexec %v, settle %v, sample %v); %s; %d commits; mean of %d seeded bisections:",
+						p.name, c.cold, c.incremental, c.reboot, c.kexec, c.settle, c.sample, nz.name, size, runs)
 					for _, l := range speedLines(rows) {
 						b.Log(l)
 					}
