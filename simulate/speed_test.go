@@ -132,8 +132,9 @@ func (v ktestVariant) String() string {
 	return s
 }
 
-// ktestVariants are the set-ups tried for ktest's equal-confidence row,
-// cheapest first within each repeat count.
+// ktestVariants are the set-ups tried for ktest's equal-confidence row:
+// what ktest can be told (samples in its test, BISECT_TRIES), whole
+// bisections repeated, and a vote of boots a step.
 func ktestVariants() []ktestVariant {
 	var out []ktestVariant
 	for _, r := range []int{1, 3, 5} {
