@@ -18,6 +18,16 @@ lint:
 bench:
     KBISECT_BENCH=1 go test ./bisect ./worktree -run '^$' -bench . -benchmem -benchtime 5x -timeout 60m
 
+# Wall time to an answer in simulated time: the posterior search with its
+# confirmation against its physical floor, the rule, and ktest.pl as
+# shipped and at equal confidence; one table per preset of costs (the
+# lab's, a 64-core build server's), noise and size (500 and 5,000
+# commits), mean of KBISECT_SPEED_RUNS (default 200) seeded bisections.
+# KBISECT_SPEED_COSTS="cold=25m,incremental=6m,reboot=4m,kexec=40s,settle=30s,sample=60s"
+# prices one preset of its own; KBISECT_SPEED_SIZES=500,5000.
+bench-speed:
+    go test ./simulate -run '^$' -bench BisectWallTime -benchtime 1x -v -timeout 60m | grep -v '^=== RUN'
+
 # Fuzz every parser and the job loader for a minute each.
 fuzz:
     for t in $(grep -ho '^func Fuzz[A-Za-z]*' configs/*_test.go noise/*_test.go | sed 's/^func //'); do p=./noise; grep -q "^func $t" configs/*_test.go && p=./configs; go test $p -run '^$' -fuzz "^$t\$" -fuzztime 60s || exit 1; done

@@ -13,10 +13,13 @@ import (
 	"kbisect/verdict"
 )
 
-// speedKtest is ktest.pl's bisect: every step builds (the first cold),
-// installs, reboots through the firmware, takes 10 samples and calls the
-// kernel bad when their mean passes the threshold. No calibration: ktest
-// takes the endpoints on faith.
+// speedKtest is a ktest-like baseline of this benchmark's own: every
+// step builds (the first cold), installs, reboots through the firmware,
+// takes 10 samples and calls the kernel bad when their mean passes the
+// threshold. No calibration: ktest takes the endpoints on faith.
+// ktest.pl itself runs its TEST once a step; simulate's
+// BenchmarkBisectWallTime times that, and what ktest needs to be as often
+// right as kbisect.
 func speedKtest(tb testing.TB, r *speedRange, lab speedLab) speedResult {
 	c := lab.costs
 	s := bisect.NewSession(speedOpen(tb, r), r.bad, []plumbing.Hash{r.good}, false)

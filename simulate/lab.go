@@ -19,7 +19,31 @@ type lab struct {
 	built      map[int]bool
 	reverts    map[int]bool
 	spent      spent
+	// trace is every boot in order, for pricing a run on a timeline
+	// (the speed benchmark): what spent sums up, one boot at a time.
+	trace []bootRecord
 }
+
+// bootRecord is one boot of a run: the kernel, whether it had to be
+// built first, and how many samples it gave.
+type bootRecord struct {
+	commit          int
+	reverted, built bool
+	samples         int
+	phase           phase
+}
+
+// phase is what a boot was for.
+type phase uint8
+
+const (
+	phaseSearch      phase = iota // a step of the search
+	phaseCalibration              // an endpoint's, before the search
+	phaseConfirm                  // the answer's confirmation
+)
+
+// mark says what the last boot was for.
+func (l *lab) mark(p phase) { l.trace[len(l.trace)-1].phase = p }
 
 // spent is what a strategy used in one bisection.
 type spent struct {
@@ -36,44 +60,49 @@ func newLab(cfg *Config, culprit int, rng *rand.Rand) *lab {
 func (l *lab) isBad(c int) bool { return c >= l.culprit }
 
 // build builds a commit's kernel, once.
-func (l *lab) build(c int) {
-	if !l.built[c] {
-		l.built[c] = true
-		l.spent.builds++
-		l.spent.seconds += l.costs.Build
+func (l *lab) build(c int) bool {
+	if l.built[c] {
+		return false
 	}
+	l.built[c] = true
+	l.spent.builds++
+	l.spent.seconds += l.costs.Build
+	return true
 }
 
 // boot builds (when needed) and boots commit c, or the bad endpoint with
 // c reverted: that kernel is good only when c is the culprit.
 func (l *lab) boot(c int, reverted bool) *machine {
-	bad := l.isBad(c)
+	bad, built := l.isBad(c), false
 	if reverted {
 		if !l.reverts[c] {
-			l.reverts[c] = true
+			l.reverts[c], built = true, true
 			l.spent.builds++
 			l.spent.seconds += l.costs.Build
 		}
 		bad = c != l.culprit
 	} else {
-		l.build(c)
+		built = l.build(c)
 	}
+	l.trace = append(l.trace, bootRecord{commit: c, reverted: reverted, built: built})
 	l.spent.boots++
 	l.spent.seconds += l.costs.Boot
 	level, other := l.good, l.bad
 	if bad {
 		level, other = other, level
 	}
-	return &machine{l: l, b: l.noise.NewBoot(l.rng, level, other)}
+	return &machine{l: l, b: l.noise.NewBoot(l.rng, level, other), at: len(l.trace) - 1}
 }
 
 // machine is a booted kernel.
 type machine struct {
-	l *lab
-	b *simnoise.Boot
+	l  *lab
+	b  *simnoise.Boot
+	at int // its boot in l.trace
 }
 
 func (m *machine) sample() float64 {
+	m.l.trace[m.at].samples++
 	m.l.spent.samples++
 	m.l.spent.seconds += m.l.costs.Sample
 	return m.b.Sample()

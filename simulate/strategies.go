@@ -45,7 +45,9 @@ func runEngine(cfg *Config, l *lab) outcome {
 			break
 		}
 		bads = append(bads, l.boot(l.n-1, false).samples(n))
+		l.mark(phaseCalibration)
 		goods = append(goods, l.boot(-1, false).samples(n))
+		l.mark(phaseCalibration)
 	}
 	s, err := culprit.New(culprit.Chain(l.n), model, culprit.Options{
 		Confidence: cfg.Confidence, MaxBoots: cfg.MaxBoots, MinSamples: cfg.MinSamples, MaxSamples: cfg.MaxSamples,
@@ -67,6 +69,9 @@ func runEngine(cfg *Config, l *lab) outcome {
 			return outcome{kind: "not-reproduced"}
 		}
 		m := l.boot(step.Commit, step.Reverted)
+		if step.Confirming {
+			l.mark(phaseConfirm)
+		}
 		var xs []float64
 		for len(xs) == 0 || s.More(xs) {
 			xs = append(xs, m.sample())
@@ -110,7 +115,9 @@ func sequential(l *lab, r noise.Rule, c int, reverted bool) ([]float64, verdict.
 func runRule(cfg *Config, l *lab) outcome {
 	base := cfg.rule(nil, nil)
 	bad, vb := sequential(l, base, l.n-1, false)
+	l.mark(phaseCalibration)
 	good, vg := sequential(l, base, -1, false)
+	l.mark(phaseCalibration)
 	r := cfg.rule(good, bad)
 	if vb != verdict.Bad || vg != verdict.Good {
 		return outcome{kind: "not-reproduced"}
@@ -138,10 +145,15 @@ func runRule(cfg *Config, l *lab) outcome {
 	for round := 0; round < 5; round++ {
 		if hi > 0 {
 			l.boot(hi-1, false).samples(cfg.MinSamples)
+			l.mark(phaseConfirm)
 		}
-		l.boot(hi, false).samples(cfg.MinSamples)
-		l.boot(l.n-1, false).samples(cfg.MinSamples)
-		l.boot(hi, true).samples(cfg.MinSamples)
+		for _, k := range []struct {
+			c        int
+			reverted bool
+		}{{hi, false}, {l.n - 1, false}, {hi, true}} {
+			l.boot(k.c, k.reverted).samples(cfg.MinSamples)
+			l.mark(phaseConfirm)
+		}
 	}
 	return outcome{kind: "found", culprit: hi}
 }
