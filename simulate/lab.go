@@ -31,6 +31,9 @@ type bootRecord struct {
 	reverted, built bool
 	samples         int
 	phase           phase
+	// ahead are the kernels a run builds, in order, while this boot is
+	// measured (Config.predict): commits, −1 the good endpoint.
+	ahead []int
 }
 
 // phase is what a boot was for.

@@ -51,6 +51,10 @@ type Config struct {
 	Costs                  Costs
 	// Strategies to run, by name (nil: all).
 	Strategies []string
+	// predict records on each boot of the engine what a run builds
+	// ahead while it is measured (culprit.Search.Ahead): the speed
+	// benchmark prices it, a plain simulation spares the cost.
+	predict bool
 }
 
 // Validate fills the defaults and says what cannot be simulated.

@@ -70,6 +70,31 @@ func TestSpeedKbisectIsItsFloorPlusItsBuildsAndNamesTheCulprit(t *testing.T) {
 			t.Errorf("run %d: the first boot is %+v, not the bad endpoint's cold build", i, r.trace[0])
 		}
 	}
+	// Predicting what to build ahead changes no boot; building it ahead
+	// never goes below the floor, and on the whole saves time.
+	predicted := cfg
+	predicted.predict = true
+	var with, without time.Duration
+	for i, r := range speedRunAll(predicted, 20, 1, speedEngine) {
+		for j := range r.trace {
+			r.trace[j].ahead = nil
+		}
+		if !reflect.DeepEqual(r, runs[i]) {
+			t.Errorf("run %d: predicting changed the boots", i)
+		}
+	}
+	for _, r := range speedRunAll(predicted, 20, 1, speedEngine) {
+		ahead, floor := speedPriceAhead(r.trace, c, c.kexec+c.settle), speedFloor(r.trace, c)
+		if ahead < floor {
+			t.Errorf("with builds ahead %v, below the floor %v", ahead, floor)
+		}
+		with += ahead
+		without += speedPrice(r.trace, c, c.kexec+c.settle)
+	}
+	if with >= without {
+		t.Errorf("building ahead took %v in all, building as boots come %v", with, without)
+	}
+	t.Logf("20 runs: %v with builds ahead, %v without", with, without)
 	kt := speedRunAll(cfg, 20, 3, speedKtest(ktestVariant{samples: 1, tries: 1, repeats: 1}))
 	for i, r := range kt {
 		k := time.Duration(len(r.trace))
@@ -101,7 +126,7 @@ func TestSpeedKtestAtEqualConfidenceTakesMoreThanOneSample(t *testing.T) {
 	if f, k := by["floor"], by["kbisect"]; f.hours > k.hours || k.right != 40 {
 		t.Errorf("floor %.2f h, kbisect %.2f h, %d right", f.hours, k.hours, k.right)
 	}
-	if lines := speedLines(rows); len(lines) != 6 || !strings.Contains(lines[2], "| kbisect     |") || !strings.Contains(lines[2], "|      1.00 |") {
+	if lines := speedLines(rows); len(lines) != 7 || !strings.Contains(lines[2], "| kbisect     |") || !strings.Contains(lines[2], "|      1.00 |") {
 		t.Errorf("table:\n%s", strings.Join(lines, "\n"))
 	}
 }

@@ -317,9 +317,14 @@ func speedConfig(tb testing.TB, nz speedNoise, commits int, c speedCosts) Config
 // answers reaches it; or, when none does, the most accurate).
 func speedTable(cfg Config, runs int, c speedCosts) []speedTally {
 	kb := func(tr []bootRecord) time.Duration { return speedPrice(tr, c, c.kexec+c.settle) }
+	kbAhead := func(tr []bootRecord) time.Duration { return speedPriceAhead(tr, c, c.kexec+c.settle) }
 	kt := func(tr []bootRecord) time.Duration { return speedPrice(tr, c, c.ktestPerTry()) }
-	engine := tallySpeed("kbisect", fmt.Sprintf("the posterior search to %g, confirmation included; builds as they come (it builds nothing ahead)", cfg.Confidence),
-		speedRunAll(cfg, runs, 1, speedEngine), kb, c)
+	predicted := cfg
+	predicted.predict = true
+	traces := speedRunAll(predicted, runs, 1, speedEngine)
+	engine := tallySpeed("kbisect", fmt.Sprintf("the posterior search to %g, confirmation included; builds ahead in one slot while a boot is measured", cfg.Confidence),
+		traces, kbAhead, c)
+	noAhead := tallySpeed("no-ahead", "the same boots, each kernel built when its boot comes (--no-build-ahead)", traces, kb, c)
 	floor := engine
 	floor.name, floor.about, floor.hours, floor.builds = "floor", "one cold build, then kbisect's boots back to back (kexec, settle, samples); builds hidden", engine.floorHours, 1
 	rule := tallySpeed("rule", "verdict.search: rule (3–10 samples, 5 confirmation rounds); builds as they come, nothing ahead",
@@ -343,7 +348,7 @@ func speedTable(cfg Config, runs int, c speedCosts) []speedTally {
 	if best.rightShare() < cfg.Confidence {
 		best.about += fmt.Sprintf(" (the most accurate tried; none reached %g)", cfg.Confidence)
 	}
-	return []speedTally{floor, engine, rule, once, *best}
+	return []speedTally{floor, engine, noAhead, rule, once, *best}
 }
 
 // speedLines renders a table.

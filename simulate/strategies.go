@@ -44,7 +44,12 @@ func runEngine(cfg *Config, l *lab) outcome {
 			model = m
 			break
 		}
-		bads = append(bads, l.boot(l.n-1, false).samples(n))
+		endpoint := l.boot(l.n-1, false)
+		if cfg.predict && len(bads) == 0 {
+			// The good endpoint builds while the bad one is measured.
+			l.trace[len(l.trace)-1].ahead = []int{-1}
+		}
+		bads = append(bads, endpoint.samples(n))
 		l.mark(phaseCalibration)
 		goods = append(goods, l.boot(-1, false).samples(n))
 		l.mark(phaseCalibration)
@@ -71,6 +76,15 @@ func runEngine(cfg *Config, l *lab) outcome {
 		m := l.boot(step.Commit, step.Reverted)
 		if step.Confirming {
 			l.mark(phaseConfirm)
+		}
+		if cfg.predict {
+			// As run/search.go: what comes next if this boot measures
+			// good or bad; a revert not made yet is not built ahead.
+			for _, a := range s.Ahead(step) {
+				if !a.Reverted {
+					l.trace[len(l.trace)-1].ahead = append(l.trace[len(l.trace)-1].ahead, a.Commit)
+				}
+			}
 		}
 		var xs []float64
 		for len(xs) == 0 || s.More(xs) {
