@@ -28,6 +28,13 @@ bench:
 bench-speed:
     go test ./simulate -run '^$' -bench BisectWallTime -benchtime 1x -v -timeout 60m | grep -v '^=== RUN'
 
+# The whole `kbisect run --exec` bisection beside `git bisect run` on a
+# real u-boot clone ($KBISECT_BENCH_UBOOT, default /var/tmp/kbisect-uboot):
+# 5 alternating rounds after a warm-up, the medians and their ratio
+# (docs/exec.md, "How fast").
+bench-exec:
+    KBISECT_BENCH_UBOOT=${KBISECT_BENCH_UBOOT:-/var/tmp/kbisect-uboot} go test ./cmd/kbisect -run '^TestExecBenchBesideGitBisectRun$' -v -count 1 -timeout 60m
+
 # Fuzz every parser and the job loader for a minute each.
 fuzz:
     for t in $(grep -ho '^func Fuzz[A-Za-z]*' configs/*_test.go noise/*_test.go | sed 's/^func //'); do p=./noise; grep -q "^func $t" configs/*_test.go && p=./configs; go test $p -run '^$' -fuzz "^$t\$" -fuzztime 60s || exit 1; done
