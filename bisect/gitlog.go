@@ -5,7 +5,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
 
 	"kbisect/verdict"
 )
@@ -18,6 +21,22 @@ func GitLog(ctx context.Context, g *Graph, records []Record, result *Step) (stri
 		return "", fmt.Errorf("session log does not begin with a start record")
 	}
 	start := records[0]
+	// The subjects with one git command (one per commit when that fails,
+	// so that an unreadable commit leaves only its own subject blank).
+	var hs []plumbing.Hash
+	for _, r := range records {
+		for _, sha := range append([]string{r.Bad, r.Commit}, r.Good...) {
+			if h, ok := parseHex(sha); ok {
+				hs = append(hs, h)
+			}
+		}
+	}
+	if result != nil {
+		hs = append(append(hs, result.Commit), result.Candidates...)
+	}
+	hs = slices.DeleteFunc(hs, plumbing.Hash.IsZero)
+	_, _ = g.Infos(ctx, hs) // when it fails, each comment reads its own
+
 	var b strings.Builder
 	comment := func(term, sha string) {
 		subject := ""

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/go-git/go-billy/v5"
@@ -43,6 +44,10 @@ type Graph struct {
 	replace map[plumbing.Hash]plumbing.Hash
 	ids     map[plumbing.Hash]int32
 	nodes   []node
+	// infos are the commits' infos read so far (Infos), under infoMu: a
+	// lab's progress events ask for subjects from several goroutines.
+	infoMu sync.Mutex
+	infos  map[plumbing.Hash]CommitInfo
 }
 
 type node struct {
