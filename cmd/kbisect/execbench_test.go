@@ -27,7 +27,8 @@ import (
 // KBISECT_BENCH_FIRST_BAD the commit the test calls the first bad one
 // (default: the middle of `git rev-list` of the range), KBISECT_BENCH_ROUNDS
 // the rounds (default 5, after one warm-up), and KBISECT_BENCH_BIN a kbisect
-// binary to time instead of this tree's (to compare with an older build).
+// binary to time instead of this tree's; KBISECT_BENCH_OLD, another kbisect
+// (an older build) timed in the same rounds.
 func TestExecBenchBesideGitBisectRun(t *testing.T) {
 	repo := os.Getenv("KBISECT_BENCH_UBOOT")
 	if repo == "" {
@@ -38,7 +39,7 @@ func TestExecBenchBesideGitBisectRun(t *testing.T) {
 	if err != nil || rounds < 1 {
 		t.Fatalf("KBISECT_BENCH_ROUNDS=%q: want a positive number", os.Getenv("KBISECT_BENCH_ROUNDS"))
 	}
-	bin := os.Getenv("KBISECT_BENCH_BIN")
+	bin, old := os.Getenv("KBISECT_BENCH_BIN"), os.Getenv("KBISECT_BENCH_OLD")
 	if bin == "" {
 		bin = filepath.Join(t.TempDir(), "kbisect")
 		if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
@@ -82,7 +83,7 @@ func TestExecBenchBesideGitBisectRun(t *testing.T) {
 	// The CPU time of the processes each side runs (checkouts and tests
 	// included) says what the wall time says, less the load of others.
 	type sample struct{ whole, first, cpu time.Duration }
-	var gitRuns, kbRuns []sample
+	var gitRuns, kbRuns, oldRuns []sample
 	childCPU := func() time.Duration {
 		var ru syscall.Rusage
 		if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
@@ -117,7 +118,7 @@ func TestExecBenchBesideGitBisectRun(t *testing.T) {
 		}
 		return regexp.MustCompile(`(?m)^git bisect (?:good|bad|skip) ([0-9a-f]{40})$`).FindAllString(log, -1), m[1]
 	}
-	kbisect := func() ([]string, string) {
+	kbisectWith := func(bin string) ([]string, string) {
 		cmd := exec.Command(bin, "run", "--repo", repo, "--good", good, "--bad", bad, "--exec", test, "--json")
 		out, err := cmd.Output()
 		if err != nil {
@@ -149,8 +150,11 @@ func TestExecBenchBesideGitBisectRun(t *testing.T) {
 	for round := 0; round <= rounds; round++ {
 		load, _ := os.ReadFile("/proc/loadavg")
 		order := []string{"git", "kbisect"}
+		if old != "" {
+			order = append(order, "kbisect-old")
+		}
 		if round%2 == 1 {
-			order = []string{"kbisect", "git"}
+			slices.Reverse(order)
 		}
 		var line []string
 		steps := map[string][]string{}
@@ -164,10 +168,14 @@ func TestExecBenchBesideGitBisectRun(t *testing.T) {
 					gitRuns = append(gitRuns, s)
 				}
 			} else {
-				s, tested, found = timed(kbisect)
+				runs, b := &kbRuns, bin
+				if who == "kbisect-old" {
+					runs, b = &oldRuns, old
+				}
+				s, tested, found = timed(func() ([]string, string) { return kbisectWith(b) })
 				clearState()
 				if round > 0 {
-					kbRuns = append(kbRuns, s)
+					*runs = append(*runs, s)
 				}
 			}
 			if found != firstBad {
@@ -179,7 +187,7 @@ func TestExecBenchBesideGitBisectRun(t *testing.T) {
 			line = append(line, fmt.Sprintf("%s %.2fs (first test %.2fs, cpu %.2fs, %d tests)", who, s.whole.Seconds(), s.first.Seconds(), s.cpu.Seconds(), len(tested)))
 			steps[who] = tested
 		}
-		if !slices.Equal(steps["git"], steps["kbisect"]) {
+		if !slices.Equal(steps["git"], steps["kbisect"]) || (old != "" && !slices.Equal(steps["git"], steps["kbisect-old"])) {
 			t.Fatalf("git and kbisect tested other commits:\ngit:\n%s\nkbisect:\n%s", strings.Join(steps["git"], "\n"), strings.Join(steps["kbisect"], "\n"))
 		}
 		if round == 0 {
@@ -201,6 +209,11 @@ func TestExecBenchBesideGitBisectRun(t *testing.T) {
 	g, k := med(gitRuns, whole), med(kbRuns, whole)
 	t.Logf("median of %d alternating rounds: git bisect run %.2fs (first test %.2fs, cpu %.2fs), kbisect run --exec %.2fs (first test %.2fs, cpu %.2fs): kbisect/git %.2f× (cpu %.2f×)",
 		rounds, g, med(gitRuns, first), med(gitRuns, cpu), k, med(kbRuns, first), med(kbRuns, cpu), k/g, med(kbRuns, cpu)/med(gitRuns, cpu))
+	if old != "" {
+		o := med(oldRuns, whole)
+		t.Logf("the older kbisect (%s) alongside: %.2fs (first test %.2fs, cpu %.2fs): old/git %.2f× (cpu %.2f×)",
+			old, o, med(oldRuns, first), med(oldRuns, cpu), o/g, med(oldRuns, cpu)/med(gitRuns, cpu))
+	}
 }
 
 func benchGit(t *testing.T, dir string, args ...string) string {
