@@ -1,0 +1,200 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"kbisect/internal/simlab"
+	"kbisect/internal/sshtest"
+	"kbisect/kbuild"
+	"kbisect/remote"
+)
+
+// serverTree makes a git repository with the simulated lab's kernel build
+// system, one commit per entry of changes, and returns it and the commits.
+func serverTree(t *testing.T, changes ...map[string]string) (string, []string) {
+	t.Helper()
+	dir := t.TempDir()
+	files := simlab.BuildFiles()
+	files["kernel/main.c"] = "int helper(void);\nint main(void) { return helper(); }\n"
+	files["kernel/helper.c"] = "int helper(void) { return 0; }\n"
+	files["kernel/eventpoll.c"] = "int ep_poll_callback(void) { return 1; }\n"
+	gitIn(t, dir, "init", "-q")
+	var commits []string
+	for _, change := range append([]map[string]string{files}, changes...) {
+		for name, content := range change {
+			p := filepath.Join(dir, name)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		gitIn(t, dir, "add", "-A")
+		gitIn(t, dir, "commit", "-q", "-m", "change")
+		commits = append(commits, gitIn(t, dir, "rev-parse", "HEAD"))
+	}
+	return dir, commits
+}
+
+func gitIn(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("git", append([]string{"-C", dir, "-c", "user.email=t@kbisect", "-c", "user.name=t"}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// testKbisect builds kbisect for the build server to run.
+func testKbisect(t *testing.T) string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("build server test skipped: the go tool is not on PATH to build the kbisect the server runs")
+	}
+	bin := filepath.Join(t.TempDir(), "kbisect")
+	if out, err := exec.Command(goTool, "build", "-o", bin, "kbisect/cmd/kbisect").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// buildServerFor starts a real sshd as the build server, its sessions'
+// $HOME a directory of the test's, and returns it as a BuildServer whose
+// clone (build.remote_tree) holds the local tree up to its first commit.
+func buildServerFor(t *testing.T, local, exe string) (*BuildServer, string) {
+	t.Helper()
+	home := t.TempDir()
+	srv := sshtest.Start(t, "SetEnv HOME="+home)
+	clone := filepath.Join(home, "src", "linux")
+	first := strings.Fields(gitIn(t, local, "rev-list", "--max-parents=0", "HEAD"))[0]
+	gitIn(t, local, "clone", "-q", "--no-local", local, clone)
+	gitIn(t, clone, "checkout", "-q", "--detach", first)
+	for _, ref := range strings.Fields(gitIn(t, clone, "for-each-ref", "--format=%(refname)", "refs/heads", "refs/remotes")) {
+		gitIn(t, clone, "update-ref", "-d", ref)
+	}
+	gitIn(t, clone, "update-ref", "refs/heads/base", first)
+	gitIn(t, clone, "reflog", "expire", "--expire=now", "--all")
+	gitIn(t, clone, "gc", "-q", "--prune=now")
+	s := &BuildServer{SSH: remote.Options{Address: "127.0.0.1", Port: srv.Port, User: srv.User, Identity: srv.Identity,
+		KnownHosts: srv.KnownHosts, ConnectTimeout: 10 * time.Second}, Tree: "~/src/linux", Exe: exe}
+	s.SetSlots(2)
+	return s, home
+}
+
+func TestABuildServerBuildsWhatALocalBuildWouldAndTheCacheKeepsIt(t *testing.T) {
+	exe := testKbisect(t)
+	local, commits := serverTree(t,
+		map[string]string{"kernel/eventpoll.c": "int ep_poll_callback(void) { return 2; }\n"},
+		map[string]string{"kernel/helper.c": "int helper(void) { return undefined_symbol; }\n"})
+	server, home := buildServerFor(t, local, exe)
+	frag := filepath.Join(t.TempDir(), "rt.config")
+	if err := os.WriteFile(frag, []byte("CONFIG_EXPERT=y\nCONFIG_PREEMPT_RT=y\nCONFIG_NO_HZ_FULL=y\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	base := kbuild.Options{Tree: local, Base: "tinyconfig", Fragments: []string{frag}, Jobs: 2}
+
+	here := base
+	here.CacheDir = t.TempDir()
+	start := time.Now()
+	want, err := kbuild.Build(ctx, here, 0, commits[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	localTook := time.Since(start)
+
+	var log bytes.Buffer
+	there := base
+	there.CacheDir, there.Log, there.Server = t.TempDir(), &log, server
+	start = time.Now()
+	got, err := kbuild.Build(ctx, there, 0, commits[1])
+	if err != nil {
+		t.Fatalf("%v\nlog:\n%s", err, log.String())
+	}
+	t.Logf("local build %.2fs, on the build server %.2fs", localTook.Seconds(), time.Since(start).Seconds())
+	// modules.tar keeps the install's mtimes, so two builds here differ
+	// in it too: its size is compared, every other file byte for byte.
+	same := func(files map[string]kbuild.FileSum) map[string]kbuild.FileSum {
+		c := maps.Clone(files)
+		c["modules.tar"] = kbuild.FileSum{Size: files["modules.tar"].Size}
+		return c
+	}
+	if got.Key != want.Key || got.Signature != want.Signature || got.Release != want.Release || len(got.Files) != 5 || !reflect.DeepEqual(same(got.Files), same(want.Files)) {
+		t.Errorf("the server's artifact %s %s %v\ndiffers from a local build's %s %s %v", got.Key, got.Signature, got.Files, want.Key, want.Signature, want.Files)
+	}
+	if got.Dir != filepath.Join(there.CacheDir, "artifacts", got.Key) || got.Cached {
+		t.Errorf("published in %s (cached %v), want the local cache", got.Dir, got.Cached)
+	}
+	if err := kbuild.Check(got.Dir); err != nil {
+		t.Error(err)
+	}
+	// The commit the server's clone lacked went as a pack.
+	m := regexp.MustCompile(`sent to the build server's tree as a pack of (\d+) bytes`).FindStringSubmatch(log.String())
+	if m == nil {
+		t.Errorf("the log does not say the commit was sent:\n%s", log.String())
+	} else {
+		t.Logf("the pack that carried %s: %s bytes", commits[1][:12], m[1])
+	}
+	clone := filepath.Join(home, "src", "linux")
+	if ref := gitIn(t, clone, "rev-parse", "refs/kbisect/"+commits[1]); ref != commits[1] {
+		t.Errorf("the server's clone keeps %s under refs/kbisect, want %s", ref, commits[1])
+	}
+	// make's output on the server is in the build log here.
+	if !strings.Contains(log.String(), "CC      kernel/eventpoll.o") {
+		t.Errorf("the build log lacks the server's make output:\n%s", log.String())
+	}
+	shipped, _ := filepath.Glob(filepath.Join(home, ".cache", "kbisect", "bin", "kbisect-*"))
+	if len(shipped) != 1 {
+		t.Errorf("kbisect shipped to the server as %v, want once", shipped)
+	}
+
+	// The second build is the local cache's: the server is not asked
+	// (here, it could not be reached).
+	there.Server = &BuildServer{SSH: remote.Options{Address: "127.0.0.1", Port: sshtest.FreePort(t), ConnectTimeout: time.Second}, Tree: "x", Exe: exe}
+	again, err := kbuild.Build(ctx, there, 0, commits[1])
+	if err != nil || !again.Cached || again.Key != want.Key {
+		t.Fatalf("second build: %+v %v, want a cache hit", again, err)
+	}
+
+	// A commit that does not build there is the commit's failure, with
+	// the compiler's words.
+	there.Server = server
+	log.Reset()
+	_, err = kbuild.Build(ctx, there, 1, commits[2])
+	var be *kbuild.BuildError
+	if !errors.As(err, &be) || be.Commit != commits[2] || !strings.Contains(strings.Join(be.Lines, "\n"), "undefined_symbol") {
+		t.Fatalf("got %T %v, want the commit's BuildError naming undefined_symbol\nlog:\n%s", err, err, log.String())
+	}
+}
+
+func TestABuildServerWithAnUnknownHostKeyIsRefused(t *testing.T) {
+	local, commits := serverTree(t)
+	server, home := buildServerFor(t, local, "/nonexistent/kbisect")
+	empty := filepath.Join(t.TempDir(), "known_hosts")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	server.SSH.KnownHosts = empty
+	o := kbuild.Options{Tree: local, Base: "tinyconfig", CacheDir: t.TempDir(), Server: server}
+	_, err := kbuild.Build(context.Background(), o, 0, commits[0])
+	var hk *remote.HostKeyError
+	if !errors.As(err, &hk) || hk.Changed {
+		t.Fatalf("got %T %v, want the unknown host key refused", err, err)
+	}
+	if _, err := os.Stat(filepath.Join(home, ".cache")); !os.IsNotExist(err) {
+		t.Errorf("something reached the server that refused: %v", err)
+	}
+}
