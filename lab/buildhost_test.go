@@ -10,10 +10,12 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"kbisect/configs"
 	"kbisect/internal/simlab"
 	"kbisect/internal/sshtest"
 	"kbisect/kbuild"
@@ -196,5 +198,61 @@ func TestABuildServerWithAnUnknownHostKeyIsRefused(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(home, ".cache")); !os.IsNotExist(err) {
 		t.Errorf("something reached the server that refused: %v", err)
+	}
+}
+
+// TestThePreflightNamesWhatTheBuildServerLacks: before anything is built,
+// the preflight dials the build server with its key verified and names
+// its missing clone and compiler, each with its fix; an unknown key is a
+// problem under build.host's keys.
+func TestThePreflightNamesWhatTheBuildServerLacks(t *testing.T) {
+	job, err := configs.Load("../configs/qemu-local.yaml", configs.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, _ := serverTree(t)
+	server, home := buildServerFor(t, local, "")
+	job.Build.Tree, job.Boot.QEMU.Image = configs.Path(local), configs.Path(t.TempDir())
+	job.Build.CacheDir = configs.Path(t.TempDir())
+	job.Build.CCache = false
+	job.Build.Host = configs.Host{Address: "127.0.0.1", Port: server.SSH.Port, User: server.SSH.User,
+		Identity: configs.Path(server.SSH.Identity), KnownHosts: configs.Path(server.SSH.KnownHosts), ConnectTimeout: configs.Duration(10 * time.Second)}
+	job.Build.RemoteTree, job.Build.Slots = "~/src/linux", 1
+	problems := func() []string {
+		rd, err := Preflight(context.Background(), job, PreflightOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, p := range rd.Problems {
+			if strings.Contains(p.What, "build server") {
+				got = append(got, p.String())
+			}
+		}
+		return got
+	}
+	if got := problems(); len(got) != 0 {
+		t.Errorf("a ready build server has problems: %q", got)
+	}
+
+	job.Build.RemoteTree = "~/src/nothing"
+	job.Build.MakeVars = map[string]string{"CC": "no-such-cc"}
+	name := server.SSH.User + "@127.0.0.1:" + strconv.Itoa(server.SSH.Port)
+	want := []string{
+		"build server " + name + ": no-such-cc is not installed there; fix: install it on the build server (its package)",
+		"build server " + name + ": build.remote_tree ~/src/nothing is not a git clone there; fix: clone the kernel there: git clone URL ~/src/nothing",
+	}
+	if got := problems(); !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+
+	empty := filepath.Join(home, "known_hosts")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	job.Build.Host.KnownHosts = configs.Path(empty)
+	got := problems()
+	if len(got) != 1 || !strings.HasPrefix(got[0], "build server: ") || !strings.Contains(got[0], "fix: verify the host key, then put the right line in "+empty) {
+		t.Errorf("an unknown host key: %q", got)
 	}
 }
