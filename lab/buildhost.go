@@ -103,11 +103,10 @@ func (s *BuildServer) Build(ctx context.Context, o kbuild.Options, _ int, commit
 	}
 	defer cleanup()
 	cmd := shell.Cmd{Script: shell.Join(bin, "build", "--job", job, "--rev", commit, "--slot", strconv.Itoa(slot), "--json", "--log", "-")}
-	if o.CCacheRemote != "" {
-		// The secret reaches the server's kbisect in its environment,
-		// which Run sends on standard input: never on a command line.
-		cmd.Env = []string{remoteStorageVar + "=" + o.CCacheRemote}
-	}
+	// The remote storage's secret reaches the server's kbisect in its
+	// environment, which Stream sends on standard input: never on a
+	// command line or in the job file.
+	_, cmd.Env = remoteStorage(o.CCacheRemote)
 	var out bytes.Buffer
 	log := o.Log
 	if log == nil {
@@ -136,8 +135,23 @@ func (s *BuildServer) Build(ctx context.Context, o kbuild.Options, _ int, commit
 	return fetchArtifact(ctx, h, a.Dir, dir)
 }
 
-// remoteStorageVar carries build.ccache_remote, expanded, to the server.
+// remoteStorageVar carries build.ccache_remote, expanded, to the server:
+// its i-th URL's part after the scheme is in remoteStorageVar_i.
 const remoteStorageVar = "KBISECT_CCACHE_REMOTE"
+
+// remoteStorage splits the expanded remote storage into the text of the
+// server's job (each URL's scheme, the rest a ${NAME}) and the variables
+// that hold the rest.
+func remoteStorage(urls string) (text string, env []string) {
+	var words []string
+	for i, u := range strings.Fields(urls) {
+		scheme, rest, _ := strings.Cut(u, "://")
+		name := fmt.Sprintf("%s_%d", remoteStorageVar, i)
+		words = append(words, scheme+"://${"+name+"}")
+		env = append(env, name+"="+rest)
+	}
+	return strings.Join(words, " "), env
+}
 
 // fetchArtifact streams the server's artifact directory as tar into dir:
 // regular files alone, none outside dir (kbuild checks their sums).

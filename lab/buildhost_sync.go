@@ -231,7 +231,8 @@ func (s *BuildServer) sendJob(ctx context.Context, h *remote.Host, o kbuild.Opti
 	set("make_vars", o.MakeVars, len(o.MakeVars) > 0)
 	set("jobs", o.Jobs, o.Jobs > 0)
 	set("compiler_wrapper", strings.Join(o.CompilerWrapper, " "), len(o.CompilerWrapper) > 0)
-	set("ccache_remote", "${"+remoteStorageVar+"}", o.CCacheRemote != "")
+	storage, _ := remoteStorage(o.CCacheRemote)
+	set("ccache_remote", storage, storage != "")
 	set("timeout", configs.Duration(o.Timeout).String(), o.Timeout > 0)
 	job := map[string]any{"apiVersion": "kbisect/v1", "kind": "Job", "machine": map[string]any{"name": "build-server"},
 		// Sections kbisect build does not read, present to be valid.

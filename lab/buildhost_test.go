@@ -79,7 +79,13 @@ func testKbisect(t *testing.T) string {
 func buildServerFor(t *testing.T, local, exe string) (*BuildServer, string) {
 	t.Helper()
 	home := t.TempDir()
-	srv := sshtest.Start(t, "SetEnv HOME="+home)
+	return buildServerOn(t, sshtest.Start(t, "SetEnv HOME="+home), home, local, exe), home
+}
+
+// buildServerOn is buildServerFor with the server given, its sessions'
+// $HOME home.
+func buildServerOn(t *testing.T, srv *sshtest.Server, home, local, exe string) *BuildServer {
+	t.Helper()
 	clone := filepath.Join(home, "src", "linux")
 	first := strings.Fields(gitIn(t, local, "rev-list", "--max-parents=0", "HEAD"))[0]
 	gitIn(t, local, "clone", "-q", "--no-local", local, clone)
@@ -93,7 +99,7 @@ func buildServerFor(t *testing.T, local, exe string) (*BuildServer, string) {
 	s := &BuildServer{SSH: remote.Options{Address: "127.0.0.1", Port: srv.Port, User: srv.User, Identity: srv.Identity,
 		KnownHosts: srv.KnownHosts, ConnectTimeout: 10 * time.Second}, Tree: "~/src/linux", Exe: exe}
 	s.SetSlots(2)
-	return s, home
+	return s
 }
 
 func TestABuildServerBuildsWhatALocalBuildWouldAndTheCacheKeepsIt(t *testing.T) {
@@ -254,5 +260,52 @@ func TestThePreflightNamesWhatTheBuildServerLacks(t *testing.T) {
 	got := problems()
 	if len(got) != 1 || !strings.HasPrefix(got[0], "build server: ") || !strings.Contains(got[0], "fix: verify the host key, then put the right line in "+empty) {
 		t.Errorf("an unknown host key: %q", got)
+	}
+}
+
+// TestTheRemoteStoragesPasswordReachesTheBuildServerOnStdinAlone: the
+// expanded build.ccache_remote is in the environment of the server's
+// kbisect (its build says it uses the remote storage), sent on the SSH
+// session's standard input, never on a command line nor in the log.
+func TestTheRemoteStoragesPasswordReachesTheBuildServerOnStdinAlone(t *testing.T) {
+	if _, err := exec.LookPath("ccache"); err != nil {
+		t.Skip("ccache is not installed (apt-get install ccache): the remote storage is ccache's")
+	}
+	exe := testKbisect(t)
+	local, commits := serverTree(t)
+	home := t.TempDir()
+	srv := sshtest.StartRecording(t, "SetEnv HOME="+home)
+	server := buildServerOn(t, srv, home, local, exe)
+	const secret = "s3cr3t-pw-4711"
+	var log bytes.Buffer
+	o := kbuild.Options{Tree: local, Base: "tinyconfig", Jobs: 2, CacheDir: t.TempDir(), Log: &log, Server: server,
+		CCache: true, CCacheRemote: "redis://kbisect:" + secret + "@127.0.0.1:1"}
+	if _, err := kbuild.Build(context.Background(), o, 0, commits[0]); err != nil {
+		t.Fatalf("%v\nlog:\n%s", err, log.String())
+	}
+	if !strings.Contains(log.String(), "ccache: with the remote storage of build.ccache_remote") {
+		t.Errorf("the server's build did not get the remote storage:\n%s", log.String())
+	}
+	if strings.Contains(log.String(), secret) {
+		t.Errorf("the build log shows the password")
+	}
+	rec, err := os.ReadFile(srv.Received)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var commands, stdin int
+	for _, line := range strings.Split(string(rec), "\n") {
+		switch {
+		case strings.HasPrefix(line, "== command:"):
+			commands++
+			if strings.Contains(line, secret) {
+				t.Errorf("a command line holds the password: %s", line)
+			}
+		case strings.Contains(line, "export "+remoteStorageVar+"_0=kbisect:"+secret+"@127.0.0.1:1"):
+			stdin++
+		}
+	}
+	if commands == 0 || stdin != 1 || !strings.Contains(string(rec), secret) {
+		t.Errorf("%d sessions, %d exports of the remote storage on stdin, want it once", commands, stdin)
 	}
 }
