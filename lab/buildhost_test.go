@@ -106,7 +106,8 @@ func TestABuildServerBuildsWhatALocalBuildWouldAndTheCacheKeepsIt(t *testing.T) 
 	exe := testKbisect(t)
 	local, commits := serverTree(t,
 		map[string]string{"kernel/eventpoll.c": "int ep_poll_callback(void) { return 2; }\n"},
-		map[string]string{"kernel/helper.c": "int helper(void) { return undefined_symbol; }\n"})
+		map[string]string{"kernel/helper.c": "int helper(void) { return undefined_symbol; }\n"},
+		map[string]string{"kernel/helper.c": "#error flex: not found\n"})
 	server, home := buildServerFor(t, local, exe)
 	frag := filepath.Join(t.TempDir(), "rt.config")
 	if err := os.WriteFile(frag, []byte("CONFIG_EXPERT=y\nCONFIG_PREEMPT_RT=y\nCONFIG_NO_HZ_FULL=y\n"), 0o644); err != nil {
@@ -186,6 +187,13 @@ func TestABuildServerBuildsWhatALocalBuildWouldAndTheCacheKeepsIt(t *testing.T) 
 	if !errors.As(err, &be) || be.Commit != commits[2] || !strings.Contains(strings.Join(be.Lines, "\n"), "undefined_symbol") {
 		t.Fatalf("got %T %v, want the commit's BuildError naming undefined_symbol\nlog:\n%s", err, err, log.String())
 	}
+	// A build the server's machine failed is the lab's fault, typed as
+	// there (here: what a missing flex says).
+	_, err = kbuild.Build(ctx, there, 0, commits[3])
+	var se *kbuild.SetupError
+	if !errors.As(err, &se) || se.Fault != kbuild.FaultTool || !strings.HasPrefix(se.Msg, "build server "+server.SSH.User+"@127.0.0.1:") {
+		t.Fatalf("got %T %v, want the server's SetupError of a missing tool", err, err)
+	}
 }
 
 func TestABuildServerWithAnUnknownHostKeyIsRefused(t *testing.T) {
@@ -204,6 +212,15 @@ func TestABuildServerWithAnUnknownHostKeyIsRefused(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(home, ".cache")); !os.IsNotExist(err) {
 		t.Errorf("something reached the server that refused: %v", err)
+	}
+
+	// A server without its clone is the lab's fault, with the fix.
+	server.SSH.KnownHosts = filepath.Join(filepath.Dir(server.SSH.Identity), "known_hosts")
+	server.Tree = "~/src/nothing"
+	_, err = kbuild.Build(context.Background(), o, 0, commits[0])
+	var se *kbuild.SetupError
+	if !errors.As(err, &se) || !strings.Contains(se.Msg, "build.remote_tree ~/src/nothing is not a git clone there: make one (git clone URL ~/src/nothing)") {
+		t.Fatalf("got %T %v, want a SetupError saying to clone the tree", err, err)
 	}
 }
 
@@ -307,5 +324,22 @@ func TestTheRemoteStoragesPasswordReachesTheBuildServerOnStdinAlone(t *testing.T
 	}
 	if commands == 0 || stdin != 1 || !strings.Contains(string(rec), secret) {
 		t.Errorf("%d sessions, %d exports of the remote storage on stdin, want it once", commands, stdin)
+	}
+}
+
+func TestBuildOptionsBuildOnBuildHostWithItsSlots(t *testing.T) {
+	job := &configs.Job{Build: configs.Build{Tree: "/src/linux", Slots: 3, RemoteTree: "~/linux", HostKbisect: "/opt/kbisect",
+		Host: configs.Host{Address: "build1", Port: 2200, User: "builder", KnownHosts: "/kh", ConnectTimeout: configs.Duration(time.Second)}}}
+	s, ok := BuildOptions(job, nil).Server.(*BuildServer)
+	if !ok {
+		t.Fatal("build.host set, no build server in the options")
+	}
+	want := remote.Options{Address: "build1", Port: 2200, User: "builder", KnownHosts: "/kh", ConnectTimeout: time.Second}
+	if s.SSH != want || s.Tree != "~/linux" || s.Kbisect != "/opt/kbisect" || cap(s.slots) != 3 || len(s.slots) != 3 {
+		t.Errorf("server %+v, %d slots", s, cap(s.slots))
+	}
+	job.Build.Host = configs.Host{}
+	if o := BuildOptions(job, nil); o.Server != nil {
+		t.Errorf("no build.host, yet a build server: %+v", o.Server)
 	}
 }
