@@ -71,7 +71,7 @@ func (s *BuildServer) SetSlots(n int) {
 // artifact into dir.
 func (s *BuildServer) Build(ctx context.Context, o kbuild.Options, _ int, commit, dir string) error {
 	if s.slots == nil {
-		s.SetSlots(1)
+		return errors.New("kbisect: a BuildServer without slots (NewBuildServer or SetSlots makes them)")
 	}
 	var slot int
 	select {
