@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"kbisect/configs"
 	"kbisect/internal/shell"
@@ -102,7 +104,12 @@ func (s *BuildServer) Build(ctx context.Context, o kbuild.Options, _ int, commit
 		return err
 	}
 	defer cleanup()
-	cmd := shell.Cmd{Script: shell.Join(bin, "build", "--job", job, "--rev", commit, "--slot", strconv.Itoa(slot), "--json", "--log", "-")}
+	// The build's pid is kept beside its job: sshd does not pass a
+	// signal on to the session's command, so a build this controller
+	// stops (a build ahead made way) is stopped by its pid.
+	pidFile := path.Dir(job) + "/pid"
+	cmd := shell.Cmd{Script: "echo $$ >" + shell.Quote(pidFile) + " && exec " +
+		shell.Join(bin, "build", "--job", job, "--rev", commit, "--slot", strconv.Itoa(slot), "--json", "--log", "-")}
 	// The remote storage's secret reaches the server's kbisect in its
 	// environment, which Stream sends on standard input: never on a
 	// command line or in the job file.
@@ -115,6 +122,9 @@ func (s *BuildServer) Build(ctx context.Context, o kbuild.Options, _ int, commit
 	err = h.Stream(ctx, cmd, &out, log)
 	var ee *shell.ExitError
 	switch {
+	case ctx.Err() != nil:
+		stopBuild(ctx, h, pidFile)
+		return ctx.Err()
 	case err == nil:
 	case errors.As(err, &ee):
 		var f kbuild.Failure
@@ -133,6 +143,20 @@ func (s *BuildServer) Build(ctx context.Context, o kbuild.Options, _ int, commit
 		return fmt.Errorf("%s: kbisect build answered no artifact (%q)", where, strings.TrimSpace(out.String()))
 	}
 	return fetchArtifact(ctx, h, a.Dir, dir)
+}
+
+// stopBuild ends the server's kbisect build of pidFile with SIGTERM (it
+// stops make and frees its slot as on Ctrl-C) and waits up to a minute
+// for it to be gone, so that the slot is free when it is given again.
+func stopBuild(ctx context.Context, h *remote.Host, pidFile string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	script := "p=$(cat " + shell.Quote(pidFile) + " 2>/dev/null) || exit 0\n" +
+		"kill -TERM \"$p\" 2>/dev/null || exit 0\n" +
+		"i=0; while kill -0 \"$p\" 2>/dev/null && [ $i -lt 500 ]; do sleep 0.1; i=$((i+1)); done\n"
+	// Best effort: a connection lost here leaves the build to end by
+	// itself, and the slot busy until it does.
+	_, _, _ = h.Run(ctx, shell.Cmd{Script: script})
 }
 
 // remoteStorageVar carries build.ccache_remote, expanded, to the server:

@@ -343,3 +343,49 @@ func TestBuildOptionsBuildOnBuildHostWithItsSlots(t *testing.T) {
 		t.Errorf("no build.host, yet a build server: %+v", o.Server)
 	}
 }
+
+// TestAStoppedBuildOnTheServerEndsThereAndFreesItsSlot: sshd does not pass
+// a signal on, so a build the controller stops (a build ahead making way)
+// is stopped by its pid: nothing of it runs on, and its slot builds the
+// next kernel at once.
+func TestAStoppedBuildOnTheServerEndsThereAndFreesItsSlot(t *testing.T) {
+	exe := testKbisect(t)
+	local, commits := serverTree(t)
+	server, home := buildServerFor(t, local, exe)
+	server.SetSlots(1)
+	started := filepath.Join(home, "compiling")
+	slowcc := filepath.Join(home, "slowcc")
+	script := "#!/bin/sh\n[ \"$1\" = --version ] && exec gcc --version\ntouch " + started + "\nexec sleep 4711.25\n"
+	if err := os.WriteFile(slowcc, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o := kbuild.Options{Tree: local, Base: "tinyconfig", Jobs: 1, CacheDir: t.TempDir(), Server: server, MakeVars: map[string]string{"CC": slowcc}}
+	done := make(chan error, 1)
+	go func() {
+		_, err := kbuild.Build(ctx, o, 0, commits[0])
+		done <- err
+	}()
+	for {
+		if _, err := os.Stat(started); err == nil {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the slow build ended before it compiled: %v", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("a stopped build returned %v", err)
+	}
+	if out, err := exec.Command("pgrep", "-f", "sleep 4711.25").CombinedOutput(); err == nil {
+		t.Errorf("the stopped build's compiler still runs on the server: %s", out)
+	}
+	o.MakeVars = nil
+	if _, err := kbuild.Build(context.Background(), o, 0, commits[0]); err != nil {
+		t.Fatalf("the next build in the freed slot: %v", err)
+	}
+}
