@@ -136,6 +136,15 @@ func (s *BuildServer) Build(ctx context.Context, o kbuild.Options, _ int, commit
 		}
 		return fmt.Errorf("%s: kbisect build: %w", where, err)
 	default:
+		var ie *remote.InfraError
+		if errors.As(err, &ie) {
+			// The connection dropped; the build there runs on, its answer
+			// lost, its slot busy: stopped from a new connection.
+			if again, derr := remote.Dial(context.WithoutCancel(ctx), s.SSH); derr == nil {
+				stopBuild(ctx, again, pidFile)
+				again.Close()
+			}
+		}
 		return err
 	}
 	var a kbuild.Artifact

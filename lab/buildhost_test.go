@@ -351,7 +351,9 @@ func TestBuildOptionsBuildOnBuildHostWithItsSlots(t *testing.T) {
 func TestAStoppedBuildOnTheServerEndsThereAndFreesItsSlot(t *testing.T) {
 	exe := testKbisect(t)
 	local, commits := serverTree(t)
-	server, home := buildServerFor(t, local, exe)
+	home := t.TempDir()
+	srv := sshtest.Start(t, "SetEnv HOME="+home)
+	server := buildServerOn(t, srv, home, local, exe)
 	server.SetSlots(1)
 	started := filepath.Join(home, "compiling")
 	slowcc := filepath.Join(home, "slowcc")
@@ -362,27 +364,39 @@ func TestAStoppedBuildOnTheServerEndsThereAndFreesItsSlot(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	o := kbuild.Options{Tree: local, Base: "tinyconfig", Jobs: 1, CacheDir: t.TempDir(), Server: server, MakeVars: map[string]string{"CC": slowcc}}
-	done := make(chan error, 1)
-	go func() {
-		_, err := kbuild.Build(ctx, o, 0, commits[0])
-		done <- err
-	}()
-	for {
-		if _, err := os.Stat(started); err == nil {
-			break
+	// slow starts the slow build, waits for its compiler, then stops it
+	// with stop and returns what the build returned.
+	slow := func(stop func()) error {
+		_ = os.Remove(started)
+		done := make(chan error, 1)
+		go func() {
+			_, err := kbuild.Build(ctx, o, 0, commits[0])
+			done <- err
+		}()
+		for {
+			if _, err := os.Stat(started); err == nil {
+				break
+			}
+			select {
+			case err := <-done:
+				t.Fatalf("the slow build ended before it compiled: %v", err)
+			case <-time.After(100 * time.Millisecond):
+			}
 		}
-		select {
-		case err := <-done:
-			t.Fatalf("the slow build ended before it compiled: %v", err)
-		case <-time.After(100 * time.Millisecond):
+		stop()
+		err := <-done
+		if out, perr := exec.Command("pgrep", "-f", "sleep 4711.25").CombinedOutput(); perr == nil {
+			t.Errorf("the stopped build's compiler still runs on the server: %s", out)
 		}
+		return err
 	}
-	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
+	// A connection that drops: the build there is stopped from another.
+	var ie *remote.InfraError
+	if err := slow(srv.KillConnections); !errors.As(err, &ie) {
+		t.Fatalf("a build whose connection dropped returned %T %v", err, err)
+	}
+	if err := slow(cancel); !errors.Is(err, context.Canceled) {
 		t.Fatalf("a stopped build returned %v", err)
-	}
-	if out, err := exec.Command("pgrep", "-f", "sleep 4711.25").CombinedOutput(); err == nil {
-		t.Errorf("the stopped build's compiler still runs on the server: %s", out)
 	}
 	o.MakeVars = nil
 	if _, err := kbuild.Build(context.Background(), o, 0, commits[0]); err != nil {
