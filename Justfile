@@ -82,6 +82,13 @@ e2e-qemu: e2e-prepare
     mkdir -p /tmp/kbisect-e2e-qemu
     KBISECT_E2E=1 KBISECT_E2E_OUT=/tmp/kbisect-e2e-qemu go test ./cmd/kbisect -run TestQEMULabBisectsARealKernel -v -timeout 90m
 
+# The same, every kernel built on a build server over SSH (build.host): a
+# second sshd on 127.0.0.1 with its own host key, its own clone and cache;
+# every kernel is built cold there (a few hours on 2 cores).
+e2e-qemu-buildhost: e2e-prepare
+    mkdir -p /tmp/kbisect-e2e-qemu-buildhost
+    KBISECT_E2E=1 KBISECT_E2E_BUILD_HOST=1 KBISECT_E2E_OUT=/tmp/kbisect-e2e-qemu-buildhost go test ./cmd/kbisect -run TestQEMULabBisectsARealKernel -v -timeout 6h
+
 # kbisect nightly on real kernels in a local QEMU guest: four nights of
 # release tags on the e2e series (baseline, regression bisected, still
 # present, fixed); reports and logs stay in /tmp/kbisect-e2e-nightly.

@@ -89,6 +89,17 @@ func (l *loader) setDefaults() {
 	def("build.cache_size", func() { bu.CacheSize = DefaultCacheSize })
 	def("build.timeout", func() { bu.Timeout = DefaultBuildTimeout })
 	def("build.on_failure", func() { bu.OnFailure = FailureSkip })
+	if bu.Host.Address != "" {
+		bh := &bu.Host
+		def("build.host.port", func() { bh.Port = DefaultPort })
+		def("build.host.user", func() { bh.User = DefaultUser })
+		def("build.host.known_hosts", func() {
+			bh.KnownHosts = Path(filepath.Join(l.opt.Home, ".ssh", "known_hosts"))
+		})
+		def("build.host.connect_timeout", func() { bh.ConnectTimeout = DefaultConnectTimeout })
+		def("build.host.keepalive", func() { bh.Keepalive = DefaultKeepalive })
+		def("build.slots", func() { bu.Slots = 1 })
+	}
 
 	w := &j.Workload
 	def("workload.tool", func() { w.Tool = ToolOsnoise })

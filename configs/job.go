@@ -130,6 +130,14 @@ type Build struct {
 	CacheSize       Size       `yaml:"cache_size,omitempty"`
 	Timeout         Duration   `yaml:"timeout,omitempty"`
 	OnFailure       string     `yaml:"on_failure,omitempty"`
+	// Host is a build server reached over SSH that builds the kernels
+	// the cache lacks, in Slots slots, in its own clone RemoteTree;
+	// HostKbisect a kbisect installed there, when this one's executable
+	// cannot run there (another OS or architecture).
+	Host        Host   `yaml:"host,omitempty"`
+	RemoteTree  string `yaml:"remote_tree,omitempty"`
+	Slots       int    `yaml:"slots,omitempty"`
+	HostKbisect string `yaml:"host_kbisect,omitempty"`
 }
 
 // Base configurations that are not files: make's defconfig, the running

@@ -64,6 +64,7 @@ func (l *loader) validate() {
 	bp := l.validateBoot()
 	l.validateBuild()
 	l.validateFarm()
+	l.validateBuildHost()
 	l.validateWorkload(bp)
 	l.validateVerdict()
 	l.validateReport()
@@ -116,26 +117,32 @@ func (l *loader) validateHost() {
 	case h.Address != "" && (!hostWord.MatchString(h.Address) || strings.HasPrefix(h.Address, "-")):
 		l.errorf(l.at("host.address"), "host.address", "%q is not a host name or IP address", h.Address)
 	}
-	if l.isSet("host.port") {
-		l.intRange("host.port", h.Port, 1, 65535)
+	l.validateSSH("host", h, qemu)
+}
+
+// validateSSH checks how a machine is reached over SSH, its keys under
+// prefix (host, build.host).
+func (l *loader) validateSSH(prefix string, h *Host, qemu bool) {
+	if l.isSet(prefix + ".port") {
+		l.intRange(prefix+".port", h.Port, 1, 65535)
 	}
 	if h.User != "" && (strings.ContainsAny(h.User, " \t@:/") || strings.HasPrefix(h.User, "-")) {
-		l.errorf(l.at("host.user"), "host.user", "%q is not a user name", h.User)
+		l.errorf(l.at(prefix+".user"), prefix+".user", "%q is not a user name", h.User)
 	}
 	if h.Jump != "" {
 		if err := checkJump(h.Jump); err != nil {
-			l.errorf(l.at("host.jump"), "host.jump", "%v", err)
+			l.errorf(l.at(prefix+".jump"), prefix+".jump", "%v", err)
 		}
 	}
 	if h.Identity != "" {
-		l.fileExists("host.identity", string(h.Identity), true)
+		l.fileExists(prefix+".identity", string(h.Identity), true)
 	}
 	if h.KnownHosts != "" && !qemu && !h.AcceptNewHostKey {
-		l.fileExists("host.known_hosts", string(h.KnownHosts), true)
+		l.fileExists(prefix+".known_hosts", string(h.KnownHosts), true)
 	}
-	l.durationRange("host.connect_timeout", h.ConnectTimeout, time.Second, 10*time.Minute)
+	l.durationRange(prefix+".connect_timeout", h.ConnectTimeout, time.Second, 10*time.Minute)
 	if h.Keepalive != 0 {
-		l.durationRange("host.keepalive", h.Keepalive, time.Second, 10*time.Minute)
+		l.durationRange(prefix+".keepalive", h.Keepalive, time.Second, 10*time.Minute)
 	}
 }
 

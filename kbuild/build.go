@@ -40,6 +40,9 @@ type Options struct {
 	Timeout time.Duration
 	// Log receives make's output as it comes (a file in the state dir).
 	Log io.Writer
+	// Server, when set, builds what the cache does not have on a build
+	// server (build.host) instead of here.
+	Server Server
 }
 
 // Artifact is a built kernel in the cache.
@@ -88,8 +91,11 @@ func build(ctx context.Context, o Options, slot int, commit string) (*Artifact, 
 	if o.Jobs <= 0 {
 		o.Jobs = runtime.NumCPU()
 	}
-	if err := o.checkWrapper(); err != nil {
-		return nil, err
+	if o.Server == nil {
+		// With a build server, the client is the server's (its preflight).
+		if err := o.checkWrapper(); err != nil {
+			return nil, err
+		}
 	}
 	req, err := LoadRequest(o.Fragments, append(append([]string{}, o.Inline...),
 		fmt.Sprintf(`CONFIG_LOCALVERSION="%s"`, LocalVersion(commit)), "# CONFIG_LOCALVERSION_AUTO is not set"))
@@ -115,6 +121,9 @@ func build(ctx context.Context, o Options, slot int, commit string) (*Artifact, 
 			fmt.Fprintf(o.Log, "kbisect: %s: the cache has this kernel (%s)\n", commitid.Short(commit), a.Dir)
 		}
 		return a, nil
+	}
+	if o.Server != nil {
+		return o.buildOn(ctx, slot, commit, inputs, start)
 	}
 	s, err := openSlot(ctx, o, slot, commit)
 	if err != nil {

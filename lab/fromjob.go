@@ -49,6 +49,12 @@ func BuildOptions(job *configs.Job, log io.Writer) kbuild.Options {
 		}
 		o.CCacheRemote = remote
 	}
+	if b.Host.Address != "" {
+		// This executable is what the server runs, unless the job names
+		// one installed there; a failure here is said when it is needed.
+		exe, _ := os.Executable()
+		o.Server = NewBuildServer(job, exe)
+	}
 	return o
 }
 

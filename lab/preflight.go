@@ -121,7 +121,10 @@ func Preflight(ctx context.Context, job *configs.Job, o PreflightOptions) (*Read
 			r.Problems = append(r.Problems, *p)
 		}
 	}
-	if err := kbuild.CheckCompilerWrapper(job.Build.Wrapper()); err != nil {
+	if job.Build.Host.Address != "" {
+		// The kernels are built there: its tools, not this machine's.
+		r.Problems = append(r.Problems, buildServerProblems(ctx, job)...)
+	} else if err := kbuild.CheckCompilerWrapper(job.Build.Wrapper()); err != nil {
 		add(err.Error(), "install it where kbisect runs, or give its full path in build.compiler_wrapper")
 	}
 	for _, c := range []struct {

@@ -80,7 +80,7 @@ func (h *Host) copyStream(ctx context.Context, src, dir string, produce func(io.
 	copyCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stdout, stderr := shell.NewCapture("stdout", shell.MaxOutput, cancel), shell.NewCapture("stderr", shell.MaxOutput, cancel)
-	err := h.session(copyCtx, "copy", command, pr, stdout, stderr)
+	err := h.session(copyCtx, "copy", command, pr, stdout, stderr, stderr.String)
 	if oe := shell.Overflow(stdout, stderr); oe != nil {
 		err = &InfraError{Host: h.Name(), Op: "copy", Err: oe}
 	}

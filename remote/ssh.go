@@ -341,6 +341,20 @@ func (h *Host) Name() string { return h.opt.User + "@" + h.opt.target() }
 // A script that prints more than shell.MaxOutput on a stream is stopped
 // the same way: a *shell.OutputError.
 func (h *Host) Run(ctx context.Context, cmd shell.Cmd) ([]byte, []byte, error) {
+	shell.Trace(ctx, h.Name(), cmd.Script)
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stdout, stderr := shell.NewCapture("stdout", shell.MaxOutput, cancel), shell.NewCapture("stderr", shell.MaxOutput, cancel)
+	err := h.session(runCtx, "run", h.shell(), scriptInput(cmd), stdout, stderr, stderr.String)
+	if oe := shell.Overflow(stdout, stderr); oe != nil {
+		err = oe
+	}
+	return stdout.Bytes(), stderr.Bytes(), err
+}
+
+// scriptInput is what Run sends the shell: cmd.Env exported, then the
+// script.
+func scriptInput(cmd shell.Cmd) *bytes.Buffer {
 	var in bytes.Buffer
 	for _, kv := range cmd.Env {
 		name, value, _ := strings.Cut(kv, "=")
@@ -352,15 +366,7 @@ func (h *Host) Run(ctx context.Context, cmd shell.Cmd) ([]byte, []byte, error) {
 	in.WriteString("kbisect_script() {\n:\n")
 	in.WriteString(cmd.Script)
 	in.WriteString("\n}\nkbisect_script </dev/null\n")
-	shell.Trace(ctx, h.Name(), cmd.Script)
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stdout, stderr := shell.NewCapture("stdout", shell.MaxOutput, cancel), shell.NewCapture("stderr", shell.MaxOutput, cancel)
-	err := h.session(runCtx, "run", h.shell(), &in, stdout, stderr)
-	if oe := shell.Overflow(stdout, stderr); oe != nil {
-		err = oe
-	}
-	return stdout.Bytes(), stderr.Bytes(), err
+	return &in
 }
 
 // shell is the remote command that reads a script from standard input.
@@ -372,7 +378,8 @@ func (h *Host) shell() string {
 }
 
 // session runs one remote command with the given streams, bounded by ctx.
-func (h *Host) session(ctx context.Context, op, command string, stdin io.Reader, stdout, stderr *shell.Capture) error {
+// stderrText is what stderr kept, for the error of a non-zero exit.
+func (h *Host) session(ctx context.Context, op, command string, stdin io.Reader, stdout, stderr io.Writer, stderrText func() string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -405,11 +412,11 @@ func (h *Host) session(ctx context.Context, op, command string, stdin io.Reader,
 	case err == nil:
 		return nil
 	case errors.As(err, &ee) && ee.Signal() == "":
-		stderrText := string(stderr.Bytes())
-		if h.opt.Sudo && ee.ExitStatus() == 1 && strings.Contains(stderrText, "sudo: a password is required") {
+		text := stderrText()
+		if h.opt.Sudo && ee.ExitStatus() == 1 && strings.Contains(text, "sudo: a password is required") {
 			return h.infra(op, fmt.Errorf("host.sudo needs passwordless sudo for %s (NOPASSWD in sudoers)", h.opt.User))
 		}
-		return &shell.ExitError{Code: ee.ExitStatus(), Stderr: stderrText}
+		return &shell.ExitError{Code: ee.ExitStatus(), Stderr: text}
 	case errors.As(err, &ee):
 		return h.infra(op, fmt.Errorf("the remote command was killed by SIG%s", ee.Signal()))
 	}

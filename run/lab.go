@@ -109,9 +109,10 @@ func Boot(ctx context.Context, jobFile, artifact string, messages io.Writer) (re
 }
 
 // Build builds the kernel of one revision in a build slot, or takes it
-// from the cache (kbisect build); make's output goes to a log in the
-// cache directory, named on messages.
-func Build(ctx context.Context, jobFile, rev string, slot int, messages io.Writer) (*kbuild.Artifact, error) {
+// from the cache (kbisect build); make's output goes to logTo ("-": to
+// messages), by default to a log in the cache directory, named on
+// messages.
+func Build(ctx context.Context, jobFile, rev, logTo string, slot int, messages io.Writer) (*kbuild.Artifact, error) {
 	job, err := configs.Open(jobFile, messages)
 	if err != nil {
 		return nil, err
@@ -120,17 +121,23 @@ func Build(ctx context.Context, jobFile, rev string, slot int, messages io.Write
 	if err != nil {
 		return nil, usage.Errorf("build --rev: %v", err)
 	}
-	logDir := filepath.Join(string(job.Build.CacheDir), "logs")
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		return nil, err
+	if logTo == "" {
+		logDir := filepath.Join(string(job.Build.CacheDir), "logs")
+		if err := os.MkdirAll(logDir, 0o755); err != nil {
+			return nil, err
+		}
+		logTo = filepath.Join(logDir, "build-"+commit[:12]+".log")
 	}
-	logPath := filepath.Join(logDir, "build-"+commit[:12]+".log")
-	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644) // a cache hit must not wipe the build's log
-	if err != nil {
-		return nil, err
+	var log io.Writer = messages
+	if logTo != "-" {
+		f, err := os.OpenFile(logTo, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644) // a cache hit must not wipe the build's log
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		log = f
 	}
-	defer log.Close()
-	fmt.Fprintf(messages, "building %s (%s) in slot %d; make's output: %s\n", rev, commit[:12], slot, logPath)
+	fmt.Fprintf(messages, "building %s (%s) in slot %d; make's output: %s\n", rev, commit[:12], slot, logTo)
 	opt := lab.BuildOptions(job, log)
 	if opt.Base, err = lab.BaseConfig(ctx, job, messages); err != nil {
 		return nil, err
@@ -141,3 +148,7 @@ func Build(ctx context.Context, jobFile, rev string, slot int, messages io.Write
 	}
 	return a, nil
 }
+
+// BuildFailure is a failed Build's JSON answer: the typed failure a
+// controller that ran it on a build server turns back into its error.
+func BuildFailure(err error) kbuild.Failure { return kbuild.FailureOf(err) }

@@ -141,6 +141,8 @@ func TestOnlyHowTheLabIsReachedMayChange(t *testing.T) {
 		"build.compiler_wrapper": true, "build.ccache_remote": true, "build.make_vars.CC": false,
 		"build.job": false, "verdict.threshold": false, "boot.params": false, "machine.cpus": false,
 		"build.fragments[0]": false, "workload.duration": false, "boot.timeouts": false, "hostname": false,
+		"build.host.address": true, "build.host.known_hosts": true, "build.remote_tree": true, "build.slots": true,
+		"build.host_kbisect": true, "build.hosts": false, "build.tree": false,
 	} {
 		if mayChange(key) != may {
 			t.Errorf("mayChange(%q) = %v", key, !may)

@@ -74,7 +74,13 @@ var e2eSteps = []struct {
 func TestQEMULabBisectsARealKernel(t *testing.T) {
 	tree, labDir, cache, out := e2eLab(t, "a real kernel bisected in QEMU: set KBISECT_E2E=1 (just e2e-qemu)")
 	base, planted, tip := e2eSeries(t, tree)
+	if e2eOnBuildServer() {
+		cache = t.TempDir() // every kernel built there, none found here
+	}
 	job := e2eJob(t, filepath.Join(out, "qemu-e2e.yaml"), "qemu-e2e", tree, labDir, cache, "")
+	if e2eOnBuildServer() {
+		e2eBuildServer(t, job, tree)
+	}
 
 	ctx := context.Background()
 	runState, abState := filepath.Join(out, "run"), filepath.Join(out, "ab")

@@ -41,13 +41,13 @@ func Start(t testing.TB, extra ...string) *Server {
 	return start(t, false, extra...)
 }
 
-// StartRecording starts sshd for the test as Start does, and keeps in
+// StartRecording starts sshd for the test as Start does (extra too), and keeps in
 // s.Received what every session brought to the host (its command, the
 // environment it runs with, and all of its standard input) before the
 // command runs as usual: what a test must prove never reached a host.
-func StartRecording(t testing.TB) *Server {
+func StartRecording(t testing.TB, extra ...string) *Server {
 	t.Helper()
-	return start(t, true)
+	return start(t, true, extra...)
 }
 
 // recorder runs as sshd's ForceCommand: it appends the session's command,

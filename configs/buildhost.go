@@ -1,0 +1,43 @@
+package configs
+
+import "strings"
+
+// MaxBuildSlots bounds build.slots: each slot is a worktree and an output
+// directory of a few GiB on the build server.
+const MaxBuildSlots = 64
+
+// validateBuildHost checks the build server's keys: reached as the lab
+// host is, with a clone of its own named, the other keys refused without
+// it.
+func (l *loader) validateBuildHost() {
+	b := &l.job.Build
+	h := &b.Host
+	if h.Address == "" {
+		for _, key := range []string{"build.host", "build.remote_tree", "build.slots", "build.host_kbisect"} {
+			if l.isSet(key) {
+				l.errorf(l.at(key), key, "is for a build server: set build.host.address, or remove it")
+				return
+			}
+		}
+		return
+	}
+	if !hostWord.MatchString(h.Address) || strings.HasPrefix(h.Address, "-") {
+		l.errorf(l.at("build.host.address"), "build.host.address", "%q is not a host name or IP address", h.Address)
+	}
+	if h.Sudo {
+		l.errorf(l.at("build.host.sudo"), "build.host.sudo", "kernels are built as build.host.user, never as root: remove it")
+	}
+	l.validateSSH("build.host", h, false)
+	switch {
+	case b.RemoteTree == "":
+		l.missingf("build.remote_tree", "missing: the path of the build server's clone of the kernel tree (git clone URL PATH there)")
+	case strings.ContainsAny(b.RemoteTree, "\n\x00") || strings.HasPrefix(b.RemoteTree, "-"):
+		l.errorf(l.at("build.remote_tree"), "build.remote_tree", "%q is not a path", b.RemoteTree)
+	}
+	if l.isSet("build.slots") {
+		l.intRange("build.slots", b.Slots, 1, MaxBuildSlots)
+	}
+	if k := b.HostKbisect; k != "" && (strings.ContainsAny(k, "\n\x00") || strings.HasPrefix(k, "-")) {
+		l.errorf(l.at("build.host_kbisect"), "build.host_kbisect", "%q is not a path", k)
+	}
+}
