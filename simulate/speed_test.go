@@ -424,12 +424,17 @@ func BenchmarkBisectWallTime(b *testing.B) {
 					for _, l := range speedLines(rows) {
 						b.Log(l)
 					}
-					floor, kb, kt := rows[0].hours, rows[1].hours, rows[4].hours
+					by := map[string]speedTally{}
+					for _, r := range rows {
+						by[r.name] = r
+					}
+					floor, kb, equal := by["floor"].hours, by["kbisect"].hours, by["ktest-equal"]
+					kt := equal.hours
 					b.ReportMetric(kb, "kbisect-h")
 					b.ReportMetric(kb/floor, "kbisect/floor")
 					b.ReportMetric(kt/kb, "ktest-equal/kbisect")
 					b.Logf("goals: kbisect within 1.3× the floor: %.2f× (%s); at least 2× faster than ktest at equal confidence: %.2f× (%s)",
-						kb/floor, speedMet(kb <= 1.3*floor), kt/kb, speedFaster(kt/kb, rows[4].rightShare() >= cfg.Confidence))
+						kb/floor, speedMet(kb <= 1.3*floor), kt/kb, speedFaster(kt/kb, equal.rightShare() >= cfg.Confidence))
 				})
 			}
 		}
