@@ -22,32 +22,11 @@ import (
 	"kbisect/remote"
 )
 
-// serverTree makes a git repository with the simulated lab's kernel build
-// system, one commit per entry of changes, and returns it and the commits.
+// serverTree is simlab.FakeTree: the simulated lab's kernel build system
+// and three C files, one commit per entry of changes.
 func serverTree(t *testing.T, changes ...map[string]string) (string, []string) {
 	t.Helper()
-	dir := t.TempDir()
-	files := simlab.BuildFiles()
-	files["kernel/main.c"] = "int helper(void);\nint main(void) { return helper(); }\n"
-	files["kernel/helper.c"] = "int helper(void) { return 0; }\n"
-	files["kernel/eventpoll.c"] = "int ep_poll_callback(void) { return 1; }\n"
-	gitIn(t, dir, "init", "-q")
-	var commits []string
-	for _, change := range append([]map[string]string{files}, changes...) {
-		for name, content := range change {
-			p := filepath.Join(dir, name)
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		gitIn(t, dir, "add", "-A")
-		gitIn(t, dir, "commit", "-q", "-m", "change")
-		commits = append(commits, gitIn(t, dir, "rev-parse", "HEAD"))
-	}
-	return dir, commits
+	return simlab.FakeTree(t, changes...)
 }
 
 func gitIn(t *testing.T, dir string, args ...string) string {

@@ -41,13 +41,7 @@ func TestAHostThatHangsMidMeasurementIsPowerCycled(t *testing.T) {
 // run stopped as the lab's failure.
 func TestAKernelThatHangsTheHostWhileMeasuredIsTheKernels(t *testing.T) {
 	r := newSimRun(t, simlab.Options{Seed: 5, Commits: 80})
-	commit := r.lab.Tree.Expected.FirstBad
-	a, err := kbuild.Build(context.Background(), r.pipe.Build, 0, commit)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.lab.Host.SetFault(a.Release, simhost.FaultHangsMeasuring)
-	r.job.Boot.Timeout = configs.Duration(2 * time.Second)
+	commit := r.faultyFirstBad(t, simhost.FaultHangsMeasuring)
 	// A hung host is known when three keepalives go unanswered.
 	r.job.Host.ConnectTimeout, r.job.Host.Keepalive = configs.Duration(time.Second), configs.Duration(time.Second)
 	heard := &lines{}
@@ -76,4 +70,20 @@ func TestAKernelThatHangsTheHostWhileMeasuredIsTheKernels(t *testing.T) {
 	if err != nil || next.Verdict != verdict.Good {
 		t.Errorf("the next commit: %+v %v", next, err)
 	}
+}
+
+// faultyFirstBad gives the run's first bad commit's kernel the fault f on
+// the emulated host, and returns the commit. The host boots in
+// milliseconds: a kernel that is not back after two seconds never will
+// be (job files may not say less than 30s, meant for real machines).
+func (r *simRun) faultyFirstBad(t *testing.T, f simhost.Fault) string {
+	t.Helper()
+	commit := r.lab.Tree.Expected.FirstBad
+	a, err := kbuild.Build(context.Background(), r.pipe.Build, 0, commit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.lab.Host.SetFault(a.Release, f)
+	r.job.Boot.Timeout = configs.Duration(2 * time.Second)
+	return commit
 }

@@ -145,16 +145,7 @@ func TestTheLabFindsThePlantedRegression(t *testing.T) {
 // lab power-cycles the host is the commit's failure, not the run's.
 func TestAKernelThatDoesNotBootIsSkipped(t *testing.T) {
 	r := newSimRun(t, simlab.Options{Seed: 5, Commits: 80})
-	commit := r.lab.Tree.Expected.FirstBad
-	a, err := kbuild.Build(context.Background(), r.pipe.Build, 0, commit)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.lab.Host.SetFault(a.Release, simhost.FaultNeverBack)
-	// The emulated host boots in milliseconds: a kernel that is not back
-	// after two seconds never will be (job files may not say less than
-	// 30s, meant for real machines).
-	r.job.Boot.Timeout = configs.Duration(2 * time.Second)
+	commit := r.faultyFirstBad(t, simhost.FaultNeverBack)
 	ev, err := r.pipe.Evidence(context.Background(), commit)
 	if err != nil {
 		t.Fatal(err)

@@ -45,15 +45,15 @@ type Fault int
 
 // Faults.
 const (
-	FaultNone          Fault = iota
-	FaultNeverBack           // hangs until power-cycled, then the default kernel runs
-	FaultWrongRelease        // another kernel than the one asked for comes back
-	FaultNoIsolation         // boots, but without the isolation parameters
-	FaultPanicReboot         // panics and reboots (panic=N) into the default kernel
-	FaultStaleCmdline        // boots with the command line the kernel before had, not the one asked for
-	FaultKexecRejected       // kexec_load refuses the image: Invalid argument
-	FaultKexecNoMemory       // kexec_load fails for the host: Cannot allocate memory
-	FaultHangsMeasuring      // boots, then hangs the whole host in the middle of every osnoise run
+	FaultNone           Fault = iota
+	FaultNeverBack            // hangs until power-cycled, then the default kernel runs
+	FaultWrongRelease         // another kernel than the one asked for comes back
+	FaultNoIsolation          // boots, but without the isolation parameters
+	FaultPanicReboot          // panics and reboots (panic=N) into the default kernel
+	FaultStaleCmdline         // boots with the command line the kernel before had, not the one asked for
+	FaultKexecRejected        // kexec_load refuses the image: Invalid argument
+	FaultKexecNoMemory        // kexec_load fails for the host: Cannot allocate memory
+	FaultHangsMeasuring       // boots, then hangs the whole host in the middle of every osnoise run
 )
 
 // The exit codes of remote's kexec script when kexec -l fails: the image
