@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -101,7 +102,8 @@ func TestCCacheRemoteStorageServesASecondController(t *testing.T) {
 	ccache := needProgram(t, "ccache", "ccache", "KBISECT_REQUIRE_REDIS")
 	// The password reaches redis on stdin and ccache in make's
 	// environment: it must show nowhere else.
-	const password = "s3cret-of-the-lab"
+	// A "$" in it is the password's: ccache would expand "$of" in the URL.
+	const password = "s3cret$of-the-lab"
 	port, log := freePort(t), filepath.Join(t.TempDir(), "redis.log")
 	startDaemon(t, port, log, "port "+port+"\nbind 127.0.0.1\nsave \"\"\nappendonly no\nrequirepass "+password+"\n", redis, "-")
 	tree, commits := fakeTree(t)
@@ -203,4 +205,17 @@ func pick(s map[string]int) map[string]int {
 		out[k] = s[k]
 	}
 	return out
+}
+
+// RemoteStorage keeps the secrets of build.ccache_remote in variables of
+// their own, which ccache expands; a URL that already names a variable
+// (a build server's job) is passed on as it is.
+func TestRemoteStorageKeepsTheURLsSecretsInVariables(t *testing.T) {
+	value, env := RemoteStorage("redis://pa$word@127.0.0.1:6379 http://${LAB_CACHE} http://cache.lab/ccache|layout=bazel")
+	if want := "redis://${KBISECT_CCACHE_REMOTE_0} http://${LAB_CACHE} http://${KBISECT_CCACHE_REMOTE_2}"; value != want {
+		t.Errorf("value %q, want %q", value, want)
+	}
+	if want := []string{"KBISECT_CCACHE_REMOTE_0=pa$word@127.0.0.1:6379", "KBISECT_CCACHE_REMOTE_2=cache.lab/ccache|layout=bazel"}; !slices.Equal(env, want) {
+		t.Errorf("env %q, want %q", env, want)
+	}
 }

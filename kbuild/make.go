@@ -64,7 +64,12 @@ func (m *maker) env() []string {
 		env = append(env, "CCACHE_PREFIX="+strings.Join(m.wrapper, " "))
 	}
 	if m.remote != "" {
-		env = append(env, "CCACHE_REMOTE_STORAGE="+m.remote)
+		// The URLs' secrets in variables of their own, which ccache
+		// expands: a '$' in a password is then the password's, where
+		// ccache would take it for a variable of the URL (and say part
+		// of the password in its error).
+		value, vars := RemoteStorage(m.remote)
+		env = append(append(env, vars...), "CCACHE_REMOTE_STORAGE="+value)
 	}
 	return env
 }
@@ -264,3 +269,29 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 }
 
 func (t *tailBuffer) String() string { return t.buf.String() }
+
+// remoteStorageVar holds a remote storage URL's part after its scheme:
+// the i-th URL's in remoteStorageVar_i.
+const remoteStorageVar = "KBISECT_CCACHE_REMOTE"
+
+// RemoteStorage splits build.ccache_remote, expanded, into what ccache is
+// given (each URL's scheme, the rest a ${NAME} that ccache expands) and
+// the variables that hold the rest, secrets included: they reach ccache,
+// or a build server, in the environment, never in a command line or a
+// file.
+func RemoteStorage(urls string) (value string, env []string) {
+	var words []string
+	for i, u := range strings.Fields(urls) {
+		scheme, rest, _ := strings.Cut(u, "://")
+		if ref, ok := strings.CutPrefix(rest, "${"); ok && strings.HasSuffix(ref, "}") && !strings.ContainsAny(ref[:len(ref)-1], "${}") {
+			// Already a variable of the environment (a build server's
+			// job names the one its controller sent): ccache expands it.
+			words = append(words, u)
+			continue
+		}
+		name := fmt.Sprintf("%s_%d", remoteStorageVar, i)
+		words = append(words, scheme+"://${"+name+"}")
+		env = append(env, name+"="+rest)
+	}
+	return strings.Join(words, " "), env
+}

@@ -113,7 +113,7 @@ func (s *BuildServer) Build(ctx context.Context, o kbuild.Options, _ int, commit
 	// The remote storage's secret reaches the server's kbisect in its
 	// environment, which Stream sends on standard input: never on a
 	// command line or in the job file.
-	_, cmd.Env = remoteStorage(o.CCacheRemote)
+	_, cmd.Env = kbuild.RemoteStorage(o.CCacheRemote)
 	var out bytes.Buffer
 	log := o.Log
 	if log == nil {
@@ -142,6 +142,8 @@ func (s *BuildServer) Build(ctx context.Context, o kbuild.Options, _ int, commit
 			// lost, its slot busy: stopped from a new connection.
 			if again, derr := remote.Dial(context.WithoutCancel(ctx), s.SSH); derr == nil {
 				stopBuild(ctx, again, pidFile)
+				// The deferred cleanup runs on the lost connection.
+				_, _, _ = again.Run(context.WithoutCancel(ctx), shell.Cmd{Script: "rm -rf " + shell.Quote(path.Dir(job))})
 				again.Close()
 			}
 		}
@@ -168,24 +170,6 @@ func stopBuild(ctx context.Context, h *remote.Host, pidFile string) {
 	_, _, _ = h.Run(ctx, shell.Cmd{Script: script})
 }
 
-// remoteStorageVar carries build.ccache_remote, expanded, to the server:
-// its i-th URL's part after the scheme is in remoteStorageVar_i.
-const remoteStorageVar = "KBISECT_CCACHE_REMOTE"
-
-// remoteStorage splits the expanded remote storage into the text of the
-// server's job (each URL's scheme, the rest a ${NAME}) and the variables
-// that hold the rest.
-func remoteStorage(urls string) (text string, env []string) {
-	var words []string
-	for i, u := range strings.Fields(urls) {
-		scheme, rest, _ := strings.Cut(u, "://")
-		name := fmt.Sprintf("%s_%d", remoteStorageVar, i)
-		words = append(words, scheme+"://${"+name+"}")
-		env = append(env, name+"="+rest)
-	}
-	return strings.Join(words, " "), env
-}
-
 // fetchArtifact streams the server's artifact directory as tar into dir:
 // regular files alone, none outside dir (kbuild checks their sums).
 func fetchArtifact(ctx context.Context, h *remote.Host, from, dir string) error {
@@ -193,12 +177,13 @@ func fetchArtifact(ctx context.Context, h *remote.Host, from, dir string) error 
 	done := make(chan error, 1)
 	go func() {
 		err := untarFlat(pr, dir)
+		// The rest of the stream is read, also after a refused entry or
+		// a full disk here: over SSH, unread output does not end the
+		// remote tar, it leaves it blocked on a full channel.
+		_, cerr := io.Copy(io.Discard, pr)
 		if err == nil {
-			// tar pads its stream past the end of the archive.
-			_, err = io.Copy(io.Discard, pr)
+			err = cerr
 		}
-		// Unread input (a refused entry) ends the remote tar.
-		pr.CloseWithError(errors.New("the artifact's tar stream was refused"))
 		done <- err
 	}()
 	var stderr bytes.Buffer

@@ -90,8 +90,8 @@ func (s *BuildServer) kbisect(ctx context.Context, h *remote.Host, home string) 
 	}
 	defer f.Close()
 	q := shell.Quote(path)
-	script := "set -e; mkdir -p " + shell.Quote(bin) + "; t=$(mktemp " + q + ".XXXXXX); cat >\"$t\"; chmod 755 \"$t\"; " +
-		"s=$(sha256sum \"$t\"); if [ \"${s%% *}\" != " + sum + " ]; then rm -f \"$t\"; echo 'the copy differs' >&2; exit 1; fi; mv -f \"$t\" " + q
+	script := "set -e; mkdir -p " + shell.Quote(bin) + "; t=$(mktemp " + q + ".XXXXXX); trap 'rm -f \"$t\"' EXIT; trap 'exit 1' HUP INT TERM; cat >\"$t\"; chmod 755 \"$t\"; " +
+		"s=$(sha256sum \"$t\"); if [ \"${s%% *}\" != " + sum + " ]; then echo 'the copy differs' >&2; exit 1; fi; mv -f \"$t\" " + q
 	if _, _, err := h.Send(ctx, script, f); err != nil {
 		return "", fmt.Errorf("%s: shipping kbisect: %w", where, err)
 	}
@@ -143,6 +143,12 @@ func (s *BuildServer) sendCommit(ctx context.Context, h *remote.Host, o kbuild.O
 	}
 	counted := &countingReader{r: out}
 	_, _, err = h.Send(ctx, git+" index-pack --stdin --fix-thin >/dev/null && "+git+" update-ref "+shell.Quote("refs/kbisect/"+commit)+" "+shell.Quote(commit), counted)
+	if err != nil {
+		// The server stopped reading (a full disk, a lost connection):
+		// pack-objects would block on its pipe for ever.
+		_ = pack.Process.Kill()
+	}
+	_, _ = io.Copy(io.Discard, out) // Wait closes the pipe: read it to its end first
 	if werr := pack.Wait(); err == nil && werr != nil {
 		err = fmt.Errorf("git pack-objects in %s: %v: %s", o.Tree, werr, strings.TrimSpace(packErr.String()))
 	}
@@ -231,7 +237,7 @@ func (s *BuildServer) sendJob(ctx context.Context, h *remote.Host, o kbuild.Opti
 	set("make_vars", o.MakeVars, len(o.MakeVars) > 0)
 	set("jobs", o.Jobs, o.Jobs > 0)
 	set("compiler_wrapper", strings.Join(o.CompilerWrapper, " "), len(o.CompilerWrapper) > 0)
-	storage, _ := remoteStorage(o.CCacheRemote)
+	storage, _ := kbuild.RemoteStorage(o.CCacheRemote)
 	set("ccache_remote", storage, storage != "")
 	set("timeout", configs.Duration(o.Timeout).String(), o.Timeout > 0)
 	job := map[string]any{"apiVersion": "kbisect/v1", "kind": "Job", "machine": map[string]any{"name": "build-server"},

@@ -297,7 +297,7 @@ func TestTheRemoteStoragesPasswordReachesTheBuildServerOnStdinAlone(t *testing.T
 			if strings.Contains(line, secret) {
 				t.Errorf("a command line holds the password: %s", line)
 			}
-		case strings.Contains(line, "export "+remoteStorageVar+"_0=kbisect:"+secret+"@127.0.0.1:1"):
+		case strings.Contains(line, "export KBISECT_CCACHE_REMOTE_0=kbisect:"+secret+"@127.0.0.1:1"):
 			stdin++
 		}
 	}

@@ -279,7 +279,10 @@ func (p *posteriorRun) boot(ctx context.Context, step culprit.Step) error {
 			return err
 		}
 	}
-	if len(ev.Values) == 0 {
+	if len(ev.Values) == 0 || ev.Failure != nil {
+		// A kernel that failed after some samples (it hung the host
+		// twice in the middle of the workload) is a failure, not a boot
+		// measured by its first samples.
 		if err := p.journal.Append(lab.SearchRecord{Kind: lab.SearchSkip, Commit: commit, Reverted: step.Reverted, Confirming: step.Confirming, Built: built, Reason: ev.Reason, Failure: ev.Failure, Seconds: ev.Seconds}); err != nil {
 			return err
 		}

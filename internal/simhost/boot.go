@@ -28,6 +28,7 @@ func (h *Host) comeUp(k Kernel, fault Fault) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.bootID, h.uptime = newID(), bootUptime
+	h.lab.runsOfBoot = 0
 	switch fault {
 	case FaultNeverBack:
 		h.boots = append(h.boots, k.Release+" (hung)")

@@ -22,6 +22,7 @@ type labFaults struct {
 	bootFault  Fault
 	bootShare  float64
 	hangAt     int // the osnoise run (by number) that hangs the host
+	runsOfBoot int // osnoise runs since the running kernel booted
 	jumpAt     int // the osnoise run before which the clock jumps
 	jump       time.Duration
 	dropCmd    int // the command (by number) whose connection drops
@@ -93,7 +94,8 @@ func (l *labFaults) measurementFaults(h *Host, n int) bool {
 	if n == l.jumpAt {
 		h.uptime = max(h.uptime+l.jump.Seconds(), 0)
 	}
-	if n != l.hangAt && h.faultOf(h.running.Release) != FaultHangsMeasuring {
+	l.runsOfBoot++
+	if n != l.hangAt && (h.faultOf(h.running.Release) != FaultHangsMeasuring || l.runsOfBoot != 2) {
 		return false
 	}
 	l.stallMu.Lock()

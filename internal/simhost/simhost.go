@@ -53,7 +53,7 @@ const (
 	FaultStaleCmdline         // boots with the command line the kernel before had, not the one asked for
 	FaultKexecRejected        // kexec_load refuses the image: Invalid argument
 	FaultKexecNoMemory        // kexec_load fails for the host: Cannot allocate memory
-	FaultHangsMeasuring       // boots, then hangs the whole host in the middle of every osnoise run
+	FaultHangsMeasuring       // boots, then hangs the whole host in its second osnoise run of every boot (a sample in)
 )
 
 // The exit codes of remote's kexec script when kexec -l fails: the image
