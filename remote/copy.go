@@ -72,18 +72,8 @@ func (h *Host) copyStream(ctx context.Context, src, dir string, produce func(io.
 
 	q := shell.Quote(dir)
 	script := "set -e; mkdir -p " + q + "; tar -xf - -C " + q + " --no-same-owner; cd " + q + " && find . -type f -exec sha256sum {} +"
-	command := "sh -c " + shell.Quote(script)
-	if h.opt.Sudo {
-		command = "sudo -n " + command
-	}
-	shell.Trace(ctx, h.Name(), command+" < "+src)
-	copyCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stdout, stderr := shell.NewCapture("stdout", shell.MaxOutput, cancel), shell.NewCapture("stderr", shell.MaxOutput, cancel)
-	err := h.session(copyCtx, "copy", command, pr, stdout, stderr, stderr.String)
-	if oe := shell.Overflow(stdout, stderr); oe != nil {
-		err = &InfraError{Host: h.Name(), Op: "copy", Err: oe}
-	}
+	shell.Trace(ctx, h.Name(), h.shCommand(script)+" < "+src)
+	out, _, err := h.sendData(ctx, "copy", script, pr)
 	if err != nil {
 		pr.CloseWithError(err)
 		if perr := <-produced; perr != nil {
@@ -96,7 +86,7 @@ func (h *Host) copyStream(ctx context.Context, src, dir string, produce func(io.
 	if err := <-produced; err != nil {
 		return stats, fmt.Errorf("copy %s: %v", src, err)
 	}
-	if err := compareSums(sums, string(stdout.Bytes())); err != nil {
+	if err := compareSums(sums, string(out)); err != nil {
 		return stats, &InfraError{Host: h.Name(), Op: "copy", Err: fmt.Errorf("%s → %s: %v", src, dir, err)}
 	}
 	stats.Elapsed = time.Since(start)

@@ -24,22 +24,36 @@ func (h *Host) Stream(ctx context.Context, cmd shell.Cmd, stdout, stderr io.Writ
 // file, a git pack), the script's output kept as Run keeps it. The script
 // is the session's command line, so it must hold no secret.
 func (h *Host) Send(ctx context.Context, script string, data io.Reader) ([]byte, []byte, error) {
+	shell.Trace(ctx, h.Name(), script+" < (data)")
+	stdout, stderr, err := h.sendData(ctx, "send", script, data)
+	if err != nil {
+		return stdout, stderr, fmt.Errorf("%s: %w", h.Name(), err)
+	}
+	return stdout, stderr, nil
+}
+
+// shCommand is the session's command line that runs script: sh -c, under
+// sudo when the host needs it.
+func (h *Host) shCommand(script string) string {
 	command := "sh -c " + shell.Quote(script)
 	if h.opt.Sudo {
 		command = "sudo -n " + command
 	}
-	shell.Trace(ctx, h.Name(), script+" < (data)")
+	return command
+}
+
+// sendData runs script with data on its standard input, its output
+// captured up to shell.MaxOutput a stream (more is the lab's error, op
+// naming it): what Send and Copy share.
+func (h *Host) sendData(ctx context.Context, op, script string, data io.Reader) ([]byte, []byte, error) {
 	sendCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stdout, stderr := shell.NewCapture("stdout", shell.MaxOutput, cancel), shell.NewCapture("stderr", shell.MaxOutput, cancel)
-	err := h.session(sendCtx, "send", command, data, stdout, stderr, stderr.String)
+	err := h.session(sendCtx, op, h.shCommand(script), data, stdout, stderr, stderr.String)
 	if oe := shell.Overflow(stdout, stderr); oe != nil {
-		err = &InfraError{Host: h.Name(), Op: "send", Err: oe}
+		err = &InfraError{Host: h.Name(), Op: op, Err: oe}
 	}
-	if err != nil {
-		return stdout.Bytes(), stderr.Bytes(), fmt.Errorf("%s: %w", h.Name(), err)
-	}
-	return stdout.Bytes(), stderr.Bytes(), nil
+	return stdout.Bytes(), stderr.Bytes(), err
 }
 
 // tailWriter passes writes on and keeps their last 8 KiB.
