@@ -6,33 +6,63 @@ import (
 	"slices"
 )
 
-// Ahead says what the search may ask for after the boot step asks for:
-// what Next would answer if that boot measured like a good kernel, and
-// if it measured like a bad one. These are the kernels worth building
-// while step's boot is measured; the search itself is not changed. A
-// prediction can miss (a real boot is not a typical one), so what is
-// built ahead is only ever a cache to be hit.
-func (s *Search) Ahead(step Step) []Step {
+// Ahead says what the search may ask for after the boot step asks for,
+// for slots builds at once: what Next would answer if that boot measured
+// like a good kernel, and if it measured like a bad one, and with more
+// slots what it would answer after those boots too, to the depth of
+// log2(slots+1) verdicts (1 slot or 2: the next verdict's two kernels; 3
+// to 6: the next two verdicts' six; 7 to 14: three's fourteen). These
+// are the kernels worth building while step's boot is measured, nearest
+// first (the next verdict's before the one after it), each once; the
+// search itself is not changed. A prediction can miss (a real boot is
+// not a typical one), so what is built ahead is only ever a cache to be
+// hit.
+func (s *Search) Ahead(step Step, slots int) []Step {
 	if step.Kind != Measure {
 		return nil
 	}
+	depth := 1
+	for 1<<(depth+1)-1 <= slots {
+		depth++
+	}
+	type node struct {
+		s    *Search
+		step Step
+	}
+	same := func(a, b Step) bool { return a.Commit == b.Commit && a.Reverted == b.Reverted }
 	var next []Step
-	for _, level := range []float64{s.m.Good, s.m.Bad} {
-		typical := make([]float64, max(s.opt.MinSamples, 1))
-		for i := range typical {
-			typical[i] = math.Exp(level)
+	level := []node{{s, step}}
+	for range depth {
+		var deeper []node
+		for _, at := range level {
+			for _, lv := range []float64{at.s.m.Good, at.s.m.Bad} {
+				f := at.s.fork()
+				f.observe(Observation{Commit: at.step.Commit, Reverted: at.step.Reverted, Confirming: at.step.Confirming, Samples: typical(lv, f.opt.MinSamples)})
+				n := f.Next()
+				if n.Kind != Measure {
+					continue
+				}
+				// A boot of the same kernel again needs no build, but
+				// what follows it may.
+				deeper = append(deeper, node{f, n})
+				if !same(n, step) && !slices.ContainsFunc(next, func(o Step) bool { return same(o, n) }) {
+					next = append(next, n)
+				}
+			}
 		}
-		f := s.fork()
-		f.observe(Observation{Commit: step.Commit, Reverted: step.Reverted, Confirming: step.Confirming, Samples: typical})
-		n := f.Next()
-		if n.Kind != Measure || (n.Commit == step.Commit && n.Reverted == step.Reverted) {
-			continue
-		}
-		if !slices.ContainsFunc(next, func(o Step) bool { return o.Commit == n.Commit && o.Reverted == n.Reverted }) {
-			next = append(next, n)
-		}
+		level = deeper
 	}
 	return next
+}
+
+// typical is a boot's samples at a level of log-noise, as many as the
+// search asks of a boot at least.
+func typical(level float64, n int) []float64 {
+	xs := make([]float64, max(n, 1))
+	for i := range xs {
+		xs[i] = math.Exp(level)
+	}
+	return xs
 }
 
 // fork is a copy of the search that can take in boots without changing

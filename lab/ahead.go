@@ -16,11 +16,14 @@ import (
 
 // Ahead builds, while the host measures a commit, the commits that come
 // next whether it turns out good or bad: the host never waits for a build
-// it could have had. It builds in the pipeline's own slot, one build at a
-// time and only while the pipeline does not build, so every build is
-// incremental and no second worktree takes disk; built kernels land in the
-// cache, where the pipeline finds them, and a kernel that does not build
-// is remembered, so the pipeline does not build it again to learn that.
+// it could have had. On this machine it builds in the pipeline's own slot,
+// one build at a time and only while the pipeline does not build, so
+// every build is incremental and no second worktree takes disk. With a
+// build server of several slots (Slots) it runs that many builds at once
+// there, one fewer while the pipeline builds its own kernel. Built
+// kernels land in the cache, where the pipeline finds them, and a kernel
+// that does not build is remembered, so the pipeline does not build it
+// again to learn that.
 type Ahead struct {
 	// Session is the bisection; Graph a second graph of the same
 	// repository, so that looking ahead never changes what the session
@@ -30,6 +33,9 @@ type Ahead struct {
 	Graph   *bisect.Graph
 	Build   kbuild.Options
 	Slot    int
+	// Slots is how many builds may run at once: a build server's
+	// build.slots (0 or 1: one, in Slot).
+	Slots int
 	// Progress hears what it does, as progress.Note events (nil:
 	// nothing).
 	Progress progress.Sink
@@ -39,14 +45,22 @@ type Ahead struct {
 
 	mu      sync.Mutex
 	queue   []string
-	held    bool // the pipeline builds: start nothing
-	running string
-	cancel  context.CancelFunc
-	done    chan struct{}
+	held    bool        // the pipeline builds: start nothing, or one fewer on a server
+	running []*aheadJob // in the order they started: nearest first
 	wg      sync.WaitGroup
 	closed  bool
 	failed  map[string]*kbuild.BuildError
 }
+
+// aheadJob is a build ahead under way.
+type aheadJob struct {
+	commit string
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// Width is how many builds ahead may run at once (Slots, at least one).
+func (a *Ahead) Width() int { return max(a.Slots, 1) }
 
 // Plan is called when the session is about to test a commit: it looks at
 // both verdicts' next commits and queues them, dropping what an earlier
@@ -71,7 +85,8 @@ func (a *Ahead) Plan(step bisect.Step) {
 }
 
 // Expect is Plan for what is not a bisection step (the walk back to a
-// good release): now is about to be tested, next may come after it.
+// good release, the posterior search): now is about to be tested, next
+// may come after it, nearest first.
 func (a *Ahead) Expect(now string, next ...string) { a.expect(now, next) }
 
 func (a *Ahead) expect(now string, next []string) {
@@ -81,15 +96,22 @@ func (a *Ahead) expect(now string, next []string) {
 		return
 	}
 	a.held = true
-	if a.running != "" && a.running != now && !slices.Contains(next, a.running) && a.cancel != nil {
-		a.cancel() // the other branch: not needed any more
+	for _, j := range a.running {
+		if j.commit != now && !slices.Contains(next, j.commit) {
+			j.cancel() // the other branch: not needed any more
+		}
 	}
 	a.queue = a.queue[:0]
 	for _, c := range next {
-		if c != "" && c != a.running && c != now {
+		if c != "" && c != now && !a.runningLocked(c) && !slices.Contains(a.queue, c) {
 			a.queue = append(a.queue, c)
 		}
 	}
+}
+
+// runningLocked says whether commit builds ahead now; a.mu is held.
+func (a *Ahead) runningLocked(commit string) bool {
+	return slices.ContainsFunc(a.running, func(j *aheadJob) bool { return j.commit == commit })
 }
 
 // Queue adds commits to build ahead, after what is queued: before the
@@ -99,7 +121,7 @@ func (a *Ahead) Queue(commits ...string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, c := range commits {
-		if c != "" && c != a.running && !slices.Contains(a.queue, c) {
+		if c != "" && !a.runningLocked(c) && !slices.Contains(a.queue, c) {
 			a.queue = append(a.queue, c)
 		}
 	}
@@ -111,25 +133,38 @@ func (a *Ahead) Go() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.held = false
-	if a.running == "" {
-		a.startLocked()
+	a.startLocked()
+}
+
+// roomLocked is how many more builds may start now; a.mu is held.
+func (a *Ahead) roomLocked() int {
+	width := a.Width()
+	if a.held {
+		// The pipeline builds: on this machine it has the slot and the
+		// CPUs; on a build server it takes one of the slots.
+		width--
+	}
+	return width - len(a.running)
+}
+
+// startLocked starts queued builds while there is room; a.mu is held.
+func (a *Ahead) startLocked() {
+	for len(a.queue) > 0 && !a.closed && a.roomLocked() > 0 {
+		commit := a.queue[0]
+		a.queue = a.queue[1:]
+		a.startOneLocked(commit)
 	}
 }
 
-// startLocked starts the next queued build; a.mu is held.
-func (a *Ahead) startLocked() {
-	if len(a.queue) == 0 || a.closed || a.held {
-		return
-	}
-	commit := a.queue[0]
-	a.queue = a.queue[1:]
+// startOneLocked starts the build ahead of commit; a.mu is held.
+func (a *Ahead) startOneLocked(commit string) {
 	base := a.Base
 	if base == nil {
 		base = context.Background()
 	}
 	ctx, cancel := context.WithCancel(base)
-	done := make(chan struct{})
-	a.running, a.cancel, a.done = commit, cancel, done
+	j := &aheadJob{commit: commit, cancel: cancel, done: make(chan struct{})}
+	a.running = append(a.running, j)
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
@@ -154,36 +189,52 @@ func (a *Ahead) startLocked() {
 			}
 			a.failed[commit] = be
 		}
-		close(done)
-		a.running, a.cancel, a.done = "", nil, nil
+		close(j.done)
+		a.running = slices.DeleteFunc(a.running, func(o *aheadJob) bool { return o == j })
 		a.startLocked()
 		a.mu.Unlock()
 	}()
 }
 
 // Wait makes way for the pipeline's build of commit: a build ahead of
-// that commit is waited for (its kernel is then in the cache), any other
-// is stopped, and nothing starts until Go. A queued build of the commit
-// is dropped: the pipeline builds it now. When the commit's kernel did
-// not build ahead, Wait returns why.
+// that commit is waited for (its kernel is then in the cache); on this
+// machine any other is stopped, on a build server the farthest are
+// stopped until a slot is left for the pipeline; and nothing more starts
+// until Go. A queued build of the commit is dropped: the pipeline builds
+// it now. When the commit's kernel did not build ahead, Wait returns why.
 func (a *Ahead) Wait(ctx context.Context, commit string) *kbuild.BuildError {
 	a.mu.Lock()
 	a.held = true
-	for i, c := range a.queue {
-		if c == commit {
-			a.queue = append(a.queue[:i], a.queue[i+1:]...)
-			break
+	if i := slices.Index(a.queue, commit); i >= 0 {
+		a.queue = slices.Delete(a.queue, i, i+1)
+	}
+	var wait []chan struct{}
+	var stopped []string
+	mine := false
+	for _, j := range a.running {
+		if j.commit == commit {
+			mine = true
+			wait = append(wait, j.done)
 		}
 	}
-	if a.running != "" && a.running != commit && a.cancel != nil {
-		// Still wanted (Plan stops what is not): built again after Go,
-		// from what make got through.
-		a.cancel()
-		a.queue = append([]string{a.running}, a.queue...)
+	// Stop the farthest builds until the pipeline has a slot (its own
+	// build, when it is running ahead, needs none). Still wanted (Plan
+	// stops what is not): built again after Go, from what make got
+	// through.
+	for i := len(a.running) - 1; i >= 0; i-- {
+		j := a.running[i]
+		if j.commit == commit {
+			continue
+		}
+		if !mine && len(a.running)-len(stopped) >= a.Width() || a.Width() == 1 {
+			j.cancel()
+			stopped = append([]string{j.commit}, stopped...)
+			wait = append(wait, j.done)
+		}
 	}
-	done := a.done
+	a.queue = append(stopped, a.queue...)
 	a.mu.Unlock()
-	if done != nil {
+	for _, done := range wait {
 		select {
 		case <-done:
 		case <-ctx.Done():
@@ -200,8 +251,8 @@ func (a *Ahead) Close() {
 	a.mu.Lock()
 	a.closed = true
 	a.queue = nil
-	if a.cancel != nil {
-		a.cancel()
+	for _, j := range a.running {
+		j.cancel()
 	}
 	a.mu.Unlock()
 	a.wg.Wait()

@@ -2,6 +2,8 @@ package lab
 
 import (
 	"context"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -9,6 +11,7 @@ import (
 
 	"kbisect/internal/shell"
 	"kbisect/internal/simlab"
+	"kbisect/kbuild"
 	"kbisect/progress"
 )
 
@@ -59,5 +62,72 @@ func TestAKernelThatFailedToBuildAheadIsNotBuiltAgain(t *testing.T) {
 	defer mu.Unlock()
 	if ev.Verdict != "skip" || !strings.HasPrefix(ev.Reason, "does not build: ") || checkouts != 1 {
 		t.Errorf("%s: %s (%s) after %d builds", broken[:12], ev.Verdict, ev.Reason, checkouts)
+	}
+}
+
+// TestABuildServersSlotsBuildAheadAtOnce: with a build server of two
+// slots, Go starts the two nearest kernels at once (the third waits its
+// turn) and the server builds them side by side, in both its slots; the
+// pipeline waiting for the first does not stop the second, which one
+// slot would have stopped, and while the pipeline holds one slot the
+// other goes on with the third; all are then in the local cache.
+func TestABuildServersSlotsBuildAheadAtOnce(t *testing.T) {
+	exe := testKbisect(t)
+	local, commits := serverTree(t,
+		map[string]string{"kernel/eventpoll.c": "int ep_poll_callback(void) { return 2; }\n"},
+		map[string]string{"kernel/eventpoll.c": "int ep_poll_callback(void) { return 3; }\n"},
+		map[string]string{"kernel/eventpoll.c": "int ep_poll_callback(void) { return 4; }\n"})
+	server, home := buildServerFor(t, local, exe)
+	o := kbuild.Options{Tree: local, Base: "tinyconfig", Jobs: 1, CacheDir: t.TempDir(), Server: server}
+	built := make(chan string, 8)
+	ahead := &Ahead{Build: o, Slots: server.Slots(), Progress: progress.Func(func(e progress.Event) {
+		if e.Kind == progress.Note && e.Text == "built ahead" {
+			built <- e.Commit
+		}
+	})}
+	defer ahead.Close()
+
+	ahead.Expect(commits[0], commits[1], commits[2], commits[3])
+	running := func() []string {
+		ahead.mu.Lock()
+		defer ahead.mu.Unlock()
+		var cs []string
+		for _, j := range ahead.running {
+			cs = append(cs, j.commit)
+		}
+		return cs
+	}
+	if got := running(); len(got) != 0 {
+		t.Fatalf("before Go, %v build ahead: the pipeline has not built its kernel", got)
+	}
+	ahead.Go()
+	if got := running(); !slices.Equal(got, commits[1:3]) {
+		t.Fatalf("after Go, %v build ahead; want the two nearest %v at once", got, commits[1:3])
+	}
+	if be := ahead.Wait(context.Background(), commits[1]); be != nil {
+		t.Fatalf("%s did not build ahead: %v", commits[1][:12], be)
+	}
+	// Held for the pipeline, which needs no slot for a kernel built
+	// ahead: commits[2] goes on, and commits[3] starts in the slot the
+	// pipeline leaves, both without another Go.
+	deadline := time.After(2 * time.Minute)
+	for seen := map[string]bool{}; !seen[commits[2]] || !seen[commits[3]]; {
+		select {
+		case c := <-built:
+			seen[c] = true
+		case <-deadline:
+			t.Fatalf("built ahead %v while the pipeline waited for %s; want %s (not stopped to make way) and %s (in the spare slot)",
+				seen, commits[1][:12], commits[2][:12], commits[3][:12])
+		}
+	}
+	for _, c := range commits[1:] {
+		a, err := kbuild.Build(context.Background(), o, 0, c)
+		if err != nil || !a.Cached {
+			t.Fatalf("%s after its build ahead: %+v %v, want it in the cache", c[:12], a, err)
+		}
+	}
+	slots, _ := filepath.Glob(filepath.Join(home, ".cache", "kbisect", "build-cache", "slots", "*", "slot-*"))
+	if len(slots) != 2 {
+		t.Errorf("the server built in %v, want both its slots", slots)
 	}
 }

@@ -11,8 +11,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"kbisect/configs"
@@ -40,7 +42,9 @@ type BuildServer struct {
 	Exe     string
 	// CacheSize caps the server's cache as build.cache_size caps ours.
 	CacheSize int64
-	slots     chan int
+	free      chan struct{} // a token for each slot not in use
+	mu        sync.Mutex
+	busy      []bool // slot i is in use
 }
 
 var _ kbuild.Server = (*BuildServer)(nil)
@@ -62,26 +66,51 @@ func NewBuildServer(job *configs.Job, exe string) *BuildServer {
 
 // SetSlots sets how many builds the server runs at once (at least one).
 func (s *BuildServer) SetSlots(n int) {
-	s.slots = make(chan int, max(n, 1))
-	for i := range max(n, 1) {
-		s.slots <- i
+	n = max(n, 1)
+	s.free, s.busy = make(chan struct{}, n), make([]bool, n)
+	for range n {
+		s.free <- struct{}{}
 	}
 }
 
-// Build builds commit on the server, in the first of its slots free (the
-// controller's slot number does not name the server's), and unpacks the
-// artifact into dir.
+// Slots is how many builds the server runs at once.
+func (s *BuildServer) Slots() int { return len(s.busy) }
+
+// take waits for a free slot and takes the lowest-numbered: slots are
+// used in order, so the one taken has most likely built a nearby commit
+// already (an incremental build, not a cold one).
+func (s *BuildServer) take(ctx context.Context) (int, error) {
+	select {
+	case <-s.free:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := slices.Index(s.busy, false)
+	s.busy[i] = true
+	return i, nil
+}
+
+func (s *BuildServer) give(slot int) {
+	s.mu.Lock()
+	s.busy[slot] = false
+	s.mu.Unlock()
+	s.free <- struct{}{}
+}
+
+// Build builds commit on the server, in the lowest of its slots free
+// (the controller's slot number does not name the server's), and
+// unpacks the artifact into dir.
 func (s *BuildServer) Build(ctx context.Context, o kbuild.Options, _ int, commit, dir string) error {
-	if s.slots == nil {
+	if s.free == nil {
 		return errors.New("kbisect: a BuildServer without slots (NewBuildServer or SetSlots makes them)")
 	}
-	var slot int
-	select {
-	case slot = <-s.slots:
-	case <-ctx.Done():
-		return ctx.Err()
+	slot, err := s.take(ctx)
+	if err != nil {
+		return err
 	}
-	defer func() { s.slots <- slot }()
+	defer s.give(slot)
 	h, err := remote.Dial(ctx, s.SSH)
 	if err != nil {
 		return err

@@ -314,8 +314,8 @@ func TestBuildOptionsBuildOnBuildHostWithItsSlots(t *testing.T) {
 		t.Fatal("build.host set, no build server in the options")
 	}
 	want := remote.Options{Address: "build1", Port: 2200, User: "builder", KnownHosts: "/kh", ConnectTimeout: time.Second}
-	if s.SSH != want || s.Tree != "~/linux" || s.Kbisect != "/opt/kbisect" || cap(s.slots) != 3 || len(s.slots) != 3 {
-		t.Errorf("server %+v, %d slots", s, cap(s.slots))
+	if s.SSH != want || s.Tree != "~/linux" || s.Kbisect != "/opt/kbisect" || s.Slots() != 3 || len(s.free) != 3 {
+		t.Errorf("server %+v, %d slots", s, s.Slots())
 	}
 	job.Build.Host = configs.Host{}
 	if o := BuildOptions(job, nil); o.Server != nil {

@@ -277,6 +277,10 @@ func (r *jobRun) prepare(ctx context.Context) error {
 		ab.Log = r.aheadLog
 		r.ahead = &lab.Ahead{Session: r.sess, Graph: r.g2, Build: ab, Slot: 0,
 			Progress: r.ev, Base: ctx}
+		if ab.Server != nil {
+			// A build server: as many builds ahead as it has slots.
+			r.ahead.Slots = job.Build.Slots
+		}
 		r.pipe.Ahead = r.ahead
 		if !posterior {
 			r.ev.ahead = r.ahead

@@ -336,15 +336,16 @@ func (p *posteriorRun) reverted(ctx context.Context, i int) (string, error) {
 
 // planAhead queues for building, while built is measured, the kernels
 // the search asks for next if this boot measures like a good kernel or
-// like a bad one; the builds start once built's own kernel is built. A
-// revert not made yet is not predicted: making it is a git operation of
-// its own, done when it is asked for.
+// like a bad one (and, with a build server's slots to spare, after that:
+// culprit.Search.Ahead), nearest first; the builds start once built's own
+// kernel is built. A revert not made yet is not predicted: making it is
+// a git operation of its own, done when it is asked for.
 func (p *posteriorRun) planAhead(built string, step culprit.Step) {
 	if p.r.ahead == nil {
 		return
 	}
 	var next []string
-	for _, n := range p.search.Ahead(step) {
+	for _, n := range p.search.Ahead(step, p.r.ahead.Width()) {
 		if !n.Reverted {
 			next = append(next, p.rng.Commits[n.Commit].String())
 		} else if c, ok := p.reverts[n.Commit]; ok {

@@ -51,10 +51,11 @@ type Config struct {
 	Costs                  Costs
 	// Strategies to run, by name (nil: all).
 	Strategies []string
-	// predict records on each boot of the engine what a run builds
-	// ahead while it is measured (culprit.Search.Ahead): the speed
-	// benchmark prices it, a plain simulation spares the cost.
-	predict bool
+	// predict records on each boot of the engine what a run with that
+	// many build slots builds ahead while it is measured
+	// (culprit.Search.Ahead; 0: nothing): the speed benchmark prices it,
+	// a plain simulation spares the cost.
+	predict int
 }
 
 // Validate fills the defaults and says what cannot be simulated.

@@ -73,7 +73,7 @@ func TestSpeedKbisectIsItsFloorPlusItsBuildsAndNamesTheCulprit(t *testing.T) {
 	// Predicting what to build ahead changes no boot; building it ahead
 	// never goes below the floor, and on the whole saves time.
 	predicted := cfg
-	predicted.predict = true
+	predicted.predict = 1
 	var with, without time.Duration
 	for i, r := range speedRunAll(predicted, 20, 1, speedEngine) {
 		for j := range r.trace {
@@ -84,7 +84,7 @@ func TestSpeedKbisectIsItsFloorPlusItsBuildsAndNamesTheCulprit(t *testing.T) {
 		}
 	}
 	for _, r := range speedRunAll(predicted, 20, 1, speedEngine) {
-		ahead, floor := speedPriceAhead(r.trace, c, c.kexec+c.settle), speedFloor(r.trace, c)
+		ahead, floor := speedPriceAhead(r.trace, c, c.kexec+c.settle, 1), speedFloor(r.trace, c)
 		if ahead < floor {
 			t.Errorf("with builds ahead %v, below the floor %v", ahead, floor)
 		}
@@ -126,7 +126,14 @@ func TestSpeedKtestAtEqualConfidenceTakesMoreThanOneSample(t *testing.T) {
 	if f, k := by["floor"], by["kbisect"]; f.hours > k.hours || k.right != 40 {
 		t.Errorf("floor %.2f h, kbisect %.2f h, %d right", f.hours, k.hours, k.right)
 	}
-	if lines := speedLines(rows); len(lines) != 7 || !strings.Contains(lines[2], "| kbisect     |") || !strings.Contains(lines[2], "|      1.00 |") {
+	// A build server's slots only add room: never slower than one slot,
+	// never below the floor of the same boots.
+	for _, name := range []string{"server-2", "server-4"} {
+		if s := by[name]; s.hours > by["kbisect"].hours || s.hours < by["floor"].hours || s.right != 40 {
+			t.Errorf("%s: %.2f h (%d right), one slot %.2f h, the floor %.2f h", name, s.hours, s.right, by["kbisect"].hours, by["floor"].hours)
+		}
+	}
+	if lines := speedLines(rows); len(lines) != 9 || !strings.Contains(lines[2], "| kbisect     |") || !strings.Contains(lines[2], "|      1.00 |") {
 		t.Errorf("table:\n%s", strings.Join(lines, "\n"))
 	}
 }

@@ -45,7 +45,7 @@ func runEngine(cfg *Config, l *lab) outcome {
 			break
 		}
 		endpoint := l.boot(l.n-1, false)
-		if cfg.predict && len(bads) == 0 {
+		if cfg.predict > 0 && len(bads) == 0 {
 			// The good endpoint builds while the bad one is measured.
 			l.trace[len(l.trace)-1].ahead = []int{-1}
 		}
@@ -77,10 +77,11 @@ func runEngine(cfg *Config, l *lab) outcome {
 		if step.Confirming {
 			l.mark(phaseConfirm)
 		}
-		if cfg.predict {
+		if cfg.predict > 0 {
 			// As run/search.go: what comes next if this boot measures
-			// good or bad; a revert not made yet is not built ahead.
-			for _, a := range s.Ahead(step) {
+			// good or bad (and after that, with slots to spare); a
+			// revert not made yet is not built ahead.
+			for _, a := range s.Ahead(step, cfg.predict) {
 				if !a.Reverted {
 					l.trace[len(l.trace)-1].ahead = append(l.trace[len(l.trace)-1].ahead, a.Commit)
 				}
