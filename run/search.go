@@ -34,16 +34,21 @@ type posteriorRun struct {
 	// reverts are the bad endpoint's kernels with a commit reverted, by
 	// the commit's index, once made.
 	reverts map[int]string
-	goods   [][]float64
-	bads    [][]float64
-	cal     *lab.Calibration
+	// unrevertable are the commits a revert made ahead failed for.
+	unrevertable map[int]bool
+	// ahead are the commits (by index) whose kernels were queued to build
+	// ahead: the search weighs no build for them.
+	ahead []int
+	goods [][]float64
+	bads  [][]float64
+	cal   *lab.Calibration
 }
 
 // searchPosterior calibrates on the endpoints' boots and searches the
 // range for the first bad commit until one reaches the confidence,
 // confirmed, or the budget runs out. It resumes from the journal.
 func (r *jobRun) searchPosterior(ctx context.Context) (bisect.Result, *lab.Calibration, *lab.SearchSummary, error) {
-	p := &posteriorRun{r: r, pipe: r.pipe, index: map[string]int{}, reverts: map[int]string{}}
+	p := &posteriorRun{r: r, pipe: r.pipe, index: map[string]int{}, reverts: map[int]string{}, unrevertable: map[int]bool{}}
 	res := bisect.Result{Kind: bisect.Aborted}
 	var err error
 	if p.journal, err = lab.OpenSearchJournal(r.stateDir); err != nil {
@@ -70,19 +75,15 @@ func (r *jobRun) searchPosterior(ctx context.Context) (bisect.Result, *lab.Calib
 		return res, p.cal, nil, err
 	}
 	r.ev.line("calibrated: %s", reason)
-	v := r.job.Verdict
-	p.search, err = culprit.New(p.dag, *model, culprit.Options{Confidence: r.job.SearchConfidence(), MaxBoots: v.MaxBoots,
-		MinSamples: v.Samples.Min, MaxSamples: v.Samples.Max, Revert: true, Costs: p.costs(), GoodBoots: p.goods})
-	if err != nil {
+	if p.search, err = p.newSearch(*model); err != nil {
 		return res, p.cal, nil, err
+	}
+	for _, i := range p.ahead {
+		p.search.Built(i)
 	}
 	c := p.costs()
 	sec := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)).Round(time.Second) }
 	r.ev.line("costs as the lab measured them so far: a build %s, a boot %s, a sample %s", sec(c.Build), sec(c.Boot), sec(c.Sample))
-	last := len(p.rng.Commits) - 1
-	for _, b := range p.bads {
-		p.search.ObserveAt(last, b)
-	}
 	if err := p.replay(); err != nil {
 		return res, p.cal, nil, err
 	}
@@ -110,6 +111,9 @@ func (r *jobRun) searchPosterior(ctx context.Context) (bisect.Result, *lab.Calib
 
 // openRange lists the range's commits, parents first.
 func (p *posteriorRun) openRange() error {
+	if p.rng != nil {
+		return nil // opened during calibration, to build the first commit ahead
+	}
 	// The session's ends: the start's, narrowed by verdicts a --replay
 	// log gave; not by those the search itself logged when it ended.
 	var records []bisect.Record
@@ -265,7 +269,7 @@ func (p *posteriorRun) boot(ctx context.Context, step culprit.Step) error {
 	}
 	r.ev.sink.Emit(progress.Event{Kind: progress.Testing, Commit: built, Subject: r.ev.subject(commit),
 		Text: fmt.Sprintf("Measuring %s (%d boots so far; leading: %s at %s)", what, p.search.Boots(), commitid.Short(p.rng.Commits[lead.Commit].String()), culprit.Format(lead.Probability))})
-	p.planAhead(built, step)
+	p.planAhead(ctx, built, step)
 	began := time.Now()
 	sub := fmt.Sprintf("boot-%d", p.search.Boots()+1)
 	ev, err := p.pipe.BootOnce(ctx, built, sub, func(v []float64) bool {
@@ -317,6 +321,22 @@ func builtIf(reverted bool, built string) string {
 	return ""
 }
 
+// newSearch is the search of the range on model, the bad endpoint's
+// calibration boots its first evidence.
+func (p *posteriorRun) newSearch(model culprit.Model) (*culprit.Search, error) {
+	v := p.r.job.Verdict
+	s, err := culprit.New(p.dag, model, culprit.Options{Confidence: p.r.job.SearchConfidence(), MaxBoots: v.MaxBoots,
+		MinSamples: v.Samples.Min, MaxSamples: v.Samples.Max, Revert: true, Costs: p.costs(), GoodBoots: p.goods})
+	if err != nil {
+		return nil, err
+	}
+	last := len(p.rng.Commits) - 1
+	for _, b := range p.bads {
+		s.ObserveAt(last, b)
+	}
+	return s, nil
+}
+
 // reverted makes (once) the bad endpoint with commit i reverted.
 func (p *posteriorRun) reverted(ctx context.Context, i int) (string, error) {
 	if h, ok := p.reverts[i]; ok {
@@ -338,9 +358,11 @@ func (p *posteriorRun) reverted(ctx context.Context, i int) (string, error) {
 // the search asks for next if this boot measures like a good kernel or
 // like a bad one (and, with a build server's slots to spare, after that:
 // culprit.Search.Ahead), nearest first; the builds start once built's own
-// kernel is built. A revert not made yet is not predicted: making it is
-// a git operation of its own, done when it is asked for.
-func (p *posteriorRun) planAhead(built string, step culprit.Step) {
+// kernel is built. A revert of the bad endpoint is made now to be built
+// too (the same commit it would be when asked for). The search weighs no
+// build for a kernel queued here: of two nearly as telling commits it
+// boots the one built ahead.
+func (p *posteriorRun) planAhead(ctx context.Context, built string, step culprit.Step) {
 	if p.r.ahead == nil {
 		return
 	}
@@ -348,7 +370,14 @@ func (p *posteriorRun) planAhead(built string, step culprit.Step) {
 	for _, n := range p.search.Ahead(step, p.r.ahead.Width()) {
 		if !n.Reverted {
 			next = append(next, p.rng.Commits[n.Commit].String())
-		} else if c, ok := p.reverts[n.Commit]; ok {
+			p.search.Built(n.Commit)
+		} else if !p.unrevertable[n.Commit] {
+			c, err := p.reverted(ctx, n.Commit)
+			if err != nil {
+				// Said when the search asks for it; not tried again here.
+				p.unrevertable[n.Commit] = true
+				continue
+			}
 			next = append(next, c)
 		}
 	}

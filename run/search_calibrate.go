@@ -60,6 +60,9 @@ func (p *posteriorRun) calibrate(ctx context.Context) (*culprit.Model, string, e
 			r.ev.line("calibrating on the endpoints, boot by boot: bad %s, good %s", commitid.Short(bad), commitid.Short(good))
 			announced = true
 		}
+		if r.ahead != nil && len(p.ahead) == 0 && min(len(p.goods), len(p.bads)) > 0 {
+			p.firstAhead(m)
+		}
 		for _, side := range []struct {
 			kind, commit string
 			into         *[][]float64
@@ -85,6 +88,24 @@ func (p *posteriorRun) calibrate(ctx context.Context) (*culprit.Model, string, e
 			}
 			*side.into = append(*side.into, p.badness(ev.Values))
 		}
+	}
+}
+
+// firstAhead queues the search's first commit to build while the rest
+// of calibration is measured, as the endpoints' boots so far place it
+// (the final model seldom moves it; when it does, the search still
+// prefers it, built, to a neighbour that is not).
+func (p *posteriorRun) firstAhead(m culprit.Model) {
+	if err := p.openRange(); err != nil {
+		return // said once calibration is over
+	}
+	s, err := p.newSearch(m)
+	if err != nil {
+		return
+	}
+	if first := s.Next(); first.Kind == culprit.Measure && !first.Reverted {
+		p.ahead = append(p.ahead, first.Commit)
+		p.r.ahead.Queue(p.rng.Commits[first.Commit].String())
 	}
 }
 

@@ -32,8 +32,15 @@ type bootRecord struct {
 	samples         int
 	phase           phase
 	// ahead are the kernels a run builds, in order, while this boot is
-	// measured (Config.predict): commits, −1 the good endpoint.
-	ahead []int
+	// measured (Config.predict).
+	ahead []kernel
+}
+
+// kernel is a kernel of a trace: a commit (−1 the good endpoint), or the
+// bad endpoint with it reverted.
+type kernel struct {
+	commit   int
+	reverted bool
 }
 
 // phase is what a boot was for.

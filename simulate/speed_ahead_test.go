@@ -5,16 +5,9 @@ import (
 	"time"
 )
 
-// speedKernel names a kernel of a trace: a commit, or the bad endpoint
-// with it reverted.
-type speedKernel struct {
-	commit   int
-	reverted bool
-}
-
 // speedAheadBuild is a build made ahead, on its slot's timeline.
 type speedAheadBuild struct {
-	k          speedKernel
+	k          kernel
 	slot       int
 	start, end time.Duration
 	cold       bool // the slot's first build
@@ -31,10 +24,10 @@ type speedAheadBuild struct {
 // slot's first build is cold, its others incremental; a slot is taken
 // when it is free, the warm one first (as the build server does).
 func speedPriceAhead(trace []bootRecord, c speedCosts, perBoot time.Duration, slots int) time.Duration {
-	var t time.Duration                      // now
-	free := make([]time.Duration, slots)     // when each slot is free
-	warm := make([]bool, slots)              // it has built a kernel
-	ready := map[speedKernel]time.Duration{} // built, or when it will be
+	var t time.Duration                  // now
+	free := make([]time.Duration, slots) // when each slot is free
+	warm := make([]bool, slots)          // it has built a kernel
+	ready := map[kernel]time.Duration{}  // built, or when it will be
 	// place puts a build starting no sooner than from in the slot that
 	// finishes it first.
 	place := func(from time.Duration) (b speedAheadBuild) {
@@ -54,10 +47,10 @@ func speedPriceAhead(trace []bootRecord, c speedCosts, perBoot time.Duration, sl
 	}
 	var pending []speedAheadBuild
 	for _, b := range trace {
-		k := speedKernel{b.commit, b.reverted}
-		keep := map[speedKernel]bool{k: true}
+		k := kernel{b.commit, b.reverted}
+		keep := map[kernel]bool{k: true}
 		for _, a := range b.ahead {
-			keep[speedKernel{commit: a}] = true
+			keep[a] = true
 		}
 		// What was planned while the last boot was measured: built,
 		// going on, or cancelled and dropped, which frees its slot.
@@ -89,7 +82,7 @@ func speedPriceAhead(trace []bootRecord, c speedCosts, perBoot time.Duration, sl
 		t = max(t, at)
 		ready[k] = at
 		for _, a := range b.ahead {
-			ak := speedKernel{commit: a}
+			ak := a
 			if _, ok := ready[ak]; ok {
 				continue // built, building or booted before
 			}
@@ -111,10 +104,10 @@ func TestSpeedPriceAheadHidesThePredictedBuilds(t *testing.T) {
 	m := time.Minute
 	c := speedCosts{cold: 25 * m, incremental: 6 * m, kexec: 40 * time.Second, settle: 20 * time.Second, sample: m}
 	trace := []bootRecord{
-		{commit: 9, built: true, samples: 5, ahead: []int{-1}},
+		{commit: 9, built: true, samples: 5, ahead: []kernel{{commit: -1}}},
 		{commit: -1, built: true, samples: 5},
-		{commit: 4, built: true, samples: 3, ahead: []int{2, 6}},
-		{commit: 6, built: true, samples: 3, ahead: []int{5}},
+		{commit: 4, built: true, samples: 3, ahead: []kernel{{commit: 2}, {commit: 6}}},
+		{commit: 6, built: true, samples: 3, ahead: []kernel{{commit: 5}}},
 		{commit: 5, built: true, samples: 3},
 	}
 	// 9 cold by 25, measured until 31 while -1 builds (25–31); -1 until
@@ -141,10 +134,10 @@ func TestSpeedPriceAheadBuildsInEverySlot(t *testing.T) {
 	m := time.Minute
 	c := speedCosts{cold: 8 * m, incremental: 6 * m, kexec: 40 * time.Second, settle: 20 * time.Second, sample: m}
 	trace := []bootRecord{
-		{commit: 9, built: true, samples: 5, ahead: []int{-1}},
+		{commit: 9, built: true, samples: 5, ahead: []kernel{{commit: -1}}},
 		{commit: -1, built: true, samples: 5},
-		{commit: 4, built: true, samples: 3, ahead: []int{2, 6}},
-		{commit: 6, built: true, samples: 3, ahead: []int{5}},
+		{commit: 4, built: true, samples: 3, ahead: []kernel{{commit: 2}, {commit: 6}}},
+		{commit: 6, built: true, samples: 3, ahead: []kernel{{commit: 5}}},
 		{commit: 5, built: true, samples: 3},
 	}
 	// 9 cold in slot 0 by 8, measured until 14 while -1 builds there

@@ -70,26 +70,24 @@ func TestSpeedKbisectIsItsFloorPlusItsBuildsAndNamesTheCulprit(t *testing.T) {
 			t.Errorf("run %d: the first boot is %+v, not the bad endpoint's cold build", i, r.trace[0])
 		}
 	}
-	// Predicting what to build ahead changes no boot; building it ahead
-	// never goes below the floor, and on the whole saves time.
+	// Predicting what to build ahead may change which commits the
+	// search boots (a kernel built ahead weighs no build), not its
+	// answers; building ahead never goes below the floor of its boots,
+	// and on the whole saves time against the search that builds each
+	// kernel when its boot comes.
 	predicted := cfg
 	predicted.predict = 1
 	var with, without time.Duration
 	for i, r := range speedRunAll(predicted, 20, 1, speedEngine) {
-		for j := range r.trace {
-			r.trace[j].ahead = nil
+		if r.out.kind != runs[i].out.kind || r.out.culprit != runs[i].out.culprit || r.truth != runs[i].truth {
+			t.Errorf("run %d: predicting changed the answer from %+v to %+v", i, runs[i].out, r.out)
 		}
-		if !reflect.DeepEqual(r, runs[i]) {
-			t.Errorf("run %d: predicting changed the boots", i)
-		}
-	}
-	for _, r := range speedRunAll(predicted, 20, 1, speedEngine) {
 		ahead, floor := speedPriceAhead(r.trace, c, c.kexec+c.settle, 1), speedFloor(r.trace, c)
 		if ahead < floor {
 			t.Errorf("with builds ahead %v, below the floor %v", ahead, floor)
 		}
 		with += ahead
-		without += speedPrice(r.trace, c, c.kexec+c.settle)
+		without += speedPrice(runs[i].trace, c, c.kexec+c.settle)
 	}
 	if with >= without {
 		t.Errorf("building ahead took %v in all, building as boots come %v", with, without)
@@ -126,11 +124,15 @@ func TestSpeedKtestAtEqualConfidenceTakesMoreThanOneSample(t *testing.T) {
 	if f, k := by["floor"], by["kbisect"]; f.hours > k.hours || k.right != 40 {
 		t.Errorf("floor %.2f h, kbisect %.2f h, %d right", f.hours, k.hours, k.right)
 	}
-	// A build server's slots only add room: never slower than one slot,
-	// never below the floor of the same boots.
+	// A build server's slots only add room: 2 slots build the same
+	// boots' kernels as one (never slower); 4 look deeper, which may
+	// change the boots; neither goes below the floor of its boots.
+	if s := by["server-2"]; s.hours > by["kbisect"].hours || s.floorHours != by["kbisect"].floorHours {
+		t.Errorf("server-2: %.2f h over a floor of %.2f h, one slot %.2f h over %.2f h", s.hours, s.floorHours, by["kbisect"].hours, by["kbisect"].floorHours)
+	}
 	for _, name := range []string{"server-2", "server-4"} {
-		if s := by[name]; s.hours > by["kbisect"].hours || s.hours < by["floor"].hours || s.right != 40 {
-			t.Errorf("%s: %.2f h (%d right), one slot %.2f h, the floor %.2f h", name, s.hours, s.right, by["kbisect"].hours, by["floor"].hours)
+		if s := by[name]; s.hours < s.floorHours || s.right != 40 {
+			t.Errorf("%s: %.2f h (%d right), its floor %.2f h", name, s.hours, s.right, s.floorHours)
 		}
 	}
 	if lines := speedLines(rows); len(lines) != 9 || !strings.Contains(lines[2], "| kbisect     |") || !strings.Contains(lines[2], "|      1.00 |") {

@@ -322,15 +322,16 @@ func speedTable(cfg Config, runs int, c speedCosts) []speedTally {
 	predicted := cfg
 	predicted.predict = 1
 	traces := speedRunAll(predicted, runs, 1, speedEngine)
-	engine := tallySpeed("kbisect", fmt.Sprintf("the posterior search to %g, confirmation included; builds ahead in one slot while a boot is measured", cfg.Confidence),
+	engine := tallySpeed("kbisect", fmt.Sprintf("the posterior search to %g, confirmation included; builds ahead in one slot while a boot is measured, the search told which", cfg.Confidence),
 		traces, kbAhead, c)
 	server2 := tallySpeed("server-2", "the same boots, kernels built on a build server of 2 slots (build.slots: 2): the next verdict's two at once",
 		traces, func(tr []bootRecord) time.Duration { return speedPriceAhead(tr, c, c.kexec+c.settle, 2) }, c)
 	deeper := cfg
 	deeper.predict = 4
-	server4 := tallySpeed("server-4", "on a build server of 4 slots: the next two verdicts' kernels, 4 at once (the boots are the same; Ahead predicts deeper)",
+	server4 := tallySpeed("server-4", "on a build server of 4 slots: the next two verdicts' kernels, 4 at once (the search, told of more kernels built ahead, may boot others)",
 		speedRunAll(deeper, runs, 1, speedEngine), func(tr []bootRecord) time.Duration { return speedPriceAhead(tr, c, c.kexec+c.settle, 4) }, c)
-	noAhead := tallySpeed("no-ahead", "the same boots, each kernel built when its boot comes (--no-build-ahead)", traces, kb, c)
+	noAhead := tallySpeed("no-ahead", "the search with --no-build-ahead: each kernel built when its boot comes",
+		speedRunAll(cfg, runs, 1, speedEngine), kb, c)
 	floor := engine
 	floor.name, floor.about, floor.hours, floor.builds = "floor", "one cold build, then kbisect's boots back to back (kexec, settle, samples); builds hidden", engine.floorHours, 1
 	rule := tallySpeed("rule", "verdict.search: rule (3–10 samples, 5 confirmation rounds); builds as they come, nothing ahead",

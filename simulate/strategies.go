@@ -35,6 +35,7 @@ func runEngine(cfg *Config, l *lab) outcome {
 	n := max(cfg.MinSamples, 5)
 	var goods, bads [][]float64
 	var model culprit.Model
+	predicted := false
 	for {
 		m, more, err := culprit.Calibrate(goods, bads, cfg.MinSamples, culprit.FitOptions{})
 		if !more && err != nil {
@@ -45,23 +46,42 @@ func runEngine(cfg *Config, l *lab) outcome {
 			break
 		}
 		endpoint := l.boot(l.n-1, false)
-		if cfg.predict > 0 && len(bads) == 0 {
+		switch {
+		case cfg.predict == 0:
+		case len(bads) == 0:
 			// The good endpoint builds while the bad one is measured.
-			l.trace[len(l.trace)-1].ahead = []int{-1}
+			l.trace[len(l.trace)-1].ahead = []kernel{{commit: -1}}
+		case !predicted:
+			// As run/search_calibrate.go: the search's first commit, as
+			// the endpoints' first boots have it, builds while the
+			// second round of calibration is measured.
+			predicted = true
+			if s, err := newEngineSearch(cfg, l.n, m, goods, bads); err == nil {
+				if first := s.Next(); first.Kind == culprit.Measure {
+					l.trace[len(l.trace)-1].ahead = []kernel{{commit: first.Commit}}
+				}
+			}
 		}
 		bads = append(bads, endpoint.samples(n))
 		l.mark(phaseCalibration)
 		goods = append(goods, l.boot(-1, false).samples(n))
 		l.mark(phaseCalibration)
 	}
-	s, err := culprit.New(culprit.Chain(l.n), model, culprit.Options{
-		Confidence: cfg.Confidence, MaxBoots: cfg.MaxBoots, MinSamples: cfg.MinSamples, MaxSamples: cfg.MaxSamples,
-		Revert: true, Costs: culprit.Costs(cfg.Costs), GoodBoots: goods})
+	s, err := newEngineSearch(cfg, l.n, model, goods, bads)
 	if err != nil {
 		return outcome{kind: "not-reproduced"}
 	}
-	for _, b := range bads {
-		s.ObserveAt(l.n-1, b)
+	built := func(ahead []kernel) {
+		// As run/search.go: a kernel built ahead costs no build when the
+		// search weighs its next boot.
+		for _, a := range ahead {
+			if !a.reverted && a.commit >= 0 {
+				s.Built(a.commit)
+			}
+		}
+	}
+	for _, b := range l.trace {
+		built(b.ahead)
 	}
 	for {
 		step := s.Next()
@@ -79,13 +99,12 @@ func runEngine(cfg *Config, l *lab) outcome {
 		}
 		if cfg.predict > 0 {
 			// As run/search.go: what comes next if this boot measures
-			// good or bad (and after that, with slots to spare); a
-			// revert not made yet is not built ahead.
+			// good or bad (and after that, with slots to spare), a
+			// revert of the bad endpoint included.
 			for _, a := range s.Ahead(step, cfg.predict) {
-				if !a.Reverted {
-					l.trace[len(l.trace)-1].ahead = append(l.trace[len(l.trace)-1].ahead, a.Commit)
-				}
+				l.trace[len(l.trace)-1].ahead = append(l.trace[len(l.trace)-1].ahead, kernel{a.Commit, a.Reverted})
 			}
+			built(l.trace[len(l.trace)-1].ahead)
 		}
 		var xs []float64
 		for len(xs) == 0 || s.More(xs) {
@@ -93,6 +112,21 @@ func runEngine(cfg *Config, l *lab) outcome {
 		}
 		s.Observe(step, xs)
 	}
+}
+
+// newEngineSearch is the search over a chain of n commits on model, the
+// bad endpoint's calibration boots its evidence.
+func newEngineSearch(cfg *Config, n int, model culprit.Model, goods, bads [][]float64) (*culprit.Search, error) {
+	s, err := culprit.New(culprit.Chain(n), model, culprit.Options{
+		Confidence: cfg.Confidence, MaxBoots: cfg.MaxBoots, MinSamples: cfg.MinSamples, MaxSamples: cfg.MaxSamples,
+		Revert: true, Costs: culprit.Costs(cfg.Costs), GoodBoots: goods})
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range bads {
+		s.ObserveAt(n-1, b)
+	}
+	return s, nil
 }
 
 // rule is the job's sequential rule as kbisect applied it before the
