@@ -164,7 +164,7 @@ func (l *loader) decode(n *yaml.Node, v reflect.Value, key string) {
 func (l *loader) text(n *yaml.Node, key string) (string, bool) {
 	s, ok := l.anyText(n, key)
 	if ok && strings.Contains(s, "${") {
-		l.badf(l.pos(n), key, "${NAME} is expanded only in commands (%s) and build.ccache_remote; write the value here", strings.Join(commandKeys, ", "))
+		l.badf(l.pos(n), key, "${NAME} is expanded only in commands (%s), build.ccache_remote and build.cache_url; write the value here", strings.Join(commandKeys, ", "))
 		return "", false
 	}
 	return s, ok

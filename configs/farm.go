@@ -62,6 +62,7 @@ func (j *Job) envKeys() map[string][]string {
 		refs[key] = c.Refs()
 	}
 	refs["build.ccache_remote"] = j.Build.CCacheRemote.Refs()
+	refs["build.cache_url"] = j.Build.CacheURL.Refs()
 	return refs
 }
 
@@ -74,6 +75,11 @@ func (b Build) Wrapper() []string { return strings.Fields(b.CompilerWrapper) }
 // password written into the file.
 func (l *loader) validateFarm() {
 	bu := &l.job.Build
+	if u := string(bu.CacheURL); u != "" {
+		if msg := cacheURLProblem(u); msg != "" {
+			l.errorf(l.at("build.cache_url"), "build.cache_url", "%s", msg)
+		}
+	}
 	if w := bu.Wrapper(); len(w) > 0 {
 		const key = "build.compiler_wrapper"
 		switch {
@@ -131,6 +137,30 @@ func storageProblem(u string) string {
 	}
 	if hasPassword && !isEnvRef(password) {
 		return "the password is written here: put it in an environment variable and write ${NAME} in its place (redis://${CCACHE_REDIS_PASSWORD}@host:6379)"
+	}
+	return ""
+}
+
+// cacheURLProblem says what is wrong with build.cache_url: not one
+// http(s) URL of a directory, or a password written out.
+func cacheURLProblem(u string) string {
+	if strings.ContainsAny(u, " \t\n") {
+		return "one URL: the HTTP cache is a single directory"
+	}
+	scheme, rest, ok := strings.Cut(u, "://")
+	if !ok || scheme != "http" && scheme != "https" {
+		return "not an HTTP cache: write http://host/path or https://host/path (a cache directory a web server serves)"
+	}
+	host, _, _ := strings.Cut(rest, "/")
+	userinfo, hostport, ok := strings.Cut(host, "@")
+	if !ok {
+		hostport = userinfo
+	}
+	if hostport == "" {
+		return "the URL names no host: write " + scheme + "://host/path"
+	}
+	if _, password, has := strings.Cut(userinfo, ":"); ok && has && !isEnvRef(password) {
+		return "the password is written here: put it in an environment variable and write ${NAME} in its place (https://lab:${KERNELS_PASSWORD}@cache.lab/kernels)"
 	}
 	return ""
 }

@@ -69,3 +69,44 @@ func TestStorageProblems(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheURLIsOneHTTPDirectoryWithItsSecretInTheEnvironment: build.cache_url
+// takes an http(s) URL, its password a ${NAME} expanded from the
+// environment (and said missing by CheckEnv); anything else is refused
+// at its line and column with what to write.
+func TestCacheURLIsOneHTTPDirectoryWithItsSecretInTheEnvironment(t *testing.T) {
+	const boot = "boot: {method: kexec, params: nohz_full=1}\n"
+	job, diags := loadMem(t, map[string]string{"job.yaml": okJob + boot + "host: {address: h}\nbuild:\n  tree: /\n  cache_url: https://lab:${CCACHE_REDIS_PASSWORD}@kernels.lab/cache\n"})
+	if job == nil {
+		t.Fatalf("refused: %v", diags)
+	}
+	if u, err := job.Build.CacheURL.Expand(testEnv); err != nil || u != "https://lab:hunter2@kernels.lab/cache" {
+		t.Errorf("Expand = %q, %v", u, err)
+	}
+	unset := func(string) (string, bool) { return "", false }
+	if err := job.CheckEnv(unset); err == nil || !strings.Contains(err.Error(), "build.cache_url: environment variable CCACHE_REDIS_PASSWORD is not set") {
+		t.Errorf("CheckEnv without the variable: %v", err)
+	}
+	for url, want := range map[string]string{
+		"http://kernels.lab/cache":            "",
+		"https://lab@kernels.lab:8443/":       "",
+		"https://lab:hunter2@kernels.lab/c":   "the password is written here",
+		"ftp://kernels.lab/cache":             "not an HTTP cache",
+		"/srv/kernels":                        "not an HTTP cache",
+		"http:///cache":                       "the URL names no host",
+		"http://a/cache http://b/cache":       "one URL",
+		"http://lab:x${PW}@kernels.lab/cache": "the password is written here",
+	} {
+		_, diags := loadMem(t, map[string]string{"job.yaml": okJob + boot + hostBuild[:len(hostBuild)-2] + ", cache_url: \"" + url + "\"}\n"})
+		if want == "" {
+			noDiag(t, diags, "build.cache_url")
+			continue
+		}
+		wantDiags(t, diags, "job.yaml:6:", "build.cache_url: "+want)
+		for _, d := range diags {
+			if strings.Contains(d, "hunter2") {
+				t.Errorf("%q: the diagnostic repeats the password: %s", url, d)
+			}
+		}
+	}
+}

@@ -127,9 +127,12 @@ type Build struct {
 	CompilerWrapper string     `yaml:"compiler_wrapper,omitempty"`
 	CCacheRemote    StorageURL `yaml:"ccache_remote,omitempty"`
 	CacheDir        Path       `yaml:"cache_dir,omitempty"`
-	CacheSize       Size       `yaml:"cache_size,omitempty"`
-	Timeout         Duration   `yaml:"timeout,omitempty"`
-	OnFailure       string     `yaml:"on_failure,omitempty"`
+	// CacheURL is another controller's cache directory served over HTTP,
+	// asked for a kernel before it is built.
+	CacheURL  StorageURL `yaml:"cache_url,omitempty"`
+	CacheSize Size       `yaml:"cache_size,omitempty"`
+	Timeout   Duration   `yaml:"timeout,omitempty"`
+	OnFailure string     `yaml:"on_failure,omitempty"`
 	// Host is a build server reached over SSH that builds the kernels
 	// the cache lacks, in Slots slots, in its own clone RemoteTree;
 	// HostKbisect a kbisect installed there, when this one's executable

@@ -32,6 +32,10 @@ type Options struct {
 	// its ${NAME}s expanded: a secret, put in make's environment only.
 	CCacheRemote string
 	CacheDir     string
+	// CacheURL is another cache directory served over HTTP
+	// (build.cache_url), its ${NAME}s expanded: a kernel the cache lacks
+	// is fetched from there, checked, before it is built.
+	CacheURL string
 	// CacheSize caps the artifacts the cache keeps, in bytes: the least
 	// recently used go first (0: no cap).
 	CacheSize int64
@@ -43,6 +47,10 @@ type Options struct {
 	// Server, when set, builds what the cache does not have on a build
 	// server (build.host) instead of here.
 	Server Server
+	// SpareSlots lets a build whose slot another kbisect holds take the
+	// next free one of that many (0: it fails): kbisect build, which two
+	// controllers sharing a build server's login may run at once.
+	SpareSlots int
 }
 
 // Artifact is a built kernel in the cache.
@@ -121,6 +129,11 @@ func build(ctx context.Context, o Options, slot int, commit string) (*Artifact, 
 			fmt.Fprintf(o.Log, "kbisect: %s: the cache has this kernel (%s)\n", commitid.Short(commit), a.Dir)
 		}
 		return a, nil
+	}
+	if o.CacheURL != "" {
+		if a := o.fromHTTP(ctx, commit, inputs, start); a != nil {
+			return a, nil
+		}
 	}
 	if o.Server != nil {
 		return o.buildOn(ctx, slot, commit, inputs, start)

@@ -48,23 +48,45 @@ func (o Options) buildOn(ctx context.Context, slot int, commit, inputs string, s
 	if err := o.Server.Build(ctx, o, slot, commit, tmp); err != nil {
 		return nil, err
 	}
+	keep = true // adopt removes it
+	a, err := o.adopt(tmp, commit, "", inputs, start)
+	if err != nil {
+		return nil, fmt.Errorf("build server: %v", err)
+	}
+	if !a.Cached {
+		o.logf("%s: built on the build server, its artifact checked and published in %s", commit[:12], a.Dir)
+	}
+	return a, nil
+}
+
+// adopt checks the artifact of commit that came into tmp from elsewhere
+// (a build server, the HTTP cache) file by file against its meta.json,
+// its key too when one was asked for, and publishes it in the local cache
+// under its key. tmp is removed, unless it became the artifact.
+func (o Options) adopt(tmp, commit, key, inputs string, start time.Time) (*Artifact, error) {
+	keep := false
+	defer func() {
+		if !keep {
+			os.RemoveAll(tmp)
+		}
+	}()
 	a, err := loadArtifact(tmp)
 	if err != nil {
-		return nil, fmt.Errorf("build server: its artifact of %s has no readable meta.json: %v", commit[:12], err)
+		return nil, fmt.Errorf("its artifact of %s has no readable meta.json: %v", commit[:12], err)
 	}
 	switch {
 	case a.Commit != commit:
-		return nil, fmt.Errorf("build server: asked for %s, its artifact is of %q", commit, a.Commit)
-	case !keyName.MatchString(a.Key):
-		return nil, fmt.Errorf("build server: its artifact's key %q is not a cache key", a.Key)
+		return nil, fmt.Errorf("asked for %s, its artifact is of %q", commit, a.Commit)
+	case !keyName.MatchString(a.Key), key != "" && a.Key != key:
+		return nil, fmt.Errorf("its artifact's key %q is not the cache key %q", a.Key, key)
 	}
 	var de *DamagedError
 	if err := Check(tmp); errors.As(err, &de) {
-		return nil, fmt.Errorf("build server: the artifact of %s came back damaged: %v", commit[:12], err)
+		return nil, fmt.Errorf("the artifact of %s came back damaged: %v", commit[:12], err)
 	} else if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(root, a.Key)
+	dir := filepath.Join(o.CacheDir, "artifacts", a.Key)
 	if c := o.cachedAt(dir); c != nil {
 		o.remember(inputs, a.Key)
 		c.Cached, c.Took = true, time.Since(start)
@@ -78,7 +100,6 @@ func (o Options) buildOn(ctx context.Context, slot int, commit, inputs string, s
 		return nil, err
 	}
 	o.remember(inputs, a.Key)
-	o.logf("%s: built on the build server, its artifact checked and published in %s", commit[:12], a.Dir)
 	if o.CacheSize > 0 {
 		if _, err := Evict(o.CacheDir, o.CacheSize, dir); err != nil {
 			o.logf("cache: eviction stopped: %v", err)

@@ -30,7 +30,9 @@ type slot struct {
 }
 
 // openSlot prepares slot n of the tree under the cache directory: a
-// detached worktree made once, and its own O= directory.
+// detached worktree made once, and its own O= directory. With
+// o.SpareSlots, a slot another kbisect holds is passed over for the next
+// free one.
 func openSlot(ctx context.Context, o Options, n int, commit string) (*slot, error) {
 	if o.CacheDir == "" {
 		return nil, fmt.Errorf("kbuild: no cache directory")
@@ -40,18 +42,25 @@ func openSlot(ctx context.Context, o Options, n int, commit string) (*slot, erro
 		return nil, fmt.Errorf("build.tree %s is not a git repository: %v", o.Tree, err)
 	}
 	id := sha256.Sum256([]byte(strings.TrimSpace(common)))
-	base := filepath.Join(o.CacheDir, "slots", hex.EncodeToString(id[:6]), fmt.Sprintf("slot-%d", n))
-	s := &slot{src: filepath.Join(base, "src"), out: filepath.Join(base, "out")}
-	if err := os.MkdirAll(s.out, 0o755); err != nil {
-		return nil, err
+	slots := filepath.Join(o.CacheDir, "slots", hex.EncodeToString(id[:6]))
+	var s *slot
+	asked := n
+	for try := n; s == nil; try++ {
+		base := filepath.Join(slots, fmt.Sprintf("slot-%d", try))
+		s, err = lockSlot(base)
+		switch {
+		case err == nil:
+			n = try
+		case !errors.Is(err, errSlotInUse):
+			return nil, err
+		case try+1 >= asked+o.SpareSlots:
+			return nil, fmt.Errorf("build slot %d is in use by another kbisect (%s)", try, base)
+		}
 	}
-	if s.lock, err = os.OpenFile(filepath.Join(base, "lock"), os.O_CREATE|os.O_RDWR, 0o644); err != nil {
-		return nil, err
+	if n != asked {
+		o.logf("build slot %d is another kbisect's: building in slot %d", asked, n)
 	}
-	if err := syscall.Flock(int(s.lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		s.lock.Close()
-		return nil, fmt.Errorf("build slot %d is in use by another kbisect (%s)", n, base)
-	}
+	base := filepath.Dir(s.src)
 	// The slot is ours: a temporary file in it is a killed kbisect's.
 	_ = os.Remove(filepath.Join(s.out, ".config"+tempSuffix))
 	if _, err := os.Stat(filepath.Join(s.src, ".git")); err != nil {
@@ -63,6 +72,29 @@ func openSlot(ctx context.Context, o Options, n int, commit string) (*slot, erro
 			s.unlock()
 			return nil, fmt.Errorf("making build slot %d: %v", n, err)
 		}
+	}
+	return s, nil
+}
+
+// errSlotInUse is a slot another kbisect holds.
+var errSlotInUse = errors.New("build slot in use")
+
+// lockSlot takes the slot of directory base, made when new.
+func lockSlot(base string) (*slot, error) {
+	s := &slot{src: filepath.Join(base, "src"), out: filepath.Join(base, "out")}
+	if err := os.MkdirAll(s.out, 0o755); err != nil {
+		return nil, err
+	}
+	var err error
+	if s.lock, err = os.OpenFile(filepath.Join(base, "lock"), os.O_CREATE|os.O_RDWR, 0o644); err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(s.lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		s.lock.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, errSlotInUse
+		}
+		return nil, err
 	}
 	return s, nil
 }

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -380,5 +381,46 @@ func TestAStoppedBuildOnTheServerEndsThereAndFreesItsSlot(t *testing.T) {
 	o.MakeVars = nil
 	if _, err := kbuild.Build(context.Background(), o, 0, commits[0]); err != nil {
 		t.Fatalf("the next build in the freed slot: %v", err)
+	}
+}
+
+// TestTwoControllersShareABuildServersLogin: a build server's slot that
+// another controller's build holds is passed over: the build takes the
+// next free slot there instead of failing with "slot in use".
+func TestTwoControllersShareABuildServersLogin(t *testing.T) {
+	exe := testKbisect(t)
+	local, commits := serverTree(t,
+		map[string]string{"kernel/eventpoll.c": "int ep_poll_callback(void) { return 2; }\n"})
+	server, home := buildServerFor(t, local, exe)
+	server.SetSlots(1) // this controller's slot 0 there
+	var log bytes.Buffer
+	o := kbuild.Options{Tree: local, Base: "tinyconfig", Jobs: 1, CacheDir: t.TempDir(), Server: server, Log: &log}
+	ctx := context.Background()
+	if _, err := kbuild.Build(ctx, o, 0, commits[0]); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	locks, _ := filepath.Glob(filepath.Join(home, ".cache", "kbisect", "build-cache", "slots", "*", "slot-0", "lock"))
+	if len(locks) != 1 {
+		t.Fatalf("the server's slot 0: %v", locks)
+	}
+	// The other controller's build holds slot 0 there.
+	other, err := os.OpenFile(locks[0], os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := syscall.Flock(int(other.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	log.Reset()
+	a, err := kbuild.Build(ctx, o, 0, commits[1])
+	if err != nil {
+		t.Fatalf("with slot 0 held by another controller: %v\n%s", err, log.String())
+	}
+	if a.Cached || !strings.Contains(log.String(), "build slot 0 is another kbisect's: building in slot 1") {
+		t.Errorf("built %+v; the log does not say it took slot 1:\n%s", a, log.String())
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(filepath.Dir(locks[0])), "slot-1", "out")); err != nil {
+		t.Errorf("the server's slot 1: %v", err)
 	}
 }

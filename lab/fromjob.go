@@ -49,6 +49,14 @@ func BuildOptions(job *configs.Job, log io.Writer) kbuild.Options {
 		}
 		o.CCacheRemote = remote
 	}
+	if b.CacheURL != "" {
+		// As ccache's remote storage: a secret, for kbuild's requests.
+		u, err := b.CacheURL.Expand(nil)
+		if err != nil && log != nil {
+			fmt.Fprintf(log, "kbisect: build.cache_url: %v: kernels are built without the HTTP cache\n", err)
+		}
+		o.CacheURL = u
+	}
 	if b.Host.Address != "" {
 		// This executable is what the server runs, unless the job names
 		// one installed there; a failure here is said when it is needed.

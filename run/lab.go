@@ -142,6 +142,9 @@ func Build(ctx context.Context, jobFile, rev, logTo string, slot int, messages i
 	if opt.Base, err = lab.BaseConfig(ctx, job, messages); err != nil {
 		return nil, err
 	}
+	// Another kbisect in this slot (a second controller on the same
+	// build server): the next free one, not a failure.
+	opt.SpareSlots = configs.MaxBuildSlots
 	a, err := kbuild.Build(ctx, opt, slot, commit)
 	if err != nil {
 		return nil, fmt.Errorf("build %s: %w", rev, err)

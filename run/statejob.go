@@ -76,7 +76,7 @@ func inputFiles(job *configs.Job) map[string]string {
 // may resume with them changed (a new address, more build jobs, more
 // boots for a run that ran out of them), and they do not name the run.
 var mayDiffer = []string{"host.", "report.", "nightly.", "machine.description",
-	"build.jobs", "build.ccache", "build.compiler_wrapper", "build.ccache_remote", "build.cache_dir", "build.cache_size", "build.timeout",
+	"build.jobs", "build.ccache", "build.compiler_wrapper", "build.ccache_remote", "build.cache_url", "build.cache_dir", "build.cache_size", "build.timeout",
 	"build.host.", "build.remote_tree", "build.slots", "build.host_kbisect",
 	"boot.timeout", "boot.power_cycle", "boot.console", "verdict.max_boots"}
 
