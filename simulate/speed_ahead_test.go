@@ -95,6 +95,18 @@ func speedPriceAhead(trace []bootRecord, c speedCosts, perBoot time.Duration, sl
 	return t
 }
 
+// handTrace is the trace the tests price by hand: the bad endpoint 9 and
+// the good one, then commits 4, 6 and 5, each with what it builds ahead.
+func handTrace() []bootRecord {
+	return []bootRecord{
+		{commit: 9, built: true, samples: 5, ahead: []kernel{{commit: -1}}},
+		{commit: -1, built: true, samples: 5},
+		{commit: 4, built: true, samples: 3, ahead: []kernel{{commit: 2}, {commit: 6}}},
+		{commit: 6, built: true, samples: 3, ahead: []kernel{{commit: 5}}},
+		{commit: 5, built: true, samples: 3},
+	}
+}
+
 // A trace priced by hand: the good endpoint builds while the bad one is
 // measured and is ready when its boot comes; of two kernels planned
 // while commit 4 is measured, the one building when commit 6 is asked for
@@ -103,13 +115,7 @@ func speedPriceAhead(trace []bootRecord, c speedCosts, perBoot time.Duration, sl
 func TestSpeedPriceAheadHidesThePredictedBuilds(t *testing.T) {
 	m := time.Minute
 	c := speedCosts{cold: 25 * m, incremental: 6 * m, kexec: 40 * time.Second, settle: 20 * time.Second, sample: m}
-	trace := []bootRecord{
-		{commit: 9, built: true, samples: 5, ahead: []kernel{{commit: -1}}},
-		{commit: -1, built: true, samples: 5},
-		{commit: 4, built: true, samples: 3, ahead: []kernel{{commit: 2}, {commit: 6}}},
-		{commit: 6, built: true, samples: 3, ahead: []kernel{{commit: 5}}},
-		{commit: 5, built: true, samples: 3},
-	}
+	trace := handTrace()
 	// 9 cold by 25, measured until 31 while -1 builds (25–31); -1 until
 	// 37; 4 built 37–43, measured until 47 while 2 builds (43–49), 6
 	// queued; at 47 both go, 6 built 47–53, measured until 57 while 5
@@ -133,13 +139,7 @@ func TestSpeedPriceAheadHidesThePredictedBuilds(t *testing.T) {
 func TestSpeedPriceAheadBuildsInEverySlot(t *testing.T) {
 	m := time.Minute
 	c := speedCosts{cold: 8 * m, incremental: 6 * m, kexec: 40 * time.Second, settle: 20 * time.Second, sample: m}
-	trace := []bootRecord{
-		{commit: 9, built: true, samples: 5, ahead: []kernel{{commit: -1}}},
-		{commit: -1, built: true, samples: 5},
-		{commit: 4, built: true, samples: 3, ahead: []kernel{{commit: 2}, {commit: 6}}},
-		{commit: 6, built: true, samples: 3, ahead: []kernel{{commit: 5}}},
-		{commit: 5, built: true, samples: 3},
-	}
+	trace := handTrace()
 	// 9 cold in slot 0 by 8, measured until 14 while -1 builds there
 	// (8–14); -1 until 20; 4 built 20–26, measured until 30 while 2
 	// builds in slot 0 (26–32) and 6 in slot 1, cold (26–34); at 30, 2 is
