@@ -2,6 +2,7 @@ package configs
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -141,8 +142,40 @@ func storageProblem(u string) string {
 	return ""
 }
 
+// HTTPURL returns build.cache_url as a URL, its password the value of
+// its ${NAME} in the environment (lookup: os.LookupEnv when nil), escaped
+// as a URL's: a secret, for the HTTP requests alone.
+func (u StorageURL) HTTPURL(lookup func(string) (string, bool)) (*url.URL, error) {
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	scheme, rest, _ := strings.Cut(string(u), "://")
+	host, path, _ := strings.Cut(rest, "/")
+	userinfo, hostport, hasUser := strings.Cut(host, "@")
+	if !hasUser {
+		hostport, userinfo = userinfo, ""
+	}
+	parsed, err := url.Parse(scheme + "://" + hostport + "/" + path)
+	if err != nil {
+		return nil, fmt.Errorf("not a URL: %v", err)
+	}
+	if hasUser {
+		user, ref, hasPassword := strings.Cut(userinfo, ":")
+		parsed.User = url.User(user)
+		if hasPassword {
+			password, err := StorageURL(ref).Expand(lookup)
+			if err != nil {
+				return nil, err
+			}
+			parsed.User = url.UserPassword(user, password)
+		}
+	}
+	return parsed, nil
+}
+
 // cacheURLProblem says what is wrong with build.cache_url: not one
-// http(s) URL of a directory, or a password written out.
+// http(s) URL of a directory, a password written out, or a ${NAME}
+// elsewhere than the password (it would show in the logs).
 func cacheURLProblem(u string) string {
 	if strings.ContainsAny(u, " \t\n") {
 		return "one URL: the HTTP cache is a single directory"
@@ -159,8 +192,15 @@ func cacheURLProblem(u string) string {
 	if hostport == "" {
 		return "the URL names no host: write " + scheme + "://host/path"
 	}
-	if _, password, has := strings.Cut(userinfo, ":"); ok && has && !isEnvRef(password) {
+	user, password, has := strings.Cut(userinfo, ":")
+	if ok && has && !isEnvRef(password) {
 		return "the password is written here: put it in an environment variable and write ${NAME} in its place (https://lab:${KERNELS_PASSWORD}@cache.lab/kernels)"
+	}
+	if strings.Contains(user, "$") || strings.Contains(strings.TrimPrefix(u, scheme+"://"+userinfo), "${") {
+		return "only the password may be a ${NAME} (https://lab:${KERNELS_PASSWORD}@cache.lab/kernels): the rest of the URL shows in the logs"
+	}
+	if _, err := url.Parse(scheme + "://" + hostport + "/"); err != nil {
+		return "not a URL: " + err.Error()
 	}
 	return ""
 }

@@ -80,8 +80,16 @@ func TestCacheURLIsOneHTTPDirectoryWithItsSecretInTheEnvironment(t *testing.T) {
 	if job == nil {
 		t.Fatalf("refused: %v", diags)
 	}
-	if u, err := job.Build.CacheURL.Expand(testEnv); err != nil || u != "https://lab:hunter2@kernels.lab/cache" {
-		t.Errorf("Expand = %q, %v", u, err)
+	u, err := job.Build.CacheURL.HTTPURL(testEnv)
+	if pw, _ := u.User.Password(); err != nil || u.Host != "kernels.lab" || u.Path != "/cache" || u.User.Username() != "lab" || pw != "hunter2" {
+		t.Errorf("HTTPURL = %v, %v", u, err)
+	}
+	// A password with a URL's own characters stays the password.
+	odd := func(string) (string, bool) { return "12/tail?x#y@z", true }
+	if u, err := job.Build.CacheURL.HTTPURL(odd); err != nil || u.Host != "kernels.lab" || u.Path != "/cache" {
+		t.Errorf("with an odd password: %v, %v", u, err)
+	} else if pw, _ := u.User.Password(); pw != "12/tail?x#y@z" {
+		t.Errorf("with an odd password: it became %q", pw)
 	}
 	unset := func(string) (string, bool) { return "", false }
 	if err := job.CheckEnv(unset); err == nil || !strings.Contains(err.Error(), "build.cache_url: environment variable CCACHE_REDIS_PASSWORD is not set") {
@@ -96,6 +104,8 @@ func TestCacheURLIsOneHTTPDirectoryWithItsSecretInTheEnvironment(t *testing.T) {
 		"http:///cache":                       "the URL names no host",
 		"http://a/cache http://b/cache":       "one URL",
 		"http://lab:x${PW}@kernels.lab/cache": "the password is written here",
+		"http://${TOKEN}@kernels.lab/cache":   "only the password may be a ${NAME}",
+		"http://kernels.lab/cache?t=${TOKEN}": "only the password may be a ${NAME}",
 	} {
 		_, diags := loadMem(t, map[string]string{"job.yaml": okJob + boot + hostBuild[:len(hostBuild)-2] + ", cache_url: \"" + url + "\"}\n"})
 		if want == "" {

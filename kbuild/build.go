@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"kbisect/internal/commitid"
+	"net/url"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -33,9 +34,9 @@ type Options struct {
 	CCacheRemote string
 	CacheDir     string
 	// CacheURL is another cache directory served over HTTP
-	// (build.cache_url), its ${NAME}s expanded: a kernel the cache lacks
+	// (build.cache_url), its password expanded: a kernel the cache lacks
 	// is fetched from there, checked, before it is built.
-	CacheURL string
+	CacheURL *url.URL
 	// CacheSize caps the artifacts the cache keeps, in bytes: the least
 	// recently used go first (0: no cap).
 	CacheSize int64
@@ -130,7 +131,7 @@ func build(ctx context.Context, o Options, slot int, commit string) (*Artifact, 
 		}
 		return a, nil
 	}
-	if o.CacheURL != "" {
+	if o.CacheURL != nil {
 		if a := o.fromHTTP(ctx, commit, inputs, start); a != nil {
 			return a, nil
 		}

@@ -25,8 +25,15 @@ import (
 // never needed: when it is down, slow or wrong, the kernel is built.
 
 // httpLimit bounds what one response may bring: a meta.json or an input
-// key is small, an artifact file is at most its meta.json's size.
-const httpLimit = 1 << 20
+// key is small, an artifact file is at most its meta.json's size, which
+// may not pass maxHTTPFile; an artifact has at most maxHTTPFiles files.
+// (The cache is trusted as a build server is: the sums catch damage on
+// the way, not a server that lies.)
+const (
+	httpLimit    = 1 << 20
+	maxHTTPFile  = 4 << 30
+	maxHTTPFiles = 32
+)
 
 // httpTimeout bounds one request's wait for the answer's headers, and
 // with a second for every MiB it may bring, the whole request: a server
@@ -39,15 +46,13 @@ var httpClient = &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEn
 // into the local cache. It returns nil (and logs why) when the HTTP cache
 // does not have it or cannot give it whole.
 func (o Options) fromHTTP(ctx context.Context, commit, inputs string, start time.Time) *Artifact {
-	base, err := url.Parse(strings.TrimSuffix(o.CacheURL, "/"))
-	if err != nil {
-		o.logf("cache_url: not a URL: building it")
-		return nil
-	}
-	where := base.Redacted()
+	base := *o.CacheURL
+	// Only this shows in the log: the user, password and query stay out.
+	where := base.Scheme + "://" + base.Host + base.Path
 	get := func(rel string, w io.Writer, limit int64) (bool, error) {
-		u := *base
+		u := base
 		u.Path = path.Join(u.Path, rel)
+		u.RawPath = ""
 		return httpGet(ctx, &u, w, limit)
 	}
 	var key strings.Builder
@@ -108,9 +113,15 @@ func (o Options) download(get func(string, io.Writer, int64) (bool, error), dir,
 	if err != nil {
 		return nil, fmt.Errorf("artifacts/%s/meta.json: %v", key, err)
 	}
+	if len(a.Files) > maxHTTPFiles {
+		return nil, fmt.Errorf("artifacts/%s/meta.json lists %d files, an artifact has at most %d", key, len(a.Files), maxHTTPFiles)
+	}
 	for name, sum := range a.Files {
 		if name != filepath.Base(name) || name == "meta.json" || strings.HasPrefix(name, ".") {
 			return nil, fmt.Errorf("artifacts/%s/meta.json lists %q, not a file of an artifact", key, name)
+		}
+		if sum.Size < 0 || sum.Size > maxHTTPFile {
+			return nil, fmt.Errorf("artifacts/%s/meta.json gives %s %d bytes, more than a kernel's file may be", key, name, sum.Size)
 		}
 		f, err := os.Create(filepath.Join(dir, name))
 		if err != nil {
@@ -144,7 +155,7 @@ func httpGet(ctx context.Context, u *url.URL, w io.Writer, limit int64) (bool, e
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
-			err = ue.Err // its URL may hold a password
+			err = ue.Err // its URL holds the password
 		}
 		return false, err
 	}

@@ -45,7 +45,24 @@ func (o Options) buildOn(ctx context.Context, slot int, commit, inputs string, s
 			os.RemoveAll(tmp)
 		}
 	}()
-	if err := o.Server.Build(ctx, o, slot, commit, tmp); err != nil {
+	// sweep removes a .tmp an hour old: a cold build there can take
+	// longer, so the directory is kept fresh while it runs.
+	stop := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(10 * time.Minute)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case now := <-tick.C:
+				_ = os.Chtimes(tmp, now, now)
+			}
+		}
+	}()
+	err = o.Server.Build(ctx, o, slot, commit, tmp)
+	close(stop)
+	if err != nil {
 		return nil, err
 	}
 	keep = true // adopt removes it
@@ -77,8 +94,10 @@ func (o Options) adopt(tmp, commit, key, inputs string, start time.Time) (*Artif
 	switch {
 	case a.Commit != commit:
 		return nil, fmt.Errorf("asked for %s, its artifact is of %q", commit, a.Commit)
-	case !keyName.MatchString(a.Key), key != "" && a.Key != key:
-		return nil, fmt.Errorf("its artifact's key %q is not the cache key %q", a.Key, key)
+	case !keyName.MatchString(a.Key):
+		return nil, fmt.Errorf("its artifact's key %q is not a cache key", a.Key)
+	case key != "" && a.Key != key:
+		return nil, fmt.Errorf("its artifact's key %q is not %q, the key asked for", a.Key, key)
 	}
 	var de *DamagedError
 	if err := Check(tmp); errors.As(err, &de) {

@@ -53,8 +53,10 @@ func openSlot(ctx context.Context, o Options, n int, commit string) (*slot, erro
 			n = try
 		case !errors.Is(err, errSlotInUse):
 			return nil, err
-		case try+1 >= asked+o.SpareSlots:
+		case o.SpareSlots == 0:
 			return nil, fmt.Errorf("build slot %d is in use by another kbisect (%s)", try, base)
+		case try+1 >= asked+o.SpareSlots:
+			return nil, fmt.Errorf("build slots %d-%d are all in use by other kbisects (%s): end one, or give this one another build.cache_dir", asked, try, slots)
 		}
 	}
 	if n != asked {

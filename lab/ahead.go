@@ -50,13 +50,17 @@ type Ahead struct {
 	wg      sync.WaitGroup
 	closed  bool
 	failed  map[string]*kbuild.BuildError
+	built   map[string]bool // built ahead: in the cache
 }
 
-// aheadJob is a build ahead under way.
+// aheadJob is a build ahead under way. A dropped one was stopped as no
+// longer needed and is ending: it builds nothing more, is never queued
+// again, and holds its slot only until it ends.
 type aheadJob struct {
-	commit string
-	cancel context.CancelFunc
-	done   chan struct{}
+	commit  string
+	cancel  context.CancelFunc
+	done    chan struct{}
+	dropped bool
 }
 
 // Width is how many builds ahead may run at once (Slots, at least one).
@@ -99,6 +103,7 @@ func (a *Ahead) expect(now string, next []string) {
 	for _, j := range a.running {
 		if j.commit != now && !slices.Contains(next, j.commit) {
 			j.cancel() // the other branch: not needed any more
+			j.dropped = true
 		}
 	}
 	a.queue = a.queue[:0]
@@ -109,9 +114,10 @@ func (a *Ahead) expect(now string, next []string) {
 	}
 }
 
-// runningLocked says whether commit builds ahead now; a.mu is held.
+// runningLocked says whether commit builds ahead now (not dropped);
+// a.mu is held.
 func (a *Ahead) runningLocked(commit string) bool {
-	return slices.ContainsFunc(a.running, func(j *aheadJob) bool { return j.commit == commit })
+	return slices.ContainsFunc(a.running, func(j *aheadJob) bool { return j.commit == commit && !j.dropped })
 }
 
 // Queue adds commits to build ahead, after what is queued: before the
@@ -189,6 +195,12 @@ func (a *Ahead) startOneLocked(commit string) {
 			}
 			a.failed[commit] = be
 		}
+		if err == nil {
+			if a.built == nil {
+				a.built = map[string]bool{}
+			}
+			a.built[commit] = true
+		}
 		close(j.done)
 		a.running = slices.DeleteFunc(a.running, func(o *aheadJob) bool { return o == j })
 		a.startLocked()
@@ -210,24 +222,33 @@ func (a *Ahead) Wait(ctx context.Context, commit string) *kbuild.BuildError {
 	}
 	var wait []chan struct{}
 	var stopped []string
-	mine := false
+	mine, live := false, 0
 	for _, j := range a.running {
-		if j.commit == commit {
+		switch {
+		case j.dropped:
+			// Ending: on this machine the pipeline waits for it to
+			// leave the slot; on a server it leaves one when it ends.
+			if a.Width() == 1 {
+				wait = append(wait, j.done)
+			}
+		case j.commit == commit:
 			mine = true
 			wait = append(wait, j.done)
+		default:
+			live++
 		}
 	}
-	// Stop the farthest builds until the pipeline has a slot (its own
-	// build, when it is running ahead, needs none). Still wanted (Plan
-	// stops what is not): built again after Go, from what make got
-	// through.
+	// Stop the farthest builds still wanted until the pipeline has a
+	// slot (its own build, when it is running ahead, needs none): built
+	// again after Go, from what make got through.
 	for i := len(a.running) - 1; i >= 0; i-- {
 		j := a.running[i]
-		if j.commit == commit {
+		if j.commit == commit || j.dropped {
 			continue
 		}
-		if !mine && len(a.running)-len(stopped) >= a.Width() || a.Width() == 1 {
+		if !mine && !a.built[commit] && live-len(stopped) >= a.Width() || a.Width() == 1 {
 			j.cancel()
+			j.dropped = true
 			stopped = append([]string{j.commit}, stopped...)
 			wait = append(wait, j.done)
 		}

@@ -76,13 +76,22 @@ func TestABuildServersSlotsBuildAheadAtOnce(t *testing.T) {
 	local, commits := serverTree(t,
 		map[string]string{"kernel/eventpoll.c": "int ep_poll_callback(void) { return 2; }\n"},
 		map[string]string{"kernel/eventpoll.c": "int ep_poll_callback(void) { return 3; }\n"},
-		map[string]string{"kernel/eventpoll.c": "int ep_poll_callback(void) { return 4; }\n"})
+		map[string]string{"kernel/eventpoll.c": "int ep_poll_callback(void) { return 4; }\n"},
+		map[string]string{"kernel/eventpoll.c": "int ep_poll_callback(void) { return 5; }\n"},
+		map[string]string{"kernel/eventpoll.c": "int ep_poll_callback(void) { return 6; }\n"})
 	server, home := buildServerFor(t, local, exe)
 	o := kbuild.Options{Tree: local, Base: "tinyconfig", Jobs: 1, CacheDir: t.TempDir(), Server: server}
 	built := make(chan string, 8)
+	var mu sync.Mutex
+	started := map[string]int{}
 	ahead := &Ahead{Build: o, Slots: server.Slots(), Progress: progress.Func(func(e progress.Event) {
-		if e.Kind == progress.Note && e.Text == "built ahead" {
+		switch {
+		case e.Kind == progress.Note && e.Text == "built ahead":
 			built <- e.Commit
+		case e.Kind == progress.Note && e.Text == "building ahead":
+			mu.Lock()
+			started[e.Commit]++
+			mu.Unlock()
 		}
 	})}
 	defer ahead.Close()
@@ -108,8 +117,9 @@ func TestABuildServersSlotsBuildAheadAtOnce(t *testing.T) {
 		t.Fatalf("%s did not build ahead: %v", commits[1][:12], be)
 	}
 	// Held for the pipeline, which needs no slot for a kernel built
-	// ahead: commits[2] goes on, and commits[3] starts in the slot the
-	// pipeline leaves, both without another Go.
+	// ahead: commits[2] goes on (it was not stopped to make way), and
+	// commits[3] starts when it ends, one slot left for the pipeline;
+	// both without another Go.
 	deadline := time.After(2 * time.Minute)
 	for seen := map[string]bool{}; !seen[commits[2]] || !seen[commits[3]]; {
 		select {
@@ -120,7 +130,12 @@ func TestABuildServersSlotsBuildAheadAtOnce(t *testing.T) {
 				seen, commits[1][:12], commits[2][:12], commits[3][:12])
 		}
 	}
-	for _, c := range commits[1:] {
+	mu.Lock()
+	if started[commits[2]] != 1 {
+		t.Errorf("%s started ahead %d times, want once: stopped and built again", commits[2][:12], started[commits[2]])
+	}
+	mu.Unlock()
+	for _, c := range commits[1:4] {
 		a, err := kbuild.Build(context.Background(), o, 0, c)
 		if err != nil || !a.Cached {
 			t.Fatalf("%s after its build ahead: %+v %v, want it in the cache", c[:12], a, err)
@@ -129,5 +144,19 @@ func TestABuildServersSlotsBuildAheadAtOnce(t *testing.T) {
 	slots, _ := filepath.Glob(filepath.Join(home, ".cache", "kbisect", "build-cache", "slots", "*", "slot-*"))
 	if len(slots) != 2 {
 		t.Errorf("the server built in %v, want both its slots", slots)
+	}
+
+	// A plan that changes: what it dropped (ending, still listed) is
+	// neither stopped again nor queued again when the pipeline makes way
+	// for its kernel.
+	ahead.Expect(commits[1], commits[4], commits[5])
+	ahead.Go()
+	ahead.Expect(commits[0])
+	ahead.Wait(context.Background(), commits[0])
+	ahead.mu.Lock()
+	queued := slices.Clone(ahead.queue)
+	ahead.mu.Unlock()
+	if len(queued) != 0 {
+		t.Errorf("after a plan that dropped them, %v are queued again", queued)
 	}
 }

@@ -50,8 +50,8 @@ func BuildOptions(job *configs.Job, log io.Writer) kbuild.Options {
 		o.CCacheRemote = remote
 	}
 	if b.CacheURL != "" {
-		// As ccache's remote storage: a secret, for kbuild's requests.
-		u, err := b.CacheURL.Expand(nil)
+		// Its password is a secret, for kbuild's requests alone.
+		u, err := b.CacheURL.HTTPURL(nil)
 		if err != nil && log != nil {
 			fmt.Fprintf(log, "kbisect: build.cache_url: %v: kernels are built without the HTTP cache\n", err)
 		}

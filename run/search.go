@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -34,27 +36,35 @@ type posteriorRun struct {
 	// reverts are the bad endpoint's kernels with a commit reverted, by
 	// the commit's index, once made.
 	reverts map[int]string
-	// unrevertable are the commits a revert made ahead failed for.
-	unrevertable map[int]bool
+	// making are the reverts being made (or made), each once, in the
+	// background when asked for ahead; derives waits for them.
+	making  map[int]*revertJob
+	derives sync.WaitGroup
+	// plans counts planAhead's plans: a revert made after the plan that
+	// asked for it is queued only if no other plan came since.
+	plans atomic.Int64
 	// ahead are the commits (by index) whose kernels were queued to build
-	// ahead: the search weighs no build for them.
-	ahead []int
-	goods [][]float64
-	bads  [][]float64
-	cal   *lab.Calibration
+	// during calibration: the search weighs no build for them;
+	// firstTried says the first commit was predicted (once).
+	ahead      []int
+	firstTried bool
+	goods      [][]float64
+	bads       [][]float64
+	cal        *lab.Calibration
 }
 
 // searchPosterior calibrates on the endpoints' boots and searches the
 // range for the first bad commit until one reaches the confidence,
 // confirmed, or the budget runs out. It resumes from the journal.
 func (r *jobRun) searchPosterior(ctx context.Context) (bisect.Result, *lab.Calibration, *lab.SearchSummary, error) {
-	p := &posteriorRun{r: r, pipe: r.pipe, index: map[string]int{}, reverts: map[int]string{}, unrevertable: map[int]bool{}}
+	p := &posteriorRun{r: r, pipe: r.pipe, index: map[string]int{}, reverts: map[int]string{}, making: map[int]*revertJob{}}
 	res := bisect.Result{Kind: bisect.Aborted}
 	var err error
 	if p.journal, err = lab.OpenSearchJournal(r.stateDir); err != nil {
 		return res, nil, nil, err
 	}
 	defer p.journal.Close()
+	defer p.derives.Wait()
 	if p.rule, err = lab.Rule(r.job, nil, nil); err != nil {
 		return res, nil, nil, err
 	}
@@ -337,48 +347,96 @@ func (p *posteriorRun) newSearch(model culprit.Model) (*culprit.Search, error) {
 	return s, nil
 }
 
-// reverted makes (once) the bad endpoint with commit i reverted.
-func (p *posteriorRun) reverted(ctx context.Context, i int) (string, error) {
+// revertJob is the making of the bad endpoint with one commit reverted:
+// hash and err are set before done is closed.
+type revertJob struct {
+	done chan struct{}
+	hash string
+	err  error
+}
+
+// startRevert starts making (once) the bad endpoint with commit i
+// reverted, in the background: a git worktree of the whole tree, which
+// the lab host does not wait for when it is made ahead.
+func (p *posteriorRun) startRevert(ctx context.Context, i int) *revertJob {
+	if j := p.making[i]; j != nil {
+		return j
+	}
+	j := &revertJob{done: make(chan struct{})}
+	p.making[i] = j
 	if h, ok := p.reverts[i]; ok {
-		return h, nil
+		j.hash = h
+		close(j.done)
+		return j
 	}
 	change := worktree.Change{Revert: p.rng.Commits[i].String()}
 	if len(p.rng.Parents[i]) > 1 {
 		change.Mainline = 1
 	}
-	made, err := worktree.Derive(ctx, string(p.r.job.Build.Tree), p.r.start.Bad, change)
-	if err != nil {
-		return "", err
+	tree, bad := string(p.r.job.Build.Tree), p.r.start.Bad
+	p.derives.Add(1)
+	go func() {
+		defer p.derives.Done()
+		defer close(j.done)
+		j.hash, j.err = worktree.Derive(ctx, tree, bad, change)
+	}()
+	return j
+}
+
+// reverted makes (once) the bad endpoint with commit i reverted.
+func (p *posteriorRun) reverted(ctx context.Context, i int) (string, error) {
+	j := p.startRevert(ctx, i)
+	select {
+	case <-j.done:
+	case <-ctx.Done():
+		return "", ctx.Err()
 	}
-	p.reverts[i] = made
-	return made, nil
+	if j.err != nil {
+		delete(p.making, i) // asked for again, tried again
+		return "", j.err
+	}
+	p.reverts[i] = j.hash
+	return j.hash, nil
 }
 
 // planAhead queues for building, while built is measured, the kernels
 // the search asks for next if this boot measures like a good kernel or
 // like a bad one (and, with a build server's slots to spare, after that:
 // culprit.Search.Ahead), nearest first; the builds start once built's own
-// kernel is built. A revert of the bad endpoint is made now to be built
-// too (the same commit it would be when asked for). The search weighs no
-// build for a kernel queued here: of two nearly as telling commits it
-// boots the one built ahead.
+// kernel is built. A revert of the bad endpoint the next verdict may ask
+// for is made in the background (the same commit it would be when asked
+// for) and queued once made, if no newer plan came. The search counts a
+// kernel queued here as built: its next boot's cost is a boot's.
 func (p *posteriorRun) planAhead(ctx context.Context, built string, step culprit.Step) {
 	if p.r.ahead == nil {
 		return
 	}
+	plan := p.plans.Add(1)
 	var next []string
-	for _, n := range p.search.Ahead(step, p.r.ahead.Width()) {
+	for k, n := range p.search.Ahead(step, p.r.ahead.Width()) {
 		if !n.Reverted {
 			next = append(next, p.rng.Commits[n.Commit].String())
 			p.search.Built(n.Commit)
-		} else if !p.unrevertable[n.Commit] {
-			c, err := p.reverted(ctx, n.Commit)
-			if err != nil {
-				// Said when the search asks for it; not tried again here.
-				p.unrevertable[n.Commit] = true
-				continue
+			continue
+		}
+		if k >= 2 {
+			continue // a verdict further: not worth a worktree yet
+		}
+		j := p.startRevert(ctx, n.Commit)
+		select {
+		case <-j.done:
+			if j.err == nil {
+				next = append(next, j.hash)
 			}
-			next = append(next, c)
+		default:
+			p.derives.Add(1)
+			go func() {
+				defer p.derives.Done()
+				<-j.done
+				if j.err == nil && p.plans.Load() == plan {
+					p.r.ahead.Queue(j.hash)
+				}
+			}()
 		}
 	}
 	p.r.ahead.Expect(built, next...)

@@ -60,7 +60,8 @@ func (p *posteriorRun) calibrate(ctx context.Context) (*culprit.Model, string, e
 			r.ev.line("calibrating on the endpoints, boot by boot: bad %s, good %s", commitid.Short(bad), commitid.Short(good))
 			announced = true
 		}
-		if r.ahead != nil && len(p.ahead) == 0 && min(len(p.goods), len(p.bads)) > 0 {
+		if r.ahead != nil && !p.firstTried && min(len(p.goods), len(p.bads)) > 0 {
+			p.firstTried = true
 			p.firstAhead(m)
 		}
 		for _, side := range []struct {
