@@ -50,3 +50,21 @@ func TestBuildOptionsExpandTheRemoteStorageForMakeAlone(t *testing.T) {
 		t.Errorf("without the variable: remote %q, log %q", o.CCacheRemote, log.String())
 	}
 }
+
+func TestBuildOptionsGiveTheHTTPCacheItsPasswordAlone(t *testing.T) {
+	job := &configs.Job{Build: configs.Build{CacheURL: "https://lab:${LAB_TEST_CACHE_PW}@kernels.lab/cache"}}
+	t.Setenv("LAB_TEST_CACHE_PW", "hunter2/x")
+	var log bytes.Buffer
+	o := BuildOptions(job, &log)
+	if o.CacheURL == nil || log.Len() != 0 {
+		t.Fatalf("cache URL %v, log %q", o.CacheURL, log.String())
+	}
+	if pw, _ := o.CacheURL.User.Password(); o.CacheURL.Host != "kernels.lab" || o.CacheURL.Path != "/cache" || pw != "hunter2/x" {
+		t.Errorf("cache URL: host %q, path %q, password %q", o.CacheURL.Host, o.CacheURL.Path, pw)
+	}
+	job.Build.CacheURL = "https://lab:${LAB_TEST_CACHE_UNSET}@kernels.lab/cache"
+	o = BuildOptions(job, &log)
+	if o.CacheURL != nil || log.String() != "kbisect: build.cache_url: environment variable LAB_TEST_CACHE_UNSET is not set: kernels are built without the HTTP cache\n" {
+		t.Errorf("without the variable: %v, log %q", o.CacheURL, log.String())
+	}
+}
