@@ -51,7 +51,16 @@ func TestAMakeThatOutlivesBuildTimeoutIsKilledAsTheLabsFault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if state := processState(pid); state != "" && state != "Z" && state != "X" {
+	// SIGKILL is sent to the group before Build returns; a child busy on
+	// a loaded machine may take a moment to be gone. One that sleeps on
+	// for seconds was never sent it. (With pid_max at 32768, a busy
+	// machine may give the pid to another program: not the child.)
+	gone := func(state string) bool { return state == "" || state == "Z" || state == "X" }
+	state := processState(pid, "sleep")
+	for deadline := time.Now().Add(5 * time.Second); !gone(state) && time.Now().Before(deadline); state = processState(pid, "sleep") {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !gone(state) {
 		t.Errorf("the compiler's child %d is still running (state %s): the process group was not killed", pid, state)
 	}
 }
@@ -100,14 +109,17 @@ func TestTheSlotsWorktreeLockIsWaitedForOnlyUntilItsDeadline(t *testing.T) {
 	}
 }
 
-// processState is the state letter /proc gives a process ("" when it is
-// gone).
-func processState(pid int) string {
+// processState is the state letter /proc gives a process running comm
+// ("" when it is gone, or the pid is another program's now).
+func processState(pid int, comm string) string {
 	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 	if err != nil {
 		return ""
 	}
 	s := string(data)
+	if !strings.Contains(s, " ("+comm+") ") {
+		return "" // the pid is another program's now
+	}
 	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
 		return s[i+2 : i+3]
 	}
