@@ -18,7 +18,7 @@ import (
 
 // The HTTP kernel cache (build.cache_url) is another controller's cache
 // directory served over HTTP, read only: the same layout, inputs/<input
-// key> naming the artifact that inputs/<key>/… holds. A kernel the local
+// key> naming the artifact that artifacts/<key>/ holds. A kernel the local
 // cache lacks is looked up there before it is built; what comes is
 // checked file by file against its meta.json (sizes and SHA-256) and
 // published in the local cache as a build's would be. The HTTP cache is
@@ -69,18 +69,12 @@ func (o Options) fromHTTP(ctx context.Context, commit, inputs string, start time
 		o.logf("cache_url %s: inputs/%s names %q, not an artifact: building it", where, inputs, k)
 		return nil
 	}
-	root := filepath.Join(o.CacheDir, "artifacts")
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		o.logf("cache: %v", err)
-		return nil
-	}
-	// A .tmp name: sweep removes it once stale when this process dies.
-	tmp, err := os.MkdirTemp(root, "http-"+k[:12]+".*.tmp")
+	tmp, err := o.staging("http-" + k[:12])
 	if err != nil {
 		o.logf("cache: %v", err)
 		return nil
 	}
-	a, err := o.download(get, tmp, k)
+	a, err := download(get, tmp, k)
 	if err == nil {
 		a, err = o.adopt(tmp, commit, k, inputs, start)
 	} else {
@@ -97,7 +91,7 @@ func (o Options) fromHTTP(ctx context.Context, commit, inputs string, start time
 
 // download brings the artifact key's meta.json and every file it lists
 // into dir, each at most the size meta.json gives it.
-func (o Options) download(get func(string, io.Writer, int64) (bool, error), dir, key string) (*Artifact, error) {
+func download(get func(string, io.Writer, int64) (bool, error), dir, key string) (*Artifact, error) {
 	var meta strings.Builder
 	found, err := get("artifacts/"+key+"/meta.json", &meta, httpLimit)
 	switch {

@@ -30,12 +30,7 @@ var keyName = regexp.MustCompile(`^[0-9a-f]{16,128}$`)
 // the local cache under its key, after checking every file against the
 // meta.json the server's build wrote.
 func (o Options) buildOn(ctx context.Context, slot int, commit, inputs string, start time.Time) (*Artifact, error) {
-	root := filepath.Join(o.CacheDir, "artifacts")
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return nil, err
-	}
-	// A .tmp name: sweep removes it once stale when this process dies.
-	tmp, err := os.MkdirTemp(root, "server-"+commit[:12]+".*.tmp")
+	tmp, err := o.staging("server-" + commit[:12])
 	if err != nil {
 		return nil, err
 	}
@@ -74,6 +69,17 @@ func (o Options) buildOn(ctx context.Context, slot int, commit, inputs string, s
 		o.logf("%s: built on the build server, its artifact checked and published in %s", commit[:12], a.Dir)
 	}
 	return a, nil
+}
+
+// staging makes an empty directory for an artifact that comes from
+// elsewhere, beside the cache's artifacts; a .tmp name, so sweep removes
+// it once stale when this process dies.
+func (o Options) staging(prefix string) (string, error) {
+	root := filepath.Join(o.CacheDir, "artifacts")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", err
+	}
+	return os.MkdirTemp(root, prefix+".*.tmp")
 }
 
 // adopt checks the artifact of commit that came into tmp from elsewhere
