@@ -13,7 +13,7 @@ func (l *loader) validateBuildHost() {
 	b := &l.job.Build
 	h := &b.Host
 	if h.Address == "" {
-		for _, key := range []string{"build.host", "build.remote_tree", "build.slots", "build.host_kbisect"} {
+		for _, key := range []string{"build.host", "build.remote_tree", "build.slots", "build.host_kbisect", "build.to_lab"} {
 			if l.isSet(key) {
 				l.errorf(l.at(key), key, "is for a build server: set build.host.address, or remove it")
 				return
@@ -39,5 +39,29 @@ func (l *loader) validateBuildHost() {
 	}
 	if k := b.HostKbisect; k != "" && (strings.ContainsAny(k, "\n\x00") || strings.HasPrefix(k, "-")) {
 		l.errorf(l.at("build.host_kbisect"), "build.host_kbisect", "%q is not a path", k)
+	}
+	l.validateToLab()
+}
+
+// validateToLab checks how the build server reaches the lab host.
+func (l *loader) validateToLab() {
+	t := &l.job.Build.ToLab
+	if l.job.Boot.Method == BootQEMU {
+		if l.isSet("build.to_lab") {
+			l.errorf(l.at("build.to_lab"), "build.to_lab", "is for a lab host the build server can reach: a QEMU guest runs on this controller and gets its kernels from here; remove it")
+		}
+		return
+	}
+	if t.Address != "" && (!hostWord.MatchString(t.Address) || strings.HasPrefix(t.Address, "-")) {
+		l.errorf(l.at("build.to_lab.address"), "build.to_lab.address", "%q is not a host name or IP address", t.Address)
+	}
+	if l.isSet("build.to_lab.port") {
+		l.intRange("build.to_lab.port", t.Port, 1, 65535)
+	}
+	switch id := t.Identity; {
+	case id != "" && (strings.ContainsAny(id, "\n\x00") || strings.HasPrefix(id, "-")):
+		l.errorf(l.at("build.to_lab.identity"), "build.to_lab.identity", "%q is not a path", id)
+	case id != "" && t.ForwardAgent:
+		l.errorf(l.at("build.to_lab.forward_agent"), "build.to_lab.forward_agent", "lends this controller's key, and build.to_lab.identity names one on the server: keep one")
 	}
 }

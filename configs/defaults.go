@@ -99,6 +99,9 @@ func (l *loader) setDefaults() {
 		def("build.host.connect_timeout", func() { bh.ConnectTimeout = DefaultConnectTimeout })
 		def("build.host.keepalive", func() { bh.Keepalive = DefaultKeepalive })
 		def("build.slots", func() { bu.Slots = 1 })
+		if j.Boot.Method != BootQEMU {
+			def("build.to_lab.direct", func() { bu.ToLab.Direct = true })
+		}
 	}
 
 	w := &j.Workload

@@ -141,6 +141,21 @@ type Build struct {
 	RemoteTree  string `yaml:"remote_tree,omitempty"`
 	Slots       int    `yaml:"slots,omitempty"`
 	HostKbisect string `yaml:"host_kbisect,omitempty"`
+	// ToLab says how the build server sends a kernel to the lab host
+	// itself, rather than through this controller.
+	ToLab ToLab `yaml:"to_lab,omitempty"`
+}
+
+// ToLab is the lab host as the build server reaches it: its address and
+// port there (by default host.address and host.port), and the key it
+// signs in with: a file on the server (Identity), this controller's key
+// lent for the copy (ForwardAgent), or else the server's own ssh set-up.
+type ToLab struct {
+	Direct       bool   `yaml:"direct"`
+	Address      string `yaml:"address,omitempty"`
+	Port         int    `yaml:"port,omitempty"`
+	Identity     string `yaml:"identity,omitempty"`
+	ForwardAgent bool   `yaml:"forward_agent,omitempty"`
 }
 
 // Base configurations that are not files: make's defconfig, the running

@@ -173,3 +173,16 @@ func loadArtifact(dir string) (*Artifact, error) {
 	a.Dir = dir
 	return &a, nil
 }
+
+// ArtifactKey is the cache key of the complete artifact in dir, as its
+// meta.json says: its name in any kbisect's cache, a build server's too.
+func ArtifactKey(dir string) (string, error) {
+	a, err := loadArtifact(dir)
+	if err != nil {
+		return "", err
+	}
+	if !keyName.MatchString(a.Key) {
+		return "", fmt.Errorf("%s: its key %q is not a cache key", dir, a.Key)
+	}
+	return a.Key, nil
+}

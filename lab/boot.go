@@ -30,7 +30,9 @@ func (p *Pipeline) bootRetrying(ctx context.Context, commit string, art remote.A
 			}
 			console, closeConsole := p.consoleLog(commit)
 			defer closeConsole()
-			h, f, err := bootArtifact(ctx, p.Job, art, *p.base, console)
+			server, _ := p.Build.Server.(*BuildServer)
+			say := func(note string) { p.say(commit, PhaseBoot, note) }
+			h, f, err := bootArtifact(ctx, p.Job, art, *p.base, console, server, say)
 			if err != nil {
 				if h != nil {
 					h.Close() // a kernel that is not the one asked for

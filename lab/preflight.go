@@ -171,6 +171,10 @@ func Preflight(ctx context.Context, job *configs.Job, o PreflightOptions) (*Read
 		return r, parentErr(ctx)
 	}
 	r.Problems = append(r.Problems, problems...)
+	if s := NewBuildServer(job, ""); job.Build.Host.Address != "" && s.ToLab != nil {
+		// Not a problem: the kernels go through here when it fails.
+		r.Checked += "; " + s.toLabChecked(ctx, h)
+	}
 	if job.Boot.BaseCmdline == "" && !o.BaseKnown {
 		// First contact, now rather than after the first build: a host
 		// left on a test kernel with no record of its own kernel's

@@ -63,22 +63,34 @@ type InstallOptions struct {
 	// Root prefixes every path on the host ("" for /): tests install
 	// into a directory instead of the machine's /boot.
 	Root string
+	// Via, when set, sends the image and the modules from another
+	// machine that holds them (a build server) rather than from here; a
+	// copy that cannot be made so is a *ViaError, before anything on the
+	// host changed but those files.
+	Via *Via
 }
 
 // Install puts the artifact on the host: the image as
 // /boot/vmlinuz-<release>, the modules under /lib/modules/<release>, both
-// copied with their checksums verified, then the initramfs step and the
-// removal of old kbisect kernels.
+// copied (from here, or opt.Via) with their checksums verified, then the
+// initramfs step and the removal of old kbisect kernels.
 func (h *Host) Install(ctx context.Context, art Artifact, opt InstallOptions) error {
 	if err := checkRelease(art.Release); err != nil {
 		return fmt.Errorf("install: %v", err)
 	}
 	root := strings.TrimSuffix(opt.Root, "/")
 	stage := root + "/var/tmp/kbisect-stage/" + art.Release
-	if _, err := h.Copy(ctx, art.Image, stage); err != nil {
+	if opt.Via != nil {
+		if err := h.placeVia(ctx, *opt.Via, art, stage, root+"/lib/modules/"+art.Release); err != nil {
+			return err
+		}
+		if opt.Via.Placed != nil {
+			opt.Via.Placed()
+		}
+	} else if _, err := h.Copy(ctx, art.Image, stage); err != nil {
 		return err
 	}
-	if art.Modules != "" {
+	if art.Modules != "" && opt.Via == nil {
 		copyModules := h.Copy
 		if strings.HasSuffix(art.Modules, ".tar") {
 			copyModules = h.CopyTarball

@@ -74,6 +74,11 @@ type Host struct {
 	mu     sync.Mutex
 	close  sync.Once
 	agent  io.Closer // the ssh-agent connection, when keys come from it
+	// key is the host key the handshake verified against known_hosts.
+	key ssh.PublicKey
+	// lend says the next session asks for agent forwarding (LendKeys):
+	// sshd grants it once a connection, for all its sessions.
+	lend bool
 }
 
 var _ shell.Runner = (*Host)(nil)
@@ -109,7 +114,7 @@ func Dial(ctx context.Context, opt Options) (*Host, error) {
 		if err != nil {
 			return nil, err
 		}
-		if h.jump, err = dialClient(ctx, jopt, auth, nil); err != nil {
+		if h.jump, _, err = dialClient(ctx, jopt, auth, nil); err != nil {
 			return nil, err
 		}
 		conn, err = dialThrough(ctx, h.jump, opt.target(), opt.ConnectTimeout)
@@ -117,7 +122,7 @@ func Dial(ctx context.Context, opt Options) (*Host, error) {
 			return nil, &InfraError{Host: opt.target(), Op: "dial through " + jopt.target(), Err: err}
 		}
 	}
-	if h.client, err = dialClient(ctx, opt, auth, conn); err != nil {
+	if h.client, h.key, err = dialClient(ctx, opt, auth, conn); err != nil {
 		return nil, err
 	}
 	if opt.Keepalive > 0 {
@@ -137,8 +142,9 @@ func Dial(ctx context.Context, opt Options) (*Host, error) {
 }
 
 // dialClient makes the TCP connection (unless conn is given) and the SSH
-// handshake, both bounded by the connect timeout.
-func dialClient(ctx context.Context, opt Options, auth []ssh.AuthMethod, conn net.Conn) (*ssh.Client, error) {
+// handshake, both bounded by the connect timeout; it returns the host key
+// it verified too.
+func dialClient(ctx context.Context, opt Options, auth []ssh.AuthMethod, conn net.Conn) (*ssh.Client, ssh.PublicKey, error) {
 	ctx, cancel := context.WithTimeout(ctx, opt.ConnectTimeout)
 	defer cancel()
 	target := opt.target()
@@ -146,15 +152,23 @@ func dialClient(ctx context.Context, opt Options, auth []ssh.AuthMethod, conn ne
 		var d net.Dialer
 		var err error
 		if conn, err = d.DialContext(ctx, "tcp", target); err != nil {
-			return nil, &InfraError{Host: target, Op: "dial", Err: err}
+			return nil, nil, &InfraError{Host: target, Op: "dial", Err: err}
 		}
 	}
 	hostKeys, algos, err := hostKeyCallback(opt)
 	if err != nil {
 		conn.Close()
-		return nil, &InfraError{Host: target, Op: "known_hosts", Err: err}
+		return nil, nil, &InfraError{Host: target, Op: "known_hosts", Err: err}
 	}
-	cfg := &ssh.ClientConfig{User: opt.User, Auth: auth, HostKeyCallback: hostKeys, HostKeyAlgorithms: algos, Timeout: opt.ConnectTimeout}
+	var verified ssh.PublicKey
+	check := func(hostname string, remote net.Addr, key ssh.PublicKey) error {
+		err := hostKeys(hostname, remote, key)
+		if err == nil {
+			verified = key
+		}
+		return err
+	}
+	cfg := &ssh.ClientConfig{User: opt.User, Auth: auth, HostKeyCallback: check, HostKeyAlgorithms: algos, Timeout: opt.ConnectTimeout}
 	// The handshake has no context of its own: a deadline on the
 	// connection bounds it, and the context's end closes it.
 	deadline, _ := ctx.Deadline()
@@ -166,16 +180,16 @@ func dialClient(ctx context.Context, opt Options, auth []ssh.AuthMethod, conn ne
 		conn.Close()
 		var hk *HostKeyError
 		if errors.As(err, &hk) {
-			return nil, hk
+			return nil, nil, hk
 		}
 		var ne net.Error
 		if ctx.Err() != nil || (errors.As(err, &ne) && ne.Timeout()) {
 			err = fmt.Errorf("no SSH handshake within %s", opt.ConnectTimeout)
 		}
-		return nil, &InfraError{Host: target, Op: "handshake", Err: authHint(err, opt)}
+		return nil, nil, &InfraError{Host: target, Op: "handshake", Err: authHint(err, opt)}
 	}
 	_ = conn.SetDeadline(time.Time{})
-	return ssh.NewClient(c, chans, reqs), nil
+	return ssh.NewClient(c, chans, reqs), verified, nil
 }
 
 // authHint says what to do when the host refused every key.
@@ -389,6 +403,15 @@ func (h *Host) session(ctx context.Context, op, command string, stdin io.Reader,
 	}
 	defer s.Close()
 	s.Stdin, s.Stdout, s.Stderr = stdin, stdout, stderr
+	h.mu.Lock()
+	lend := h.lend
+	h.lend = false
+	h.mu.Unlock()
+	if lend {
+		if err := agent.RequestAgentForwarding(s); err != nil {
+			return h.infra(op, fmt.Errorf("agent forwarding: %v", err))
+		}
+	}
 	if err := s.Start(command); err != nil {
 		return h.infra(op, err)
 	}

@@ -14,7 +14,7 @@ func options(s *sshtest.Server) Options {
 		ConnectTimeout: 10 * time.Second, Keepalive: time.Second}
 }
 
-func dial(t *testing.T, opt Options) *Host {
+func dial(t testing.TB, opt Options) *Host {
 	t.Helper()
 	h, err := Dial(context.Background(), opt)
 	if err != nil {
