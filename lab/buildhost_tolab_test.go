@@ -39,16 +39,7 @@ func TestTheBuildServerSendsItsKernelsToTheLabHostItself(t *testing.T) {
 	// The lab host marks the sessions of the server's key.
 	lab := sshtest.StartRecording(t, "PermitUserEnvironment yes")
 	serverKey := sshtest.WriteKey(t)
-	pub, err := os.ReadFile(serverKey + ".pub")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.OpenFile(filepath.Join(lab.Dir, "authorized_keys"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _ = f.WriteString(`environment="KBISECT_FROM=server" ` + string(pub))
-	f.Close()
+	lab.AuthorizeMarked(t, serverKey, "KBISECT_FROM=server")
 	h, err := remote.Dial(ctx, remote.Options{Address: "127.0.0.1", Port: lab.Port, User: lab.User, Identity: lab.Identity,
 		KnownHosts: lab.KnownHosts, ConnectTimeout: 10 * time.Second})
 	if err != nil {

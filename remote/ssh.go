@@ -258,29 +258,51 @@ func jumpOptions(opt Options) (Options, error) {
 // the agent connection, to close with the host).
 func authMethods(identity string) ([]ssh.AuthMethod, io.Closer, error) {
 	if identity != "" {
-		pem, err := os.ReadFile(identity)
+		key, err := identityKey(identity)
 		if err != nil {
 			return nil, nil, err
 		}
-		signer, err := ssh.ParsePrivateKey(pem)
-		var missing *ssh.PassphraseMissingError
-		if errors.As(err, &missing) {
-			return nil, nil, fmt.Errorf("%s is protected by a passphrase: add it to ssh-agent (ssh-add %s) and leave host.identity out", identity, identity)
-		}
+		signer, err := ssh.NewSignerFromKey(key)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %v", identity, err)
 		}
 		return []ssh.AuthMethod{ssh.PublicKeys(signer)}, nil, nil
 	}
+	conn, err := agentConn()
+	if err != nil {
+		return nil, nil, err
+	}
+	return []ssh.AuthMethod{ssh.PublicKeysCallback(agent.NewClient(conn).Signers)}, conn, nil
+}
+
+// identityKey reads the private key of host.identity.
+func identityKey(identity string) (any, error) {
+	pem, err := os.ReadFile(identity)
+	if err != nil {
+		return nil, err
+	}
+	key, err := ssh.ParseRawPrivateKey(pem)
+	var missing *ssh.PassphraseMissingError
+	if errors.As(err, &missing) {
+		return nil, fmt.Errorf("%s is protected by a passphrase: add it to ssh-agent (ssh-add %s) and leave host.identity out", identity, identity)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", identity, err)
+	}
+	return key, nil
+}
+
+// agentConn connects to the ssh-agent of SSH_AUTH_SOCK.
+func agentConn() (net.Conn, error) {
 	sock := os.Getenv("SSH_AUTH_SOCK")
 	if sock == "" {
-		return nil, nil, fmt.Errorf("no host.identity and no ssh-agent (SSH_AUTH_SOCK is not set)")
+		return nil, fmt.Errorf("no host.identity and no ssh-agent (SSH_AUTH_SOCK is not set)")
 	}
 	conn, err := net.Dial("unix", sock)
 	if err != nil {
-		return nil, nil, fmt.Errorf("ssh-agent at %s: %v", sock, err)
+		return nil, fmt.Errorf("ssh-agent at %s: %v", sock, err)
 	}
-	return []ssh.AuthMethod{ssh.PublicKeysCallback(agent.NewClient(conn).Signers)}, conn, nil
+	return conn, nil
 }
 
 // keepalive probes the connection; after three probes without an answer

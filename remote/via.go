@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -118,31 +117,19 @@ func (a signOnly) SignWithFlags(key ssh.PublicKey, data []byte, flags agent.Sign
 // alone, else the ssh-agent's (with its connection, to close after).
 func LendableKeys(identity string) (agent.Agent, io.Closer, error) {
 	if identity != "" {
-		pem, err := os.ReadFile(identity)
+		key, err := identityKey(identity)
 		if err != nil {
 			return nil, nil, err
-		}
-		key, err := ssh.ParseRawPrivateKey(pem)
-		var missing *ssh.PassphraseMissingError
-		if errors.As(err, &missing) {
-			return nil, nil, fmt.Errorf("%s is protected by a passphrase: add it to ssh-agent (ssh-add %s) and leave host.identity out", identity, identity)
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %v", identity, err)
 		}
 		ring := agent.NewKeyring()
 		if err := ring.Add(agent.AddedKey{PrivateKey: key}); err != nil {
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("%s: %v", identity, err)
 		}
 		return ring, nil, nil
 	}
-	sock := os.Getenv("SSH_AUTH_SOCK")
-	if sock == "" {
-		return nil, nil, fmt.Errorf("no host.identity and no ssh-agent (SSH_AUTH_SOCK is not set)")
-	}
-	conn, err := net.Dial("unix", sock)
+	conn, err := agentConn()
 	if err != nil {
-		return nil, nil, fmt.Errorf("ssh-agent at %s: %v", sock, err)
+		return nil, nil, err
 	}
 	return agent.NewClient(conn), conn, nil
 }
@@ -154,26 +141,30 @@ func (h *Host) placeVia(ctx context.Context, v Via, art Artifact, stage, modules
 	if art.Modules != "" && !strings.HasSuffix(art.Modules, ".tar") {
 		return &ViaError{From: v.From.Name(), Once: true, Err: errors.New("the modules are a tree here, not modules.tar")}
 	}
-	image, err := fileSum(art.Image)
+	f, err := os.Open(art.Image)
 	if err != nil {
 		return err
 	}
-	name := filepath.Base(art.Image)
-	if err := h.sendVia(ctx, v, name, image, false, stage, map[string]string{"./" + name: image}); err != nil {
+	name, sums := filepath.Base(art.Image), map[string]string{}
+	err = sendFile(io.Discard, f, name, sums, &CopyStats{})
+	f.Close()
+	if err != nil {
+		return err
+	}
+	if err := h.sendVia(ctx, v, name, sums["./"+name], false, stage, sums); err != nil {
 		return err
 	}
 	if art.Modules == "" {
 		return nil
 	}
 	// One read of the tarball sums it whole and each file in it.
-	f, err := os.Open(art.Modules)
-	if err != nil {
+	if f, err = os.Open(art.Modules); err != nil {
 		return err
 	}
 	defer f.Close()
 	whole := sha256.New()
 	r := io.TeeReader(f, whole)
-	sums := map[string]string{}
+	sums = map[string]string{}
 	if err := retar(io.Discard, r, sums, &CopyStats{}); err != nil {
 		return fmt.Errorf("%s: %v", art.Modules, err)
 	}
@@ -291,18 +282,4 @@ func (h *Host) runVia(ctx context.Context, v Via, what, script, onHost, sum stri
 		return nil, &ViaError{From: v.From.Name(), Once: ee.Code == viaNotThere, Err: fmt.Errorf("%s to %s@%s: %s", what, v.User, v.Address, why)}
 	}
 	return nil, &ViaError{From: v.From.Name(), Err: err}
-}
-
-// fileSum is the SHA-256 of a file, in hex.
-func fileSum(name string) (string, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	s := sha256.New()
-	if _, err := io.Copy(s, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(s.Sum(nil)), nil
 }

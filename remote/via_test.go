@@ -56,16 +56,7 @@ func TestABuildServerSendsTheKernelToTheHostItself(t *testing.T) {
 	// server is told from what came from here.
 	lab := sshtest.StartRecording(t, "PermitUserEnvironment yes")
 	serverKey := sshtest.WriteKey(t)
-	pub, err := os.ReadFile(serverKey + ".pub")
-	if err != nil {
-		t.Fatal(err)
-	}
-	auth, err := os.OpenFile(filepath.Join(lab.Dir, "authorized_keys"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _ = auth.WriteString(`environment="KBISECT_FROM=server" ` + string(pub))
-	auth.Close()
+	lab.AuthorizeMarked(t, serverKey, "KBISECT_FROM=server")
 	srv := sshtest.Start(t)
 
 	const rel = "6.12.78-kbisect-abc"

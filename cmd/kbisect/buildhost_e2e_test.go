@@ -21,8 +21,10 @@ func e2eOnBuildServer() bool { return os.Getenv("KBISECT_E2E_BUILD_HOST") != "" 
 // sshd whose sessions' $HOME is a directory of the test's, holding a
 // clone of tree's first commit alone (the series goes there as packs),
 // and a kbisect built for it (the test binary is not one). It adds
-// build.host, remote_tree and host_kbisect to the job file.
-func e2eBuildServer(t *testing.T, job, tree string) {
+// build.host, remote_tree and host_kbisect to the job file, and the more
+// build keys given (lines indented by two), and returns the server's
+// $HOME.
+func e2eBuildServer(t *testing.T, job, tree string, more ...string) string {
 	t.Helper()
 	home := t.TempDir()
 	srv := sshtest.Start(t, "SetEnv HOME="+home)
@@ -40,9 +42,10 @@ func e2eBuildServer(t *testing.T, job, tree string) {
 	}
 	keys := fmt.Sprintf("build:\n  host: {address: 127.0.0.1, port: %d, user: %s, identity: %s, known_hosts: %s}\n  remote_tree: %s\n  host_kbisect: %s\n",
 		srv.Port, srv.User, srv.Identity, srv.KnownHosts, clone, bin)
-	text := strings.Replace(string(data), "build:\n", keys, 1)
+	text := strings.Replace(string(data), "build:\n", keys+strings.Join(more, ""), 1)
 	writeFile(t, job, text)
 	if _, err := configs.Open(job, os.Stderr); err != nil {
 		t.Fatalf("the job with its build server: %v", err)
 	}
+	return home
 }

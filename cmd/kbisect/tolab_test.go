@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"kbisect/internal/simlab"
-	"kbisect/internal/sshtest"
 )
 
 // TestRunOnABuildServerThatSendsItsKernelsToTheLabHost: kbisect run on
@@ -20,29 +18,7 @@ import (
 // kernel the server built reached the host from the server.
 func TestRunOnABuildServerThatSendsItsKernelsToTheLabHost(t *testing.T) {
 	l := simLab(t, simlab.Options{Seed: 3, Commits: 60})
-	home := t.TempDir()
-	srv := sshtest.Start(t, "SetEnv HOME="+home)
-	bin := filepath.Join(home, "kbisect")
-	if out, err := exec.Command("go", "build", "-o", bin, "kbisect/cmd/kbisect").CombinedOutput(); err != nil {
-		t.Fatalf("go build kbisect for the build server: %v\n%s", err, out)
-	}
-	clone := filepath.Join(home, "linux")
-	if out, err := exec.Command("git", "clone", "-q", "--no-local", l.Tree.Dir, clone).CombinedOutput(); err != nil {
-		t.Fatalf("git clone for the build server: %v\n%s", err, out)
-	}
-	job, err := os.ReadFile(l.JobFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys := fmt.Sprintf("build:\n  host: {address: 127.0.0.1, port: %d, user: %s, identity: %s, known_hosts: %s}\n  remote_tree: %s\n  host_kbisect: %s\n  to_lab: {address: 127.0.0.1, identity: %s}\n",
-		srv.Port, srv.User, srv.Identity, srv.KnownHosts, clone, bin, l.Identity)
-	text := strings.Replace(string(job), "\nbuild:\n", "\n"+keys, 1)
-	if text == string(job) {
-		t.Fatal("the lab's job has no build section")
-	}
-	if err := os.WriteFile(l.JobFile, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	home := e2eBuildServer(t, l.JobFile, l.Tree.Dir, fmt.Sprintf("  to_lab: {address: 127.0.0.1, identity: %s}\n", l.Identity))
 
 	code, out, errOut := runCLI(t, context.Background(), "host", "check", "--job", l.JobFile)
 	if code != exitOK || !strings.Contains(out+errOut, "the build server sends kernels to the lab host itself") {

@@ -184,6 +184,26 @@ func (s *Server) KillConnections() {
 	_ = exec.Command("pkill", "-KILL", "-P", strconv.Itoa(s.cmd.Process.Pid)).Run()
 }
 
+// AuthorizeMarked lets a second key in (key: a private key file, its
+// .pub beside it), its sessions given env (NAME=value) by sshd, so that
+// a recording server tells them apart; the server must have been started
+// with "PermitUserEnvironment yes".
+func (s *Server) AuthorizeMarked(t testing.TB, key, env string) {
+	t.Helper()
+	pub, err := os.ReadFile(key + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(s.Dir, "authorized_keys"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := fmt.Fprintf(f, "environment=%q %s", env, pub); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // RunLocal runs a program here and returns all it printed.
 func RunLocal(name string, args ...string) ([]byte, error) {
 	return exec.Command(name, args...).CombinedOutput()
