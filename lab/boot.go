@@ -30,9 +30,14 @@ func (p *Pipeline) bootRetrying(ctx context.Context, commit string, art remote.A
 			}
 			console, closeConsole := p.consoleLog(commit)
 			defer closeConsole()
+			// The build server sends to this pipeline's host, as its own
+			// job says: machines that share a server each have their own.
 			server, _ := p.Build.Server.(*BuildServer)
+			if !p.toLabSet {
+				p.toLab, p.toLabSet = toLabOf(p.Job), true
+			}
 			say := func(note string) { p.say(commit, PhaseBoot, note) }
-			h, f, err := bootArtifact(ctx, p.Job, art, *p.base, console, server, say)
+			h, f, err := bootArtifact(ctx, p.Job, art, *p.base, console, server, p.toLab, say)
 			if err != nil {
 				if h != nil {
 					h.Close() // a kernel that is not the one asked for

@@ -26,9 +26,9 @@ import (
 // BuildServer builds kernels on a build server over SSH (build.host):
 // kbisect's own build runs there, in the server's clone of the tree, and
 // the artifact comes back here through this controller, checked file by
-// file before it is published in the local cache; the lab host gets it
-// from the server itself when it can (ToLab). The server's slots, cache
-// and ccache are its own.
+// file before it is published in the local cache; a lab host gets it
+// from the server itself when its job says so and it can (ToLab). The
+// server's slots, cache and ccache are its own.
 type BuildServer struct {
 	// SSH says how the server is reached, its host key verified as the
 	// lab host's is.
@@ -43,12 +43,9 @@ type BuildServer struct {
 	Exe     string
 	// CacheSize caps the server's cache as build.cache_size caps ours.
 	CacheSize int64
-	// ToLab, when set, has the server send its kernels to the lab host
-	// itself (build.to_lab).
-	ToLab *ToLab
-	free  chan struct{} // a token for each slot not in use
-	mu    sync.Mutex
-	busy  []bool // slot i is in use
+	free      chan struct{} // a token for each slot not in use
+	mu        sync.Mutex
+	busy      []bool // slot i is in use
 }
 
 var _ kbuild.Server = (*BuildServer)(nil)
@@ -63,7 +60,6 @@ func NewBuildServer(job *configs.Job, exe string) *BuildServer {
 			KnownHosts: string(h.KnownHosts), AcceptNewHostKey: h.AcceptNewHostKey, Jump: h.Jump,
 			ConnectTimeout: h.ConnectTimeout.D(), Keepalive: h.Keepalive.D()},
 		Tree: b.RemoteTree, Kbisect: b.HostKbisect, Exe: exe, CacheSize: int64(b.CacheSize),
-		ToLab: toLabOf(job),
 	}
 	s.SetSlots(b.Slots)
 	return s

@@ -14,9 +14,9 @@ import (
 	"kbisect/remote"
 )
 
-// ToLab is how a build server sends its kernels to the lab host itself
-// (build.to_lab): the lab host as the server reaches it, and the key the
-// server signs in with there.
+// ToLab is how a build server sends its kernels to one lab host itself
+// (build.to_lab of that host's job): the lab host as the server reaches
+// it, the key the server signs in with there, and whether it still does.
 type ToLab struct {
 	Address string
 	Port    int
@@ -65,14 +65,15 @@ func (t *ToLab) turnOff(why error) {
 	t.mu.Unlock()
 }
 
-// install puts art on the lab host h: sent by the build server itself
-// when the job says so and it can, else from here as always. say hears
-// how it went and, once, why the server could not.
-func (s *BuildServer) install(ctx context.Context, h *remote.Host, art remote.Artifact, inst remote.InstallOptions, say func(string)) error {
-	if s == nil || s.ToLab == nil || s.ToLab.Off() != nil {
+// install puts art on the lab host h (the one t describes): sent by the
+// build server s itself when it can, else from here as always (t or s
+// nil: from here). say hears how it went and, once, why the server could
+// not.
+func (t *ToLab) install(ctx context.Context, s *BuildServer, h *remote.Host, art remote.Artifact, inst remote.InstallOptions, say func(string)) error {
+	if t == nil || s == nil || t.Off() != nil {
 		return h.Install(ctx, art, inst)
 	}
-	err := s.sendTo(ctx, h, art, inst)
+	err := t.sendTo(ctx, s, h, art, inst)
 	var ve *remote.ViaError
 	switch {
 	case err == nil:
@@ -83,7 +84,7 @@ func (s *BuildServer) install(ctx context.Context, h *remote.Host, art remote.Ar
 	case ve.Once:
 		say(fmt.Sprintf("%v: this kernel goes through this controller", err))
 	default:
-		s.ToLab.turnOff(err)
+		t.turnOff(err)
 		say(fmt.Sprintf("%v: kernels go through this controller from now on", err))
 	}
 	return h.Install(ctx, art, inst)
@@ -91,12 +92,12 @@ func (s *BuildServer) install(ctx context.Context, h *remote.Host, art remote.Ar
 
 // sendTo installs art on h from the server's cache, where the server's
 // build left it under its key.
-func (s *BuildServer) sendTo(ctx context.Context, h *remote.Host, art remote.Artifact, inst remote.InstallOptions) error {
+func (t *ToLab) sendTo(ctx context.Context, s *BuildServer, h *remote.Host, art remote.Artifact, inst remote.InstallOptions) error {
 	key, err := kbuild.ArtifactKey(filepath.Dir(art.Image))
 	if err != nil {
 		return &remote.ViaError{From: "build server " + s.SSH.Address, Once: true, Err: err}
 	}
-	via, done, err := s.via(ctx, serverCache[1:]+"/artifacts/"+key)
+	via, done, err := t.via(ctx, s, serverCache[1:]+"/artifacts/"+key)
 	if err != nil {
 		return err
 	}
@@ -105,10 +106,10 @@ func (s *BuildServer) sendTo(ctx context.Context, h *remote.Host, art remote.Art
 	return h.Install(ctx, art, inst)
 }
 
-// via connects to the server, lends it this controller's key for the
+// via connects to the server s, lends it this controller's key for the
 // lab host when the job says so, and returns how it sends dir's files
 // to the lab host, with what closes it all.
-func (s *BuildServer) via(ctx context.Context, dir string) (*remote.Via, func(), error) {
+func (t *ToLab) via(ctx context.Context, s *BuildServer, dir string) (*remote.Via, func(), error) {
 	where := "build server " + s.SSH.Address
 	srv, err := remote.Dial(ctx, s.SSH)
 	if err != nil {
@@ -125,7 +126,6 @@ func (s *BuildServer) via(ctx context.Context, dir string) (*remote.Via, func(),
 			}
 		})
 	}
-	t := s.ToLab
 	if t.Lend {
 		keys, closer, err := remote.LendableKeys(t.LabIdentity)
 		agentConn = closer
@@ -142,11 +142,11 @@ func (s *BuildServer) via(ctx context.Context, dir string) (*remote.Via, func(),
 		Timeout: t.Timeout, Placed: done}, done, nil
 }
 
-// toLabChecked says, for host check's ready line, whether the build
-// server sends kernels to the lab host h itself: it signs in there as a
-// copy would and runs true.
-func (s *BuildServer) toLabChecked(ctx context.Context, h *remote.Host) string {
-	via, done, err := s.via(ctx, "")
+// checked says, for host check's ready line, whether the build server s
+// sends kernels to the lab host h itself: it signs in there as a copy
+// would and runs true.
+func (t *ToLab) checked(ctx context.Context, s *BuildServer, h *remote.Host) string {
+	via, done, err := t.via(ctx, s, "")
 	if err == nil {
 		defer done()
 		err = h.ProbeVia(ctx, *via)

@@ -46,7 +46,7 @@ func TestTheBuildServerSendsItsKernelsToTheLabHostItself(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	server.ToLab = &ToLab{Address: "127.0.0.1", Port: lab.Port, User: lab.User, Identity: serverKey}
+	to := &ToLab{Address: "127.0.0.1", Port: lab.Port, User: lab.User, Identity: serverKey}
 
 	// install installs the artifact of dir and says what the run was
 	// told and who sent the files.
@@ -57,7 +57,7 @@ func TestTheBuildServerSendsItsKernelsToTheLabHostItself(t *testing.T) {
 			t.Fatal(err)
 		}
 		root := t.TempDir()
-		if err := server.install(ctx, h, art, remote.InstallOptions{Root: root}, func(n string) { notes = append(notes, n) }); err != nil {
+		if err := to.install(ctx, server, h, art, remote.InstallOptions{Root: root}, func(n string) { notes = append(notes, n) }); err != nil {
 			t.Fatal(err)
 		}
 		image, _ := os.ReadFile(art.Image)
@@ -84,7 +84,7 @@ func TestTheBuildServerSendsItsKernelsToTheLabHostItself(t *testing.T) {
 		return notes, fromServer, fromHere
 	}
 
-	if got := server.toLabChecked(ctx, h); got != "the build server sends kernels to the lab host itself" {
+	if got := to.checked(ctx, server, h); got != "the build server sends kernels to the lab host itself" {
 		t.Errorf("host check says %q", got)
 	}
 	notes, fromServer, fromHere := install(t, built.Dir)
@@ -103,48 +103,48 @@ func TestTheBuildServerSendsItsKernelsToTheLabHostItself(t *testing.T) {
 		t.Fatal(err)
 	}
 	notes, fromServer, fromHere = install(t, built.Dir)
-	if fromServer != 1 || fromHere != 2 || len(notes) != 1 || !strings.Contains(notes[0], "not this controller's") || !strings.Contains(notes[0], "this kernel goes through this controller") || server.ToLab.Off() != nil {
-		t.Errorf("another build of it: %d copies from here (%d from the server), the run told %q, direct copies off: %v; want 2 from here, for this kernel alone", fromHere, fromServer, notes, server.ToLab.Off())
+	if fromServer != 1 || fromHere != 2 || len(notes) != 1 || !strings.Contains(notes[0], "not this controller's") || !strings.Contains(notes[0], "this kernel goes through this controller") || to.Off() != nil {
+		t.Errorf("another build of it: %d copies from here (%d from the server), the run told %q, direct copies off: %v; want 2 from here, for this kernel alone", fromHere, fromServer, notes, to.Off())
 	}
 
 	if err := os.WriteFile(there, tarball, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// This controller's key for the lab host, lent to the server.
-	server.ToLab.Identity, server.ToLab.Lend, server.ToLab.LabIdentity = "", true, serverKey
+	to.Identity, to.Lend, to.LabIdentity = "", true, serverKey
 	notes, fromServer, fromHere = install(t, built.Dir)
 	if fromServer != 2 || fromHere != 0 || len(notes) != 1 || notes[0] != "sent by the build server straight to the lab host" {
 		t.Errorf("with the key lent: %d copies from the server, %d from here, the run told %q; want 2 and 0", fromServer, fromHere, notes)
 	}
-	server.ToLab.Lend, server.ToLab.LabIdentity = false, ""
-	server.ToLab.Identity = sshtest.WriteKey(t) // a key the lab host refuses
-	if got := server.toLabChecked(ctx, h); !strings.HasPrefix(got, "kernels will go through this controller, the build server cannot send them to the lab host itself (") || !strings.Contains(got, "Permission denied") {
+	to.Lend, to.LabIdentity = false, ""
+	to.Identity = sshtest.WriteKey(t) // a key the lab host refuses
+	if got := to.checked(ctx, server, h); !strings.HasPrefix(got, "kernels will go through this controller, the build server cannot send them to the lab host itself (") || !strings.Contains(got, "Permission denied") {
 		t.Errorf("host check with a key the lab host refuses says %q", got)
 	}
 	notes, fromServer, fromHere = install(t, built.Dir)
-	if fromServer != 0 || fromHere != 2 || len(notes) != 1 || !strings.Contains(notes[0], "Permission denied") || !strings.Contains(notes[0], "from now on") || server.ToLab.Off() == nil {
+	if fromServer != 0 || fromHere != 2 || len(notes) != 1 || !strings.Contains(notes[0], "Permission denied") || !strings.Contains(notes[0], "from now on") || to.Off() == nil {
 		t.Errorf("a refused server: %d from the server, %d from here, the run told %q; want 0, 2, and why direct copies are off", fromServer, fromHere, notes)
 	}
-	server.ToLab.Identity = serverKey // accepted again: the run no longer asks
+	to.Identity = serverKey // accepted again: the run no longer asks
 	notes, fromServer, fromHere = install(t, built.Dir)
 	if fromServer != 0 || fromHere != 2 || len(notes) != 0 {
 		t.Errorf("after the server was refused: %d from the server, %d from here, told %q; want all from here, nothing said again", fromServer, fromHere, notes)
 	}
 }
 
-// TestAJobsBuildServerSendsToItsLabHost: build.to_lab reaches the build
-// server a run builds on, with the lab host's user, address and port
-// unless it names others, never for a QEMU guest or with direct: false.
+// TestAJobsBuildServerSendsToItsLabHost: build.to_lab of a lab host's job
+// says how the build server a run builds on reaches it, with the lab
+// host's user, address and port unless it names others; never for a QEMU
+// guest or with direct: false.
 func TestAJobsBuildServerSendsToItsLabHost(t *testing.T) {
 	job, err := configs.Load("../configs/testdata/valid-tolab.yaml", configs.LoadOptions{Home: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	server, ok := BuildOptions(job, nil).Server.(*BuildServer)
-	if !ok || server.ToLab == nil {
+	if _, ok := BuildOptions(job, nil).Server.(*BuildServer); !ok {
 		t.Fatalf("the job's build server: %#v", BuildOptions(job, nil).Server)
 	}
-	if to := server.ToLab; to.Address != "10.1.0.7" || to.Port != 2222 || to.User != "root" || to.Identity != "~/.ssh/id_lab" || to.Lend || to.Timeout != 30*time.Second {
+	if to := toLabOf(job); to == nil || to.Address != "10.1.0.7" || to.Port != 2222 || to.User != "root" || to.Identity != "~/.ssh/id_lab" || to.Lend || to.Timeout != 30*time.Second {
 		t.Errorf("build.to_lab: %+v", to)
 	}
 	job, err = configs.Load("../configs/testdata/valid-tolab-agent.yaml", configs.LoadOptions{Home: t.TempDir()})

@@ -40,14 +40,14 @@ func WaitForHost(ctx context.Context, job *configs.Job) error {
 // to the new kernel and its facts. A kernel that fails is a
 // *remote.KernelError; anything else wrong is the lab's.
 func BootArtifact(ctx context.Context, job *configs.Job, art remote.Artifact, base string, consoleLog io.Writer) (*remote.Host, remote.Facts, error) {
-	return bootArtifact(ctx, job, art, remote.Base{Cmdline: base}, consoleLog, nil, nil)
+	return bootArtifact(ctx, job, art, remote.Base{Cmdline: base}, consoleLog, nil, nil, nil)
 }
 
 // bootArtifact is BootArtifact from a base that may name the host's own
 // kernel: coming back on it is then the test kernel's failure. The build
-// server, when there is one, may send the kernel to the host itself; say
-// hears how it went.
-func bootArtifact(ctx context.Context, job *configs.Job, art remote.Artifact, base remote.Base, consoleLog io.Writer, server *BuildServer, say func(string)) (*remote.Host, remote.Facts, error) {
+// server, when there is one, may send the kernel to the host itself, as
+// to says; say hears how it went.
+func bootArtifact(ctx context.Context, job *configs.Job, art remote.Artifact, base remote.Base, consoleLog io.Writer, server *BuildServer, to *ToLab, say func(string)) (*remote.Host, remote.Facts, error) {
 	h, err := DialHost(ctx, job)
 	if err != nil {
 		return nil, remote.Facts{}, err
@@ -66,7 +66,7 @@ func bootArtifact(ctx context.Context, job *configs.Job, art remote.Artifact, ba
 	// A copy to a host that stops reading must not hang the night.
 	installCtx, cancel := context.WithTimeout(ctx, 30*time.Minute)
 	defer cancel()
-	if err := server.install(installCtx, h, art, inst, say); err != nil {
+	if err := to.install(installCtx, server, h, art, inst, say); err != nil {
 		h.Close()
 		return nil, remote.Facts{}, err
 	}

@@ -87,6 +87,10 @@ type Pipeline struct {
 	bySig map[string]*Evidence
 	// base is the base command line, once found.
 	base *remote.Base
+	// toLab is how the build server sends kernels to this pipeline's
+	// host (nil: through this controller), once toLabSet.
+	toLab    *ToLab
+	toLabSet bool
 }
 
 // say tells the progress what happens to commit in phase: note, in a

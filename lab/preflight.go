@@ -171,9 +171,9 @@ func Preflight(ctx context.Context, job *configs.Job, o PreflightOptions) (*Read
 		return r, parentErr(ctx)
 	}
 	r.Problems = append(r.Problems, problems...)
-	if s := NewBuildServer(job, ""); job.Build.Host.Address != "" && s.ToLab != nil {
+	if t := toLabOf(job); t != nil && job.Build.Host.Address != "" {
 		// Not a problem: the kernels go through here when it fails.
-		r.Checked += "; " + s.toLabChecked(ctx, h)
+		r.Checked += "; " + t.checked(ctx, NewBuildServer(job, ""), h)
 	}
 	if job.Boot.BaseCmdline == "" && !o.BaseKnown {
 		// First contact, now rather than after the first build: a host

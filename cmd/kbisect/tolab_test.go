@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"kbisect/internal/simhost"
 	"kbisect/internal/simlab"
 )
 
@@ -52,4 +53,58 @@ func dirs(t *testing.T, dir string) []string {
 		}
 	}
 	return out
+}
+
+// TestTwoMachinesGetTheirKernelsFromTheBuildServer: with two identical
+// machines (git's search, one job file each, the same build section) the
+// server sends each machine's kernels to that machine, signing in with
+// the key of that machine's job lent to it.
+func TestTwoMachinesGetTheirKernelsFromTheBuildServer(t *testing.T) {
+	l := simLab(t, simlab.Options{Seed: 2, Commits: 60})
+	second, _, err := l.AddHost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lend := "  to_lab: {forward_agent: true}\n"
+	e2eBuildServer(t, l.JobFile, l.Tree.Dir, lend)
+	// The same build section in the second machine's job.
+	first, err := os.ReadFile(l.JobFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := string(first[strings.Index(string(first), "\nbuild:\n"):strings.Index(string(first), "\nworkload:\n")])
+	job, err := os.ReadFile(second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(job)
+	text = text[:strings.Index(text, "\nbuild:\n")] + build + text[strings.Index(text, "\nworkload:\n"):]
+	if err := os.WriteFile(second, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	searchByRule(t, l.JobFile, second)
+	code, out, errOut := runCLI(t, context.Background(), "run", "--job", l.JobFile, "--job", second,
+		"--good", l.Tree.Good, "--bad", l.Tree.Bad, "--state", filepath.Join(t.TempDir(), "state"))
+	if code != exitOK || !strings.HasPrefix(out, l.Tree.Expected.FirstBad+" is the first bad commit") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if strings.Contains(errOut, "through this controller") {
+		t.Errorf("a kernel went through this controller:\n%s", errOut)
+	}
+	for _, name := range []string{"simlab: ", "simlab-2: "} {
+		n := 0
+		for _, line := range strings.Split(errOut, "\n") {
+			if strings.Contains(line, " "+name) && strings.HasSuffix(line, "boot: sent by the build server straight to the lab host") {
+				n++
+			}
+		}
+		if n == 0 {
+			t.Errorf("no kernel of %q was sent by the build server:\n%s", name, errOut)
+		}
+	}
+	for i, h := range append([]*simhost.Host{l.Host}, l.Hosts...) {
+		if len(h.Boots()) == 0 {
+			t.Errorf("machine %d never booted a kernel", i+1)
+		}
+	}
 }
