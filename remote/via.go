@@ -185,7 +185,7 @@ const (
 // viaTools checks, from the login's home, that the sender has what a copy
 // runs there.
 const viaTools = `cd "$HOME" || exit 94
-for t in ssh sha256sum tar mktemp; do command -v "$t" >/dev/null 2>&1 || { echo "kbisect: no $t there (apt-get install openssh-client coreutils tar)" >&2; exit 94; }; done
+for t in ssh sha256sum tar mktemp cut; do command -v "$t" >/dev/null 2>&1 || { echo "kbisect: no $t there (apt-get install openssh-client coreutils tar)" >&2; exit 94; }; done
 `
 
 // viaScript runs on the sender: it checks that the file (a path under
@@ -193,7 +193,7 @@ for t in ssh sha256sum tar mktemp; do command -v "$t" >/dev/null 2>&1 || { echo 
 // pipes it (a tar of it, or the tarball itself) to the host's command
 // over ssh (viaSSH).
 const viaScript = viaTools + `[ -f %[1]s ] || { echo "kbisect: "%[1]s" is not there (the server did not build this kernel, or its cache let it go)" >&2; exit 93; }
-printf '%%s  %%s\n' "$KBISECT_SUM" %[1]s | sha256sum -c --status 2>/dev/null || { echo "kbisect: "%[1]s" there is not this controller's (another build of the same kernel)" >&2; exit 93; }
+[ "$(sha256sum <%[1]s | cut -c1-64)" = "$KBISECT_SUM" ] || { echo "kbisect: "%[1]s" there is not this controller's (another build of the same kernel)" >&2; exit 93; }
 %[2]s | %[3]s
 `
 
@@ -220,7 +220,7 @@ func viaSSH(v Via) string {
 	return fmt.Sprintf(`{ kh=$(mktemp) || exit 94
 trap 'rm -f "$kh"' EXIT
 printf '%%s\n' "$KBISECT_HOST_KEY" >"$kh"
-ssh -T -a -x -o IgnoreUnknown=KnownHostsCommand,StdinNull,ForkAfterAuthentication -o BatchMode=yes -o StrictHostKeyChecking=yes -o UserKnownHostsFile="$kh" -o GlobalKnownHostsFile=/dev/null -o KnownHostsCommand=none -o VerifyHostKeyDNS=no -o CheckHostIP=no -o HostKeyAlias=%s -o UpdateHostKeys=no -o ControlMaster=no -o ControlPath=none -o ClearAllForwardings=yes -o PermitLocalCommand=no -o RemoteCommand=none -o StdinNull=no -o ForkAfterAuthentication=no -o ConnectTimeout=%d -o ServerAliveInterval=15 -o ServerAliveCountMax=3 %s-p %d -l %s -- %s "$KBISECT_HOST_COMMAND"; }`,
+ssh -T -a -x -o IgnoreUnknown=KnownHostsCommand,StdinNull,ForkAfterAuthentication -o BatchMode=yes -o StrictHostKeyChecking=yes -o "UserKnownHostsFile=\"$kh\"" -o GlobalKnownHostsFile=/dev/null -o KnownHostsCommand=none -o VerifyHostKeyDNS=no -o CheckHostIP=no -o HostKeyAlias=%s -o UpdateHostKeys=no -o ControlMaster=no -o ControlPath=none -o ClearAllForwardings=yes -o PermitLocalCommand=no -o RemoteCommand=none -o StdinNull=no -o ForkAfterAuthentication=no -o ConnectTimeout=%d -o ServerAliveInterval=15 -o ServerAliveCountMax=3 %s-p %d -l %s -- %s "$KBISECT_HOST_COMMAND"; }`,
 		viaAlias, int(timeout.Seconds()), identity, port, q(v.User), q(v.Address))
 }
 

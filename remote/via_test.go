@@ -57,7 +57,13 @@ func TestABuildServerSendsTheKernelToTheHostItself(t *testing.T) {
 	lab := sshtest.StartRecording(t, "PermitUserEnvironment yes")
 	serverKey := sshtest.WriteKey(t)
 	lab.AuthorizeMarked(t, serverKey, "KBISECT_FROM=server")
-	srv := sshtest.Start(t)
+	// The server's temporary files go to a directory with a space in
+	// its name: ssh's options split at spaces unless quoted.
+	spaced := filepath.Join(t.TempDir(), "tmp dir")
+	if err := os.Mkdir(spaced, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	srv := sshtest.Start(t, `SetEnv TMPDIR="`+spaced+`"`)
 
 	const rel = "6.12.78-kbisect-abc"
 	local, there := t.TempDir(), filepath.Join(t.TempDir(), "artifacts", "0123456789abcdef")

@@ -40,12 +40,12 @@ func sameMachines(files []string, jobs []*configs.Job) error {
 			{"machine.arch", first.Machine.Arch, j.Machine.Arch},
 			{"boot.params", first.Boot.Params, j.Boot.Params},
 			{"boot.extra_cmdline", first.Boot.ExtraCmdline, j.Boot.ExtraCmdline},
-			{"build", first.Build, j.Build},
+			{"build", sameBuild(first.Build), sameBuild(j.Build)},
 			{"workload", first.Workload, j.Workload},
 			{"verdict", first.Verdict, j.Verdict},
 		} {
 			if !reflect.DeepEqual(d.a, d.b) {
-				return usage.Errorf("run --job %s and --job %s: %s differs; several job files must describe identical machines measured the same way (only machine.name, host and boot methods may differ)", files[0], files[i+1], d.key)
+				return usage.Errorf("run --job %s and --job %s: %s differs; several job files must describe identical machines measured the same way (only machine.name, host, boot methods and how the build server reaches each, build.to_lab's address, port and identity, may differ)", files[0], files[i+1], d.key)
 			}
 		}
 		if j.Machine.Name == first.Machine.Name {
@@ -53,4 +53,11 @@ func sameMachines(files []string, jobs []*configs.Job) error {
 		}
 	}
 	return nil
+}
+
+// sameBuild is what must be the same in the build sections of several
+// machines: all but how the build server reaches each one.
+func sameBuild(b configs.Build) configs.Build {
+	b.ToLab.Address, b.ToLab.Port, b.ToLab.Identity = "", 0, ""
+	return b
 }
