@@ -92,7 +92,8 @@ func Fit(good, bad [][]float64, opt FitOptions) (Model, error) {
 	}
 	var centresG, centresB []float64
 	var within []float64
-	withinDF, samples := 0, 0
+	withinDF, boots := 0, 0
+	centreNoise := 0.0 // the mean of the boots' medianNoise
 	for _, set := range []struct {
 		boots   [][]float64
 		centres *[]float64
@@ -100,13 +101,26 @@ func Fit(good, bad [][]float64, opt FitOptions) (Model, error) {
 		for _, boot := range set.boots {
 			c := median(boot)
 			*set.centres = append(*set.centres, c)
+			boots++
+			centreNoise += medianNoise(len(boot))
+			if len(boot) < 2 {
+				// One sample is its own median: it says nothing of the
+				// scatter within a boot.
+				continue
+			}
+			// Two samples are each half their difference from their
+			// median, √2 less than a sample scatters.
+			scale := 1.0
+			if len(boot) == 2 {
+				scale = math.Sqrt2
+			}
 			for _, y := range boot {
-				within = append(within, math.Abs(y-c))
+				within = append(within, scale*math.Abs(y-c))
 			}
 			withinDF += len(boot) - 1
-			samples += len(boot)
 		}
 	}
+	centreNoise /= float64(boots)
 	m.Good, m.Bad = median(centresG), median(centresB)
 	if withinDF > 0 {
 		m.Spread = 1.4826 * median(within) * inflation(withinDF)
@@ -121,13 +135,24 @@ func Fit(good, bad [][]float64, opt FitOptions) (Model, error) {
 	}
 	if df := len(between) - 2; df > 0 {
 		s := 1.4826 * median(between) * inflation(df)
-		perBoot := float64(samples) / float64(len(between))
-		// A boot's median scatters by Spread/√n around its level even
-		// when the levels do not differ at all.
-		m.BootSpread = math.Sqrt(math.Max(0, s*s-1.57*m.Spread*m.Spread/perBoot))
+		// A boot's median scatters around its level by the samples'
+		// spread even when the levels do not differ at all.
+		m.BootSpread = math.Sqrt(math.Max(0, s*s-centreNoise*m.Spread*m.Spread))
 	}
 	m.BootSpread = math.Max(m.BootSpread, minBootSpread)
 	return m, nil
+}
+
+// medianNoise is the variance of the median of n samples, in units of
+// one sample's: 1 for one, ½ for the mean of two, about 1.57/n after.
+func medianNoise(n int) float64 {
+	switch {
+	case n <= 1:
+		return 1
+	case n == 2:
+		return 0.5
+	}
+	return 1.57 / float64(n)
 }
 
 func logBoots(boots [][]float64) ([][]float64, error) {
@@ -155,7 +180,7 @@ func logBoots(boots [][]float64) ([][]float64, error) {
 // sides are, for a boot of n samples: below about 1.5 a boot tells them
 // apart no better than a coin with a bias.
 func (m Model) Separation(n int) float64 {
-	sd := math.Sqrt(m.BootSpread*m.BootSpread + 1.57*m.Spread*m.Spread/float64(max(n, 1)))
+	sd := math.Sqrt(m.BootSpread*m.BootSpread + medianNoise(n)*m.Spread*m.Spread)
 	return (m.Bad - m.Good) / sd
 }
 
@@ -174,6 +199,24 @@ func (m Model) Validate() error {
 
 // Cap is the most one boot can say either way: ln((1−b)/b).
 func (m Model) Cap() float64 { return math.Log((1 - m.BadBoots) / m.BadBoots) }
+
+// capOf is the most a boot of n samples can say: a boot of one sample
+// also lands on the wrong side when that sample is a spike, which may
+// land anywhere, the other side's level included.
+func (m Model) capOf(n int) float64 {
+	a := m.away(n)
+	return math.Log((1 - a) / a)
+}
+
+// away is the share of boots of n samples whose samples sit at the other
+// side's level: the boots on the wrong side, and for one sample also its
+// spikes.
+func (m Model) away(n int) float64 {
+	if n == 1 {
+		return 1 - (1-m.BadBoots)*(1-m.Outliers)
+	}
+	return m.BadBoots
+}
 
 // Evidence is the log-likelihood ratio "like bad" over "like good" of
 // one boot's samples (badness values): positive says bad. It is bounded
@@ -196,7 +239,8 @@ func (m Model) logEvidence(ys []float64) float64 {
 		m.prepare()
 	}
 	ig, ib := m.logLevel(ys, m.Good), m.logLevel(ys, m.Bad)
-	lb, la := math.Log(1-m.BadBoots), math.Log(m.BadBoots)
+	away := m.away(len(ys))
+	lb, la := math.Log(1-away), math.Log(away)
 	return logAdd(lb+ib, la+ig) - logAdd(lb+ig, la+ib)
 }
 
@@ -333,6 +377,25 @@ const (
 	wantSeparation = 3
 	minSeparation  = 0.75
 )
+
+// decisiveSeparation is the separation of single samples from which a
+// search's boot starts with one: the midpoint between the sides lies three
+// of a sample's spreads, boot to boot included, from either.
+const decisiveSeparation = 6
+
+// LeastSamples is the fewest samples a search's boot takes on this model
+// when the job leaves it to kbisect: one when the endpoints lie so far
+// apart that a single sample already says which side its boot is on (one
+// that lands between them leaves the boot unsure, and More asks for the
+// next), else least. Boots, not samples, are what beat boots on the wrong
+// side and spikes: where one sample is decisive, a second and a third
+// add time, not evidence.
+func LeastSamples(m Model, least int) int {
+	if least > 1 && m.Separation(1) >= decisiveSeparation {
+		return 1
+	}
+	return least
+}
 
 // Calibrate learns the model from the endpoints' boots so far, and says
 // whether another boot of each is needed first: fewer than three each,

@@ -220,3 +220,111 @@ func TestCalibrateSaysNotReproducedWhenTheEndpointsAreAlike(t *testing.T) {
 		}
 	}
 }
+
+// calibrationOf is k boots of each endpoint, n samples each, at levels
+// good and bad (log units).
+func calibrationOf(rng *rand.Rand, good, bad, bootSpread, spread float64, k, n int) (goods, bads [][]float64) {
+	for i := 0; i < k; i++ {
+		goods = append(goods, levelBoot(rng, good, bootSpread, spread, n))
+		bads = append(bads, levelBoot(rng, bad, bootSpread, spread, n))
+	}
+	return goods, bads
+}
+
+func TestOneSampleBootsTeachNothingOfTheSpreadWithinABoot(t *testing.T) {
+	// A search whose boots take one sample each refits its model from
+	// them: a lone sample is its own median, and counting its deviation
+	// of 0 made the spread within a boot shrink toward nothing, so each
+	// later sample said far more than it does.
+	rng := rand.New(rand.NewPCG(7, 1))
+	const spread, bootSpread = 0.3, 0.05
+	goods, bads := calibrationOf(rng, goodLevel, badLevel, bootSpread, spread, 3, 5)
+	before, err := Fit(goods, bads, FitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 40; i++ {
+		goods = append(goods, levelBoot(rng, goodLevel, bootSpread, spread, 1))
+		bads = append(bads, levelBoot(rng, badLevel, bootSpread, spread, 1))
+	}
+	after, err := Fit(goods, bads, FitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := after.Spread / before.Spread; r != 1 {
+		t.Errorf("40 one-sample boots of each side moved the spread within a boot from %.3f to %.3f: they say nothing of it", before.Spread, after.Spread)
+	}
+	// Their scatter is the samples', not the boots': a one-sample boot's
+	// median is off by a whole sample's spread.
+	if after.BootSpread > 0.15 {
+		t.Errorf("boot spread %.3f from one-sample boots whose levels scatter by %.2f: the samples' own spread was taken for the boots'", after.BootSpread, bootSpread)
+	}
+	// Two samples are each half their difference from their median.
+	var twos [][]float64
+	for i := 0; i < 200; i++ {
+		twos = append(twos, levelBoot(rng, goodLevel, 0, spread, 2))
+	}
+	m, err := Fit(twos, bads[:3], FitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Spread < 0.8*spread || m.Spread > 1.4*spread {
+		t.Errorf("two-sample boots of spread %.2f fit a spread of %.3f", spread, m.Spread)
+	}
+}
+
+func TestASearchBootStartsWithOneSampleWhereOneIsDecisive(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 2))
+	for _, c := range []struct {
+		name             string
+		good, bad        float64 // µs
+		spread           float64
+		least, wantLeast int
+	}{
+		{"the seed report's 3 vs 50 µs", 3, 50, 0.3, 3, 1},
+		{"the seed report's 3 µs vs 49 ms", 3, 49000, 0.3, 3, 1},
+		{"7 vs 15 µs", 7, 15, 0.2, 3, 3},
+		{"7 vs 15 µs, already one", 7, 15, 0.2, 1, 1},
+		{"3 vs 50 µs, spread 1", 3, 50, 1, 3, 3},
+	} {
+		goods, bads := calibrationOf(rng, math.Log(c.good), math.Log(c.bad), 0.05, c.spread, 3, 5)
+		m, err := Fit(goods, bads, FitOptions{})
+		if err != nil {
+			t.Fatal(c.name, err)
+		}
+		if got := LeastSamples(m, c.least); got != c.wantLeast {
+			t.Errorf("%s (single samples %.1f spreads apart): a search boot starts with %d samples, want %d", c.name, m.Separation(1), got, c.wantLeast)
+		}
+	}
+}
+
+func TestOneSampleSaysNoMoreThanASpikeAllows(t *testing.T) {
+	// A lone sample at the bad level may be a good boot's spike: with 5 %
+	// of boots on the wrong side and 5 % of samples spikes, such a boot
+	// says at most 0.9025:0.0975, where three samples at the level say
+	// up to 19:1.
+	m := Model{Good: math.Log(3000), Bad: math.Log(50000), BootSpread: 0.05, Spread: 0.3, BadBoots: 0.05, Outliers: 0.05, Nu: 4}
+	one := m.Evidence([]float64{50000})
+	three := m.Evidence([]float64{50000, 48000, 52000})
+	if limit := math.Log(0.9025 / 0.0975); one > limit+1e-9 || one < 0.9*limit {
+		t.Errorf("one sample at the bad level says %.3f (%.1f:1), want just under %.3f (%.1f:1)", one, math.Exp(one), limit, math.Exp(limit))
+	}
+	if three < 0.9*m.Cap() {
+		t.Errorf("three samples at the bad level say %.3f, want near the cap %.3f", three, m.Cap())
+	}
+	if good := m.Evidence([]float64{3000}); math.Abs(good+one) > 0.05 {
+		t.Errorf("one sample at the good level says %.3f, one at the bad %.3f: the sides should mirror", good, one)
+	}
+	// A search boot stops at one such sample: it is as decisive as a
+	// sample can be.
+	s, err := New(Chain(16), m, Options{MinSamples: 1, MaxSamples: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.More([]float64{50000}) {
+		t.Error("a boot whose one sample sits at the bad level asks for another")
+	}
+	if !s.More([]float64{12000}) {
+		t.Error("a boot whose one sample sits between the sides does not ask for another")
+	}
+}

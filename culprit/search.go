@@ -204,7 +204,7 @@ func (s *Search) More(samples []float64) bool {
 	if s.m.Spread*s.m.Spread/float64(n) < s.m.BootSpread*s.m.BootSpread/4 {
 		return false
 	}
-	return math.Abs(s.m.Evidence(samples)) < 0.75*s.m.Cap()
+	return math.Abs(s.m.Evidence(samples)) < 0.75*s.m.capOf(n)
 }
 
 // Observe takes in one boot of what step asked to measure, and returns

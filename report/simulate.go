@@ -23,8 +23,12 @@ func WriteSimulation(w io.Writer, res *simulate.Result) error {
 	fmt.Fprintf(w, "%d simulated bisections of %d commits (seed %d): good kernels %s, bad %s, threshold %s\n",
 		res.Runs, res.Commits, res.Seed, v(res.Good), v(res.Bad), v(res.Threshold))
 	fmt.Fprintf(w, "noise: %s\n", res.Noise)
-	fmt.Fprintf(w, "costs: build %s, boot %s, sample %s; %d–%d samples a boot, confidence %g\n\n",
-		seconds(res.Costs.Build), seconds(res.Costs.Boot), seconds(res.Costs.Sample), res.MinSamples, res.MaxSamples, res.Confidence)
+	from := ""
+	if res.SearchFromOne {
+		from = " (kbisect's search boots from 1 where calibration finds one sample decisive)"
+	}
+	fmt.Fprintf(w, "costs: build %s, boot %s, sample %s; %d–%d samples a boot%s, confidence %g\n\n",
+		seconds(res.Costs.Build), seconds(res.Costs.Boot), seconds(res.Costs.Sample), res.MinSamples, res.MaxSamples, from, res.Confidence)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "strategy\tright\twrong found\tinconclusive\tnot reproduced\tboots\tboots p95\tbuilds\tsamples\thours\t")
 	pct := func(n int) string { return fmt.Sprintf("%.1f %%", 100*float64(n)/float64(res.Runs)) }

@@ -97,7 +97,11 @@ func SimulateConfig(ctx context.Context, o SimulateOptions) (simulate.Config, er
 	}
 	if job != nil {
 		v := job.Verdict
-		cfg.MinSamples, cfg.MaxSamples, cfg.Confidence = orJob(cfg.MinSamples, v.Samples.Min), orJob(cfg.MaxSamples, v.Samples.Max), orJob(cfg.Confidence, v.Confidence)
+		least := v.Samples.Min
+		if job.Defaulted("verdict.samples.min") {
+			least = 0 // the engine's search picks it, as a run does
+		}
+		cfg.MinSamples, cfg.MaxSamples, cfg.Confidence = orJob(cfg.MinSamples, least), orJob(cfg.MaxSamples, v.Samples.Max), orJob(cfg.Confidence, v.Confidence)
 		if v.Threshold.Kind == configs.ThresholdTime && cfg.Threshold == 0 && cfg.Kind == noise.KindTime {
 			cfg.Threshold = float64(v.Threshold.Time.Nanoseconds())
 		}

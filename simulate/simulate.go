@@ -44,8 +44,13 @@ type Config struct {
 	Noise simnoise.Model
 	// Threshold is the absolute threshold of the rule and the plain
 	// bisections (default: halfway on a log scale).
-	Threshold              float64
+	Threshold float64
+	// MinSamples and MaxSamples bound a boot's samples (default 3 and
+	// 10). When MinSamples is not given, the engine's search boots start
+	// with culprit.LeastSamples, as a job's run does when
+	// verdict.samples.min is left to kbisect.
 	MinSamples, MaxSamples int
+	minDefault             bool
 	Confidence             float64
 	MaxBoots               int
 	Costs                  Costs
@@ -67,7 +72,7 @@ func (c *Config) Validate() error {
 		c.Runs = 1000
 	}
 	if c.MinSamples == 0 {
-		c.MinSamples = 3
+		c.MinSamples, c.minDefault = 3, true
 	}
 	if c.MaxSamples == 0 {
 		c.MaxSamples = 10
@@ -121,19 +126,22 @@ func strategyNamed(name string) *strategy {
 // Result is what every strategy did over the runs. Counts are integers;
 // means are per bisection.
 type Result struct {
-	Runs       int              `json:"runs"`
-	Commits    int              `json:"commits"`
-	Seed       uint64           `json:"seed"`
-	Good       float64          `json:"good"`
-	Bad        float64          `json:"bad"`
-	Kind       string           `json:"kind"`
-	Threshold  float64          `json:"threshold"`
-	Noise      string           `json:"noise"`
-	MinSamples int              `json:"min_samples"`
-	MaxSamples int              `json:"max_samples"`
-	Confidence float64          `json:"confidence"`
-	Costs      Costs            `json:"costs"`
-	Strategies []StrategyResult `json:"strategies"`
+	Runs       int     `json:"runs"`
+	Commits    int     `json:"commits"`
+	Seed       uint64  `json:"seed"`
+	Good       float64 `json:"good"`
+	Bad        float64 `json:"bad"`
+	Kind       string  `json:"kind"`
+	Threshold  float64 `json:"threshold"`
+	Noise      string  `json:"noise"`
+	MinSamples int     `json:"min_samples"`
+	// SearchFromOne says the engine's search boots start with one sample
+	// where calibration finds one decisive (MinSamples was not given).
+	SearchFromOne bool             `json:"search_from_one"`
+	MaxSamples    int              `json:"max_samples"`
+	Confidence    float64          `json:"confidence"`
+	Costs         Costs            `json:"costs"`
+	Strategies    []StrategyResult `json:"strategies"`
 }
 
 // StrategyResult is one strategy's tally.
@@ -214,7 +222,7 @@ feed:
 		return nil, err
 	}
 	res := &Result{Runs: cfg.Runs, Commits: cfg.Commits, Seed: cfg.Seed, Good: cfg.Good, Bad: cfg.Bad, Kind: cfg.Kind, Threshold: noise.Tidy(cfg.Kind, cfg.Threshold),
-		Noise: cfg.Noise.String(), MinSamples: cfg.MinSamples, MaxSamples: cfg.MaxSamples, Confidence: cfg.Confidence, Costs: cfg.Costs}
+		Noise: cfg.Noise.String(), MinSamples: cfg.MinSamples, SearchFromOne: cfg.minDefault, MaxSamples: cfg.MaxSamples, Confidence: cfg.Confidence, Costs: cfg.Costs}
 	for i, st := range picked {
 		res.Strategies = append(res.Strategies, tally(st, outs[i], costs[i], truth))
 	}

@@ -119,6 +119,10 @@ func BenchmarkAccuracyTable(b *testing.B) {
 					b.ReportMetric(100*float64(s.Right)/float64(runs), s.Name+"-right-%")
 					b.ReportMetric(100*float64(s.WrongFound)/float64(runs), s.Name+"-wrong-%")
 					b.ReportMetric(s.MeanBoots, s.Name+"-boots")
+					b.ReportMetric(s.MeanHours, s.Name+"-hours")
+					b.ReportMetric(s.MeanSamples, s.Name+"-samples")
+					b.ReportMetric(100*float64(s.Inconclusive)/float64(runs), s.Name+"-inconc-%")
+					b.ReportMetric(100*float64(s.NotReproduced)/float64(runs), s.Name+"-notrep-%")
 				}
 			}
 		})

@@ -41,7 +41,7 @@ func simulateCommand() *cli.Command {
 			&cli.StringFlag{Name: "stray-boots", Value: "0%", Usage: "share of boots partway to the other side: 25%:20-60% (of the way)"},
 			&cli.StringFlag{Name: "spikes", Value: "0%", Usage: "share and size of spikes: 5%:2-20x"},
 			&cli.StringFlag{Name: "flips", Value: "0%", Usage: "share of samples drawn from the other side"},
-			&cli.IntFlag{Name: "samples-min", Usage: "least samples a boot gives (default 3, or the job's)"},
+			&cli.IntFlag{Name: "samples-min", Usage: "least samples a boot gives (default 3, or the job's; not given, kbisect's search boots from 1 where calibration finds one sample decisive)"},
 			&cli.IntFlag{Name: "samples-max", Usage: "most samples a boot gives (default 10, or the job's)"},
 			&cli.Float64Flag{Name: "confidence", Usage: "probability kbisect must reach to name a commit (default 0.99, or the job's)"},
 			&cli.IntFlag{Name: "max-boots", Usage: "kbisect's budget of boots (default: 6 a step, plus 20)"},
