@@ -117,6 +117,8 @@ func TestConfigShowKeepsSecretsNames(t *testing.T) {
 		"  method: kexec # from lab-defaults.yaml\n",
 		"  cpus: 1-16,33-48 # default\n",
 		"  threshold: 1ms\n",
+		"    min: 3 # default; a bisection's boot starts with 1 where calibration finds one sample decisive\n",
+		"    max: 20 # from lab-defaults.yaml\n",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("config show lacks %q:\n%s", want, stdout)
