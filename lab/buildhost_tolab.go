@@ -31,7 +31,15 @@ type ToLab struct {
 
 	mu  sync.Mutex
 	off error // why kernels go through this controller for the rest of the run
+	// wait is how many kernels go through this controller before the
+	// server tries again, after a failure that may pass; misses counts
+	// such failures in a row.
+	wait, misses int
 }
+
+// maxWait bounds the kernels a run sends through this controller between
+// two tries of a server whose connection keeps failing in passing.
+const maxWait = 24
 
 // toLabOf is the job's build.to_lab, nil when kernels go through this
 // controller.
@@ -65,24 +73,57 @@ func (t *ToLab) turnOff(why error) {
 	t.mu.Unlock()
 }
 
+// waiting says whether this kernel goes through this controller while
+// the server waits to try again, and counts it.
+func (t *ToLab) waiting() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.wait > 0 {
+		t.wait--
+		return true
+	}
+	return false
+}
+
+// pause sends the next kernels through this controller after a failure
+// that may pass: 3, then twice as many after each failure in a row, up
+// to maxWait; it returns how many.
+func (t *ToLab) pause() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.wait = min(3<<t.misses, maxWait)
+	t.misses++
+	return t.wait
+}
+
+func (t *ToLab) sent() {
+	t.mu.Lock()
+	t.misses = 0
+	t.mu.Unlock()
+}
+
 // install puts art on the lab host h (the one t describes): sent by the
 // build server s itself when it can, else from here as always (t or s
 // nil: from here). say hears how it went and, once, why the server could
 // not.
 func (t *ToLab) install(ctx context.Context, s *BuildServer, h *remote.Host, art remote.Artifact, inst remote.InstallOptions, say func(string)) error {
-	if t == nil || s == nil || t.Off() != nil {
+	if t == nil || s == nil || t.Off() != nil || t.waiting() {
 		return h.Install(ctx, art, inst)
 	}
 	err := t.sendTo(ctx, s, h, art, inst)
 	var ve *remote.ViaError
 	switch {
 	case err == nil:
+		t.sent()
 		say("sent by the build server straight to the lab host")
 		return nil
 	case !errors.As(err, &ve):
 		return err // the install failed, not the copy
 	case ve.Once:
 		say(fmt.Sprintf("%v: this kernel goes through this controller", err))
+	case ve.Passing:
+		n := t.pause()
+		say(fmt.Sprintf("%v: this kernel and the next %d go through this controller, then the build server tries again", err, n))
 	default:
 		t.turnOff(err)
 		say(fmt.Sprintf("%v: kernels go through this controller from now on", err))
@@ -113,7 +154,7 @@ func (t *ToLab) via(ctx context.Context, s *BuildServer, dir string) (*remote.Vi
 	where := "build server " + s.SSH.Address
 	srv, err := remote.Dial(ctx, s.SSH)
 	if err != nil {
-		return nil, nil, &remote.ViaError{From: where, Err: err}
+		return nil, nil, &remote.ViaError{From: where, Passing: remote.MayBeRebooting(err), Err: err}
 	}
 	var agentConn io.Closer
 	var once sync.Once

@@ -3,6 +3,8 @@ package lab
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,8 +20,10 @@ import (
 // TestTheBuildServerSendsItsKernelsToTheLabHostItself: a kernel the
 // server built goes from its cache to the lab host over the server's own
 // ssh, not through this controller; one the server holds as another
-// build goes through here, that one alone; a server the lab host refuses
-// sends nothing more for the rest of the run.
+// build goes through here, that one alone; one the server cannot reach
+// for a while goes through here, and so do the next few, before the
+// server tries again; a server the lab host refuses sends nothing more
+// for the rest of the run.
 func TestTheBuildServerSendsItsKernelsToTheLabHostItself(t *testing.T) {
 	exe := testKbisect(t)
 	local, commits := serverTree(t, map[string]string{"kernel/eventpoll.c": "int ep_poll_callback(void) { return 2; }\n"})
@@ -117,6 +121,31 @@ func TestTheBuildServerSendsItsKernelsToTheLabHostItself(t *testing.T) {
 		t.Errorf("with the key lent: %d copies from the server, %d from here, the run told %q; want 2 and 0", fromServer, fromHere, notes)
 	}
 	to.Lend, to.LabIdentity = false, ""
+
+	// A lab host the server cannot reach for a while (rebooting, say):
+	// the kernel and the next 3 go through here, then the server tries
+	// again, and after another failure in a row waits twice as long.
+	to.Identity, to.Port = serverKey, closedPort(t)
+	for i, wait := range []int{3, 6} {
+		notes, fromServer, fromHere = install(t, built.Dir)
+		if fromServer != 0 || fromHere != 2 || len(notes) != 1 || !strings.Contains(notes[0], "Connection refused") ||
+			!strings.Contains(notes[0], fmt.Sprintf("this kernel and the next %d go through this controller, then the build server tries again", wait)) || to.Off() != nil {
+			t.Errorf("unreachable, try %d: %d from the server, %d from here, the run told %q, off: %v; want 0, 2, and the next %d through here", i+1, fromServer, fromHere, notes, to.Off(), wait)
+		}
+		if i == 1 {
+			to.Port = lab.Port // back: the server is not asked until its wait is over
+		}
+		for k := 0; k < wait; k++ {
+			if notes, fromServer, fromHere = install(t, built.Dir); fromServer != 0 || fromHere != 2 || len(notes) != 0 {
+				t.Errorf("kernel %d of the wait of %d: %d from the server, %d from here, told %q; want all from here, nothing said", k+1, wait, fromServer, fromHere, notes)
+			}
+		}
+	}
+	notes, fromServer, fromHere = install(t, built.Dir)
+	if fromServer != 2 || fromHere != 0 || len(notes) != 1 || notes[0] != "sent by the build server straight to the lab host" {
+		t.Errorf("reachable again: %d copies from the server, %d from here, the run told %q; want 2 and 0", fromServer, fromHere, notes)
+	}
+
 	to.Identity = sshtest.WriteKey(t) // a key the lab host refuses
 	if got := to.checked(ctx, server, h); !strings.HasPrefix(got, "kernels will go through this controller, the build server cannot send them to the lab host itself (") || !strings.Contains(got, "Permission denied") {
 		t.Errorf("host check with a key the lab host refuses says %q", got)
@@ -165,4 +194,17 @@ func TestAJobsBuildServerSendsToItsLabHost(t *testing.T) {
 	if job.Build.ToLab.Direct || toLabOf(job) != nil {
 		t.Errorf("a QEMU job's build server sends to the guest: %+v", job.Build.ToLab)
 	}
+}
+
+// closedPort is a port of 127.0.0.1 nothing listens on: a connection
+// there is refused.
+func closedPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	return port
 }

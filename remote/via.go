@@ -47,10 +47,34 @@ type Via struct {
 // ViaError is a direct copy that did not happen; the artifact is then
 // sent from here. Once says it is this artifact's alone (From no longer
 // holds it, or holds another build of it): the next one may go direct.
+// Passing says the connection failed in a way that may pass (refused,
+// timed out, unreachable, dropped: a host rebooting, a network hiccup),
+// not for a reason that stays (a refused key, another host key, a
+// missing tool).
 type ViaError struct {
-	From string
-	Once bool
-	Err  error
+	From    string
+	Once    bool
+	Passing bool
+	Err     error
+}
+
+// passingSSH are the last words of OpenSSH's ssh (exit 255) on a
+// connection that may work a moment later.
+var passingSSH = []string{"Connection refused", "timed out", "No route to host", "Network is unreachable",
+	"Connection reset", "Connection closed", "closed by remote host", "Broken pipe"}
+
+// sshMayPass says whether ssh's exit code and last line are a connection
+// that may work a moment later.
+func sshMayPass(code int, why string) bool {
+	if code != 255 {
+		return false
+	}
+	for _, p := range passingSSH {
+		if strings.Contains(why, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func (e *ViaError) Error() string { return fmt.Sprintf("the copy from %s: %v", e.From, e.Err) }
@@ -279,7 +303,9 @@ func (h *Host) runVia(ctx context.Context, v Via, what, script, onHost, sum stri
 		if why == "" {
 			why = "exit status " + strconv.Itoa(ee.Code)
 		}
-		return nil, &ViaError{From: v.From.Name(), Once: ee.Code == viaNotThere, Err: fmt.Errorf("%s to %s@%s: %s", what, v.User, v.Address, why)}
+		return nil, &ViaError{From: v.From.Name(), Once: ee.Code == viaNotThere, Passing: sshMayPass(ee.Code, why),
+			Err: fmt.Errorf("%s to %s@%s: %s", what, v.User, v.Address, why)}
 	}
-	return nil, &ViaError{From: v.From.Name(), Err: err}
+	// The connection to From itself failed.
+	return nil, &ViaError{From: v.From.Name(), Passing: MayBeRebooting(err), Err: err}
 }

@@ -342,3 +342,22 @@ func throttle(b *testing.B, to int, mbit float64) int {
 	}()
 	return l.Addr().(*net.TCPAddr).Port
 }
+
+func TestOnlyAConnectionThatMayWorkAgainIsPassing(t *testing.T) {
+	for why, want := range map[string]bool{
+		"ssh: connect to host 10.0.0.7 port 22: Connection refused":        true,
+		"ssh: connect to host 10.0.0.7 port 22: Connection timed out":      true,
+		"ssh: connect to host 10.0.0.7 port 22: No route to host":          true,
+		"Connection closed by 10.0.0.7 port 22":                            true,
+		"root@10.0.0.7: Permission denied (publickey).":                    false,
+		"Host key verification failed.":                                    false,
+		"ssh: Could not resolve hostname lab-7: Name or service not known": false,
+	} {
+		if got := sshMayPass(255, why); got != want {
+			t.Errorf("ssh said %q: passing %v, want %v", why, got, want)
+		}
+	}
+	if sshMayPass(1, "Connection refused") {
+		t.Error("a command's own exit 1 is taken for ssh's connection failing")
+	}
+}
