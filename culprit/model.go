@@ -66,6 +66,10 @@ type FitOptions struct {
 	// BadBoots is the share of boots believed to land on the wrong side;
 	// at least MinBadBoots.
 	BadBoots float64
+	// Spread, when positive, is the spread within a boot, taken rather
+	// than learned: boots that gave another sample only because the ones
+	// before were unclear would teach a spread wider than it is.
+	Spread float64
 }
 
 // Fit learns the model from boots of the good and the bad endpoint: each
@@ -122,7 +126,10 @@ func Fit(good, bad [][]float64, opt FitOptions) (Model, error) {
 	}
 	centreNoise /= float64(boots)
 	m.Good, m.Bad = median(centresG), median(centresB)
-	if withinDF > 0 {
+	switch {
+	case opt.Spread > 0:
+		m.Spread = opt.Spread
+	case withinDF > 0:
 		m.Spread = 1.4826 * median(within) * inflation(withinDF)
 	}
 	m.Spread = math.Max(m.Spread, minSpread)

@@ -328,3 +328,44 @@ func TestOneSampleSaysNoMoreThanASpikeAllows(t *testing.T) {
 		t.Error("a boot whose one sample sits between the sides does not ask for another")
 	}
 }
+
+func TestASearchOfOneSampleBootsKeepsCalibrationsSpread(t *testing.T) {
+	// Its boots give a second sample only when the first was unclear (a
+	// spike, a tail): refitted from them, the spread within a boot came
+	// out far above the true 0.3.
+	rng := rand.New(rand.NewPCG(7, 3))
+	sample := func(level float64) float64 {
+		x := math.Exp(level + 0.3*rng.NormFloat64())
+		if rng.Float64() < 0.1 {
+			x *= 2 + 18*rng.Float64()
+		}
+		return x
+	}
+	good, bad := math.Log(3000), math.Log(50000)
+	goods, bads := calibrationOf(rng, good, bad, 0.05, 0.3, 3, 5)
+	m, err := Fit(goods, bads, FitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Chain(400), m, Options{MinSamples: 1, MaxSamples: 10, GoodBoots: goods, MaxBoots: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bads {
+		s.ObserveAt(399, b)
+	}
+	for i := 0; i < 200; i++ {
+		commit, level := 399, bad
+		if i%2 == 0 {
+			commit, level = 0, good
+		}
+		var xs []float64
+		for len(xs) == 0 || s.More(xs) {
+			xs = append(xs, sample(level))
+		}
+		s.Observe(Step{Kind: Measure, Commit: commit}, xs)
+	}
+	if got := s.Model().Spread; got != m.Spread {
+		t.Errorf("after 200 one-sample boots the spread within a boot is %.3f, calibration's %.3f", got, m.Spread)
+	}
+}

@@ -150,6 +150,8 @@ type Search struct {
 	noRevert map[int]bool
 	total    int
 	gain     gainTable
+	// spread is calibration's spread within a boot.
+	spread float64
 	// confirmFrom is, per candidate that reached the confidence, the
 	// boots each kernel of its confirmation had then.
 	confirmFrom map[int]map[target]int
@@ -169,7 +171,7 @@ func New(d *DAG, m Model, opt Options) (*Search, error) {
 	}
 	s := &Search{d: d, m: m, opt: opt, post: newPosterior(d, opt.Prior, opt.NoCulprit),
 		built: make([]bool, d.Len()), skip: make([]bool, d.Len()), boots: make([]int, d.Len()),
-		reverted: map[int]int{}, noRevert: map[int]bool{}, confirmFrom: map[int]map[target]int{}}
+		reverted: map[int]int{}, noRevert: map[int]bool{}, confirmFrom: map[int]map[target]int{}, spread: m.Spread}
 	s.built[d.Len()-1] = true
 	s.m.prepare()
 	s.gain = newGainTable(s.m, opt.MinSamples)
@@ -296,7 +298,13 @@ func (s *Search) refit() {
 			goods = append(goods, o.Samples)
 		}
 	}
-	m, err := Fit(goods, bads, FitOptions{BadBoots: s.m.BadBoots})
+	fo := FitOptions{BadBoots: s.m.BadBoots}
+	if s.opt.MinSamples < 3 {
+		// Its boots gave a second sample only when the first was unclear:
+		// the spread within a boot stays calibration's.
+		fo.Spread = s.spread
+	}
+	m, err := Fit(goods, bads, fo)
 	if err != nil || m.Validate() != nil {
 		return
 	}

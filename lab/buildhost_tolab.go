@@ -31,13 +31,14 @@ type ToLab struct {
 
 	mu  sync.Mutex
 	off error // why kernels go through this controller for the rest of the run
-	// wait is how many kernels go through this controller before the
+	// wait is how many installs go through this controller before the
 	// server tries again, after a failure that may pass; misses counts
-	// such failures in a row.
+	// such failures in a row (up to 4: the wait stops growing at
+	// maxWait).
 	wait, misses int
 }
 
-// maxWait bounds the kernels a run sends through this controller between
+// maxWait bounds the installs a run sends through this controller between
 // two tries of a server whose connection keeps failing in passing.
 const maxWait = 24
 
@@ -73,7 +74,7 @@ func (t *ToLab) turnOff(why error) {
 	t.mu.Unlock()
 }
 
-// waiting says whether this kernel goes through this controller while
+// waiting says whether this install goes through this controller while
 // the server waits to try again, and counts it.
 func (t *ToLab) waiting() bool {
 	t.mu.Lock()
@@ -85,14 +86,14 @@ func (t *ToLab) waiting() bool {
 	return false
 }
 
-// pause sends the next kernels through this controller after a failure
+// pause sends the next installs through this controller after a failure
 // that may pass: 3, then twice as many after each failure in a row, up
 // to maxWait; it returns how many.
 func (t *ToLab) pause() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.wait = min(3<<t.misses, maxWait)
-	t.misses++
+	t.misses = min(t.misses+1, 4)
 	return t.wait
 }
 
@@ -123,7 +124,7 @@ func (t *ToLab) install(ctx context.Context, s *BuildServer, h *remote.Host, art
 		say(fmt.Sprintf("%v: this kernel goes through this controller", err))
 	case ve.Passing:
 		n := t.pause()
-		say(fmt.Sprintf("%v: this kernel and the next %d go through this controller, then the build server tries again", err, n))
+		say(fmt.Sprintf("%v: this kernel and the next %d installs go through this controller, then the build server tries again", err, n))
 	default:
 		t.turnOff(err)
 		say(fmt.Sprintf("%v: kernels go through this controller from now on", err))

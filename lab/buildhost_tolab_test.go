@@ -129,7 +129,7 @@ func TestTheBuildServerSendsItsKernelsToTheLabHostItself(t *testing.T) {
 	for i, wait := range []int{3, 6} {
 		notes, fromServer, fromHere = install(t, built.Dir)
 		if fromServer != 0 || fromHere != 2 || len(notes) != 1 || !strings.Contains(notes[0], "Connection refused") ||
-			!strings.Contains(notes[0], fmt.Sprintf("this kernel and the next %d go through this controller, then the build server tries again", wait)) || to.Off() != nil {
+			!strings.Contains(notes[0], fmt.Sprintf("this kernel and the next %d installs go through this controller, then the build server tries again", wait)) || to.Off() != nil {
 			t.Errorf("unreachable, try %d: %d from the server, %d from here, the run told %q, off: %v; want 0, 2, and the next %d through here", i+1, fromServer, fromHere, notes, to.Off(), wait)
 		}
 		if i == 1 {
@@ -145,6 +145,15 @@ func TestTheBuildServerSendsItsKernelsToTheLabHostItself(t *testing.T) {
 	if fromServer != 2 || fromHere != 0 || len(notes) != 1 || notes[0] != "sent by the build server straight to the lab host" {
 		t.Errorf("reachable again: %d copies from the server, %d from here, the run told %q; want 2 and 0", fromServer, fromHere, notes)
 	}
+	// A kernel sent resets the wait: the next failure waits 3 again.
+	to.Port = closedPort(t)
+	if notes, _, _ = install(t, built.Dir); len(notes) != 1 || !strings.Contains(notes[0], "the next 3 installs go through this controller") {
+		t.Errorf("unreachable again after a kernel was sent: the run told %q; want a wait of 3", notes)
+	}
+	for k := 0; k < 3; k++ {
+		install(t, built.Dir)
+	}
+	to.Port = lab.Port
 
 	to.Identity = sshtest.WriteKey(t) // a key the lab host refuses
 	if got := to.checked(ctx, server, h); !strings.HasPrefix(got, "kernels will go through this controller, the build server cannot send them to the lab host itself (") || !strings.Contains(got, "Permission denied") {

@@ -61,7 +61,7 @@ type ViaError struct {
 // passingSSH are the last words of OpenSSH's ssh (exit 255) on a
 // connection that may work a moment later.
 var passingSSH = []string{"Connection refused", "timed out", "No route to host", "Network is unreachable",
-	"Connection reset", "Connection closed", "closed by remote host", "Broken pipe"}
+	"Connection reset", "Connection closed", "closed by remote host", "Broken pipe", "not responding"}
 
 // sshMayPass says whether ssh's exit code and last line are a connection
 // that may work a moment later.
