@@ -58,10 +58,11 @@ func (j *Job) annotate(n *yaml.Node, key string) {
 		k, v := n.Content[i], n.Content[i+1]
 		full := joinKey(key, k.Value)
 		var notes []string
-		if j.defaulted[full] && full == "verdict.samples.min" && j.Verdict.Search == SearchPosterior {
-			notes = append(notes, "default; a bisection's boot starts with 1 where calibration finds one sample decisive")
-		} else if j.defaulted[full] {
+		if j.defaulted[full] {
 			notes = append(notes, "default")
+			if full == "verdict.samples.min" && j.Verdict.Search == SearchPosterior {
+				notes = append(notes, "a bisection's boot starts with 1 where calibration finds one sample decisive")
+			}
 		} else if p, ok := j.pos[full]; ok && p.File != j.File && v.Kind != yaml.MappingNode {
 			notes = append(notes, "from "+filepath.Base(p.File))
 		}

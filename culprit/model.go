@@ -390,14 +390,14 @@ const (
 // of a sample's spreads, boot to boot included, from either.
 const decisiveSeparation = 6
 
-// LeastSamples is the fewest samples a search's boot takes on this model
-// when the job leaves it to kbisect: one when the endpoints lie so far
+// leastSamples is the fewest samples a search's boot takes on this model
+// when Options.FromOne leaves it to the model: one when the endpoints lie so far
 // apart that a single sample already says which side its boot is on (one
 // that lands between them leaves the boot unsure, and More asks for the
 // next), else least. Boots, not samples, are what beat boots on the wrong
 // side and spikes: where one sample is decisive, a second and a third
 // add time, not evidence.
-func LeastSamples(m Model, least int) int {
+func leastSamples(m Model, least int) int {
 	if least > 1 && m.Separation(1) >= decisiveSeparation {
 		return 1
 	}

@@ -292,7 +292,7 @@ func TestASearchBootStartsWithOneSampleWhereOneIsDecisive(t *testing.T) {
 		if err != nil {
 			t.Fatal(c.name, err)
 		}
-		if got := LeastSamples(m, c.least); got != c.wantLeast {
+		if got := leastSamples(m, c.least); got != c.wantLeast {
 			t.Errorf("%s (single samples %.1f spreads apart): a search boot starts with %d samples, want %d", c.name, m.Separation(1), got, c.wantLeast)
 		}
 	}

@@ -24,6 +24,10 @@ type Options struct {
 	MaxBoots int
 	// MinSamples and MaxSamples bound the samples of one boot.
 	MinSamples, MaxSamples int
+	// FromOne lets a boot start with one sample where the model finds one
+	// decisive (the job left the minimum to kbisect): MinSamples is then
+	// the minimum elsewhere.
+	FromOne bool
 	// ConfirmBoots is how many fresh boots each of the candidate, its
 	// parents and the bad endpoint without it get once the candidate
 	// reaches the confidence (default 2).
@@ -150,8 +154,6 @@ type Search struct {
 	noRevert map[int]bool
 	total    int
 	gain     gainTable
-	// spread is calibration's spread within a boot.
-	spread float64
 	// confirmFrom is, per candidate that reached the confidence, the
 	// boots each kernel of its confirmation had then.
 	confirmFrom map[int]map[target]int
@@ -171,12 +173,18 @@ func New(d *DAG, m Model, opt Options) (*Search, error) {
 	}
 	s := &Search{d: d, m: m, opt: opt, post: newPosterior(d, opt.Prior, opt.NoCulprit),
 		built: make([]bool, d.Len()), skip: make([]bool, d.Len()), boots: make([]int, d.Len()),
-		reverted: map[int]int{}, noRevert: map[int]bool{}, confirmFrom: map[int]map[target]int{}, spread: m.Spread}
+		reverted: map[int]int{}, noRevert: map[int]bool{}, confirmFrom: map[int]map[target]int{}}
+	if opt.FromOne {
+		s.opt.MinSamples = leastSamples(m, opt.MinSamples)
+	}
 	s.built[d.Len()-1] = true
 	s.m.prepare()
-	s.gain = newGainTable(s.m, opt.MinSamples)
+	s.gain = newGainTable(s.m, s.opt.MinSamples)
 	return s, nil
 }
+
+// Least is the fewest samples a boot gives.
+func (s *Search) Least() int { return s.opt.MinSamples }
 
 // Model is the model the search judges boots by.
 func (s *Search) Model() Model { return s.m }
@@ -301,8 +309,9 @@ func (s *Search) refit() {
 	fo := FitOptions{BadBoots: s.m.BadBoots}
 	if s.opt.MinSamples < 3 {
 		// Its boots gave a second sample only when the first was unclear:
-		// the spread within a boot stays calibration's.
-		fo.Spread = s.spread
+		// the spread within a boot stays calibration's (no refit changes
+		// it then).
+		fo.Spread = s.m.Spread
 	}
 	m, err := Fit(goods, bads, fo)
 	if err != nil || m.Validate() != nil {

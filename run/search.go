@@ -88,7 +88,7 @@ func (r *jobRun) searchPosterior(ctx context.Context) (bisect.Result, *lab.Calib
 	if p.search, err = p.newSearch(*model); err != nil {
 		return res, p.cal, nil, err
 	}
-	if v := r.job.Verdict; r.job.Defaulted("verdict.samples.min") && culprit.LeastSamples(*model, v.Samples.Min) == 1 {
+	if v := r.job.Verdict; p.search.Least() < v.Samples.Min {
 		r.ev.line("one sample is decisive here (single samples %.1f spreads apart): a boot starts with one, and takes more up to %d while it is unsure", model.Separation(1), v.Samples.Max)
 	}
 	for _, i := range p.ahead {
@@ -338,12 +338,9 @@ func builtIf(reverted bool, built string) string {
 // calibration boots its first evidence.
 func (p *posteriorRun) newSearch(model culprit.Model) (*culprit.Search, error) {
 	v := p.r.job.Verdict
-	least := v.Samples.Min
-	if p.r.job.Defaulted("verdict.samples.min") {
-		least = culprit.LeastSamples(model, least)
-	}
 	s, err := culprit.New(p.dag, model, culprit.Options{Confidence: p.r.job.SearchConfidence(), MaxBoots: v.MaxBoots,
-		MinSamples: least, MaxSamples: v.Samples.Max, Revert: true, Costs: p.costs(), GoodBoots: p.goods})
+		MinSamples: v.Samples.Min, MaxSamples: v.Samples.Max, FromOne: p.r.job.Defaulted("verdict.samples.min"),
+		Revert: true, Costs: p.costs(), GoodBoots: p.goods})
 	if err != nil {
 		return nil, err
 	}

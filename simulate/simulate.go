@@ -46,9 +46,9 @@ type Config struct {
 	// bisections (default: halfway on a log scale).
 	Threshold float64
 	// MinSamples and MaxSamples bound a boot's samples (default 3 and
-	// 10). When MinSamples is not given, the engine's search boots start
-	// with culprit.LeastSamples, as a job's run does when
-	// verdict.samples.min is left to kbisect.
+	// 10). When MinSamples is not given, the engine's search boots may
+	// start with one sample (culprit.Options.FromOne), as a job's run
+	// does when verdict.samples.min is left to kbisect.
 	MinSamples, MaxSamples int
 	minDefault             bool
 	Confidence             float64

@@ -117,12 +117,8 @@ func runEngine(cfg *Config, l *lab) outcome {
 // newEngineSearch is the search over a chain of n commits on model, the
 // bad endpoint's calibration boots its evidence.
 func newEngineSearch(cfg *Config, n int, model culprit.Model, goods, bads [][]float64) (*culprit.Search, error) {
-	least := cfg.MinSamples
-	if cfg.minDefault {
-		least = culprit.LeastSamples(model, least)
-	}
 	s, err := culprit.New(culprit.Chain(n), model, culprit.Options{
-		Confidence: cfg.Confidence, MaxBoots: cfg.MaxBoots, MinSamples: least, MaxSamples: cfg.MaxSamples,
+		Confidence: cfg.Confidence, MaxBoots: cfg.MaxBoots, MinSamples: cfg.MinSamples, MaxSamples: cfg.MaxSamples, FromOne: cfg.minDefault,
 		Revert: true, Costs: culprit.Costs(cfg.Costs), GoodBoots: goods})
 	if err != nil {
 		return nil, err
