@@ -28,6 +28,10 @@ type Model struct {
 	BadBoots   float64 `json:"bad_boots"`
 	Outliers   float64 `json:"outliers"`
 	Nu         float64 `json:"nu"`
+	// Crossings is the share of samples that land past the midpoint,
+	// away from their boot's level, as calibration's boots showed it (0
+	// in a model from before it was learned: Outliers stands for it).
+	Crossings float64 `json:"crossings,omitempty"`
 
 	c constants
 }
@@ -51,8 +55,11 @@ func (m *Model) prepare() {
 // few boots cannot show that boots never land on the wrong side, and an
 // optimistic model stops early at the wrong commit.
 const (
-	MinBadBoots   = 0.05
-	minOutliers   = 0.05
+	MinBadBoots = 0.05
+	minOutliers = 0.05
+	// maxCrossings keeps a lone sample worth something: one that lands
+	// on the wrong side 40 % of the time still says 3:2.
+	maxCrossings  = 0.4
 	minSpread     = 0.05
 	minBootSpread = 0.03
 	defaultNu     = 4
@@ -60,128 +67,6 @@ const (
 	// a factor of about 1,000.
 	outlierWidth = 7.0
 )
-
-// FitOptions say what the fit may not go below.
-type FitOptions struct {
-	// BadBoots is the share of boots believed to land on the wrong side;
-	// at least MinBadBoots.
-	BadBoots float64
-	// Spread, when positive, is the spread within a boot, taken rather
-	// than learned: boots that gave another sample only because the ones
-	// before were unclear would teach a spread wider than it is.
-	Spread float64
-}
-
-// Fit learns the model from boots of the good and the bad endpoint: each
-// boot is its samples' badness values (positive, larger is worse). The
-// levels are the medians of the boots' medians, so one boot on the wrong
-// side does not move them; the spreads are pooled median absolute
-// deviations, raised to an upper bound at 90 % for the few degrees of
-// freedom a calibration has.
-func Fit(good, bad [][]float64, opt FitOptions) (Model, error) {
-	if len(good) == 0 || len(bad) == 0 {
-		return Model{}, errors.New("calibration: boots of both endpoints are needed")
-	}
-	lg, err := logBoots(good)
-	if err != nil {
-		return Model{}, fmt.Errorf("good endpoint: %w", err)
-	}
-	lb, err := logBoots(bad)
-	if err != nil {
-		return Model{}, fmt.Errorf("bad endpoint: %w", err)
-	}
-	m := Model{Nu: defaultNu, Outliers: minOutliers, BadBoots: math.Max(opt.BadBoots, MinBadBoots)}
-	if m.BadBoots >= 0.5 {
-		return Model{}, fmt.Errorf("bad boots %g: a kernel that lands on the wrong side half the time says nothing", m.BadBoots)
-	}
-	var centresG, centresB []float64
-	var within []float64
-	withinDF, boots := 0, 0
-	centreNoise := 0.0 // the mean of the boots' medianNoise
-	for _, set := range []struct {
-		boots   [][]float64
-		centres *[]float64
-	}{{lg, &centresG}, {lb, &centresB}} {
-		for _, boot := range set.boots {
-			c := median(boot)
-			*set.centres = append(*set.centres, c)
-			boots++
-			centreNoise += medianNoise(len(boot))
-			if len(boot) < 2 {
-				// One sample is its own median: it says nothing of the
-				// scatter within a boot.
-				continue
-			}
-			// Two samples are each half their difference from their
-			// median, √2 less than a sample scatters.
-			scale := 1.0
-			if len(boot) == 2 {
-				scale = math.Sqrt2
-			}
-			for _, y := range boot {
-				within = append(within, scale*math.Abs(y-c))
-			}
-			withinDF += len(boot) - 1
-		}
-	}
-	centreNoise /= float64(boots)
-	m.Good, m.Bad = median(centresG), median(centresB)
-	switch {
-	case opt.Spread > 0:
-		m.Spread = opt.Spread
-	case withinDF > 0:
-		m.Spread = 1.4826 * median(within) * inflation(withinDF)
-	}
-	m.Spread = math.Max(m.Spread, minSpread)
-	var between []float64
-	for _, c := range centresG {
-		between = append(between, math.Abs(c-m.Good))
-	}
-	for _, c := range centresB {
-		between = append(between, math.Abs(c-m.Bad))
-	}
-	if df := len(between) - 2; df > 0 {
-		s := 1.4826 * median(between) * inflation(df)
-		// A boot's median scatters around its level by the samples'
-		// spread even when the levels do not differ at all.
-		m.BootSpread = math.Sqrt(math.Max(0, s*s-centreNoise*m.Spread*m.Spread))
-	}
-	m.BootSpread = math.Max(m.BootSpread, minBootSpread)
-	return m, nil
-}
-
-// medianNoise is the variance of the median of n samples, in units of
-// one sample's: 1 for one, ½ for the mean of two, about 1.57/n after.
-func medianNoise(n int) float64 {
-	switch {
-	case n <= 1:
-		return 1
-	case n == 2:
-		return 0.5
-	}
-	return 1.57 / float64(n)
-}
-
-func logBoots(boots [][]float64) ([][]float64, error) {
-	out := make([][]float64, 0, len(boots))
-	for _, b := range boots {
-		if len(b) == 0 {
-			continue
-		}
-		lb := make([]float64, len(b))
-		for i, x := range b {
-			if !(x > 0) || math.IsInf(x, 0) {
-				return nil, fmt.Errorf("%g is not a positive measurement", x)
-			}
-			lb[i] = math.Log(x)
-		}
-		out = append(out, lb)
-	}
-	if len(out) == 0 {
-		return nil, errors.New("no samples")
-	}
-	return out, nil
-}
 
 // Separation is how many boot-level standard deviations apart the two
 // sides are, for a boot of n samples: below about 1.5 a boot tells them
@@ -216,11 +101,12 @@ func (m Model) capOf(n int) float64 {
 }
 
 // away is the share of boots of n samples whose samples sit at the other
-// side's level: the boots on the wrong side, and for one sample also its
-// spikes.
+// side's level: the boots on the wrong side, and for one sample also the
+// samples that land there (spikes, flips; Crossings as calibration saw
+// them, at least Outliers).
 func (m Model) away(n int) float64 {
 	if n == 1 {
-		return 1 - (1-m.BadBoots)*(1-m.Outliers)
+		return 1 - (1-m.BadBoots)*(1-math.Max(m.Outliers, m.Crossings))
 	}
 	return m.BadBoots
 }
@@ -358,96 +244,4 @@ func median(xs []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-// inflation makes a spread estimated on df degrees of freedom an upper
-// bound at 90 %: √(df / χ²₀.₁₀(df)), the quantile by Wilson–Hilferty.
-func inflation(df int) float64 {
-	if df < 1 {
-		return 1
-	}
-	k := float64(df)
-	c := 1 - 2/(9*k) - 1.2816*math.Sqrt(2/(9*k))
-	if c <= 0.05 {
-		c = 0.05
-	}
-	return math.Min(math.Sqrt(1/(c*c*c)), 4)
-}
-
-// Calibration bounds: boots of each endpoint the model is learned from.
-const (
-	MinCalibrationBoots = 3
-	MaxCalibrationBoots = 8
-	// wantSeparation is the separation after which more calibration boots
-	// are not worth their time, and minSeparation the least one a
-	// bisection can run on.
-	wantSeparation = 3
-	minSeparation  = 0.75
-)
-
-// decisiveSeparation is the separation of single samples from which a
-// search's boot starts with one: the midpoint between the sides lies three
-// of a sample's spreads, boot to boot included, from either.
-const decisiveSeparation = 6
-
-// leastSamples is the fewest samples a search's boot takes on this model
-// when Options.FromOne leaves it to the model: one when the endpoints lie so far
-// apart that a single sample already says which side its boot is on (one
-// that lands between them leaves the boot unsure, and More asks for the
-// next), else least. Boots, not samples, are what beat boots on the wrong
-// side and spikes: where one sample is decisive, a second and a third
-// add time, not evidence.
-func leastSamples(m Model, least int) int {
-	if least > 1 && m.Separation(1) >= decisiveSeparation {
-		return 1
-	}
-	return least
-}
-
-// Calibrate learns the model from the endpoints' boots so far, and says
-// whether another boot of each is needed first: fewer than three each,
-// or the sides not clearly apart, or a boot nearer the other side's level
-// than its own (boots land on the wrong side, and a level learned from
-// too few boots is then wrong) — up to eight each. Once no more are
-// needed, the model's error says the regression is not reproduced.
-func Calibrate(good, bad [][]float64, n int, opt FitOptions) (m Model, more bool, err error) {
-	m, err = Fit(good, bad, opt)
-	boots := min(len(good), len(bad))
-	if boots < MinCalibrationBoots {
-		return m, true, nil
-	}
-	if err == nil {
-		err = m.Validate()
-	}
-	if err == nil && m.Separation(n) < minSeparation {
-		err = fmt.Errorf("the endpoints measure %.2f boot spreads apart: a boot cannot tell a good kernel from a bad one", m.Separation(n))
-	}
-	if boots >= MaxCalibrationBoots {
-		return m, false, err
-	}
-	if err != nil || m.Separation(n) < wantSeparation {
-		return m, true, nil
-	}
-	mid := (m.Good + m.Bad) / 2
-	for _, b := range good {
-		if median(mustLog(b)) > mid {
-			return m, true, nil
-		}
-	}
-	for _, b := range bad {
-		if median(mustLog(b)) < mid {
-			return m, true, nil
-		}
-	}
-	return m, false, nil
-}
-
-func mustLog(xs []float64) []float64 {
-	out := make([]float64, 0, len(xs))
-	for _, x := range xs {
-		if x > 0 {
-			out = append(out, math.Log(x))
-		}
-	}
-	return out
 }

@@ -1,8 +1,10 @@
 package culprit
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -273,6 +275,42 @@ func TestOneSampleBootsTeachNothingOfTheSpreadWithinABoot(t *testing.T) {
 	}
 }
 
+func TestTheSpreadWithinABootIsTheSamplesWhateverTheBootsSize(t *testing.T) {
+	// A boot's median sits among its own samples: an odd boot's is one
+	// of them (a distance of 0), an even boot's lies between the middle
+	// two. Pooled as they were, boots of 3 said a spread of 0.3 was 0.14
+	// and boots of 5 0.22, so each sample of a refitted search said twice
+	// what it does.
+	const spread = 0.3
+	rng := rand.New(rand.NewPCG(7, 11))
+	check := func(name string, sizes ...int) {
+		t.Helper()
+		var goods, bads [][]float64
+		df := 0
+		for i := 0; i < 1500; i++ {
+			n := sizes[i%len(sizes)]
+			goods = append(goods, levelBoot(rng, goodLevel, 0, spread, n))
+			bads = append(bads, levelBoot(rng, badLevel, 0, spread, n))
+			df += 2 * (n - 1)
+		}
+		m, err := Fit(goods, bads, FitOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Fit raises the estimate to an upper bound for its degrees of
+		// freedom: nearly nothing at thousands of them.
+		if got := m.Spread / inflation(df); math.Abs(got-spread) > 0.05*spread {
+			t.Errorf("%s: boots of spread %.2f fit %.3f", name, spread, got)
+		}
+	}
+	for n := 2; n <= 10; n++ {
+		check(fmt.Sprintf("boots of %d", n), n)
+	}
+	check("boots of 20", 20)
+	check("boots of 3 and 5", 3, 5)
+	check("boots of 2, 3 and 4", 2, 3, 4)
+}
+
 func TestASearchBootStartsWithOneSampleWhereOneIsDecisive(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 2))
 	for _, c := range []struct {
@@ -286,15 +324,102 @@ func TestASearchBootStartsWithOneSampleWhereOneIsDecisive(t *testing.T) {
 		{"7 vs 15 µs", 7, 15, 0.2, 3, 3},
 		{"7 vs 15 µs, already one", 7, 15, 0.2, 1, 1},
 		{"3 vs 50 µs, spread 1", 3, 50, 1, 3, 3},
+		{"3 vs 50 µs, 20 % of samples at the other side's level", 3, 50, 0.3, 3, 3},
 	} {
 		goods, bads := calibrationOf(rng, math.Log(c.good), math.Log(c.bad), 0.05, c.spread, 3, 5)
+		if strings.Contains(c.name, "other side's level") {
+			flip(rng, goods, bads, 0.2)
+		}
 		m, err := Fit(goods, bads, FitOptions{})
 		if err != nil {
 			t.Fatal(c.name, err)
 		}
-		if got := leastSamples(m, c.least); got != c.wantLeast {
-			t.Errorf("%s (single samples %.1f spreads apart): a search boot starts with %d samples, want %d", c.name, m.Separation(1), got, c.wantLeast)
+		if got, _ := leastSamples(m, c.least, 10, Costs{Build: 600, Boot: 120, Sample: 60}); got != c.wantLeast {
+			t.Errorf("%s (single samples %.1f spreads apart, %.0f %% of them cross): a search boot starts with %d samples, want %d", c.name, m.Separation(1), 100*m.Crossings, got, c.wantLeast)
 		}
+	}
+	// Far apart, but a lone sample lands on the other side often: a boot
+	// of one then tells less per second than the median of three.
+	m := Model{Good: math.Log(3000), Bad: math.Log(50000), BootSpread: 0.05, Spread: 0.3, BadBoots: 0.05, Outliers: 0.05, Nu: 4}
+	for _, c := range []struct {
+		crossings float64
+		want      int
+		why       string
+	}{{0.05, 1, "one sample is decisive here (single samples 9.3 spreads apart): a boot starts with one, and takes more up to 10 while it is unsure"},
+		{0.15, 3, "single samples are 9.3 spreads apart, but 15 % of calibration's landed on the other side: a boot starts with 3, whose median outvotes them"}} {
+		m.Crossings = c.crossings
+		if got, why := leastSamples(m, 3, 10, Costs{Build: 600, Boot: 120, Sample: 60}); got != c.want || why != c.why {
+			t.Errorf("%.0f %% of lone samples crossing: a boot starts with %d (%q), want %d (%q)", 100*c.crossings, got, why, c.want, c.why)
+		}
+	}
+}
+
+// flip swaps a share of the samples of each side's boots for samples at
+// the other side's level (the median of its boots' medians).
+func flip(rng *rand.Rand, goods, bads [][]float64, share float64) {
+	level := func(boots [][]float64) float64 {
+		var ms []float64
+		for _, b := range boots {
+			ms = append(ms, median(b))
+		}
+		return median(ms)
+	}
+	g, b := level(goods), level(bads)
+	for _, set := range []struct {
+		boots [][]float64
+		to    float64
+	}{{goods, b}, {bads, g}} {
+		for _, boot := range set.boots {
+			for i := range boot {
+				if rng.Float64() < share {
+					boot[i] = set.to * math.Exp(0.1*rng.NormFloat64())
+				}
+			}
+		}
+	}
+}
+
+func TestCalibrationLearnsHowOftenALoneSampleLandsOnTheOtherSide(t *testing.T) {
+	// A lone sample was weighed as if 5 % of samples landed on the other
+	// side whatever calibration saw: on a machine where 15 % of them do,
+	// each boot of one sample said 9:1 where it says under 5:1.
+	rng := rand.New(rand.NewPCG(3, 5))
+	for _, c := range []struct {
+		name     string
+		flips    float64
+		min, max float64
+	}{
+		{"none", 0, 0.05, 0.05},
+		{"5 %", 0.05, 0.05, 0.1},
+		{"15 %", 0.15, 0.1, 0.22},
+		{"30 %", 0.3, 0.2, 0.4},
+	} {
+		var got []float64
+		for r := 0; r < 50; r++ {
+			goods, bads := calibrationOf(rng, math.Log(3000), math.Log(50000), 0.05, 0.3, 3, 5)
+			flip(rng, goods, bads, c.flips)
+			m, err := Fit(goods, bads, FitOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, m.Crossings)
+		}
+		if med := median(got); med < c.min || med > c.max {
+			t.Errorf("%s of samples at the other side's level: calibrations learn that %.3f cross (median of 50), want %.2f to %.2f", c.name, med, c.min, c.max)
+		}
+	}
+	goods, bads := calibrationOf(rng, math.Log(3000), math.Log(50000), 0.05, 0.3, 3, 5)
+	flip(rng, goods, bads, 0.3)
+	m, _ := Fit(goods, bads, FitOptions{})
+	if a := m.away(1); a < 0.2 {
+		t.Errorf("with 30 %% of samples flipped a lone sample is taken as on the wrong side %.3f of the time", a)
+	}
+	if a := m.away(3); a != m.BadBoots {
+		t.Errorf("a boot of 3 is on the wrong side %.3f of the time, want the bad boots' %.3f: its median outvotes a flip", a, m.BadBoots)
+	}
+	// Taken as given, it is kept.
+	if m, _ := Fit(goods, bads, FitOptions{Crossings: 0.07}); m.Crossings != 0.07 {
+		t.Errorf("FitOptions.Crossings 0.07 gave %.3f", m.Crossings)
 	}
 }
 

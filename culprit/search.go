@@ -154,6 +154,7 @@ type Search struct {
 	noRevert map[int]bool
 	total    int
 	gain     gainTable
+	leastWhy string
 	// confirmFrom is, per candidate that reached the confidence, the
 	// boots each kernel of its confirmation had then.
 	confirmFrom map[int]map[target]int
@@ -175,7 +176,7 @@ func New(d *DAG, m Model, opt Options) (*Search, error) {
 		built: make([]bool, d.Len()), skip: make([]bool, d.Len()), boots: make([]int, d.Len()),
 		reverted: map[int]int{}, noRevert: map[int]bool{}, confirmFrom: map[int]map[target]int{}}
 	if opt.FromOne {
-		s.opt.MinSamples = leastSamples(m, opt.MinSamples)
+		s.opt.MinSamples, s.leastWhy = leastSamples(m, opt.MinSamples, opt.MaxSamples, opt.Costs)
 	}
 	s.built[d.Len()-1] = true
 	s.m.prepare()
@@ -183,8 +184,10 @@ func New(d *DAG, m Model, opt Options) (*Search, error) {
 	return s, nil
 }
 
-// Least is the fewest samples a boot gives.
-func (s *Search) Least() int { return s.opt.MinSamples }
+// Least is the fewest samples a boot gives, and, when the job left it to
+// kbisect (Options.FromOne) and the sides lie far apart, why: a line for
+// the run's log.
+func (s *Search) Least() (int, string) { return s.opt.MinSamples, s.leastWhy }
 
 // Model is the model the search judges boots by.
 func (s *Search) Model() Model { return s.m }
@@ -309,9 +312,9 @@ func (s *Search) refit() {
 	fo := FitOptions{BadBoots: s.m.BadBoots}
 	if s.opt.MinSamples < 3 {
 		// Its boots gave a second sample only when the first was unclear:
-		// the spread within a boot stays calibration's (no refit changes
-		// it then).
-		fo.Spread = s.m.Spread
+		// the spread within a boot and the share of samples that cross
+		// stay calibration's (no refit changes them then).
+		fo.Spread, fo.Crossings = s.m.Spread, s.m.Crossings
 	}
 	m, err := Fit(goods, bads, fo)
 	if err != nil || m.Validate() != nil {

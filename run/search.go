@@ -88,8 +88,8 @@ func (r *jobRun) searchPosterior(ctx context.Context) (bisect.Result, *lab.Calib
 	if p.search, err = p.newSearch(*model); err != nil {
 		return res, p.cal, nil, err
 	}
-	if v := r.job.Verdict; p.search.Least() < v.Samples.Min {
-		r.ev.line("one sample is decisive here (single samples %.1f spreads apart): a boot starts with one, and takes more up to %d while it is unsure", model.Separation(1), v.Samples.Max)
+	if _, why := p.search.Least(); why != "" {
+		r.ev.line("%s", why)
 	}
 	for _, i := range p.ahead {
 		p.search.Built(i)

@@ -121,7 +121,8 @@ func (p *posteriorRun) summary(end *culprit.Step) *lab.SearchSummary {
 		CalibrationBoots: len(p.goods) + len(p.bads), RangeCommits: len(p.rng.Commits),
 		Model: map[string]float64{"good": noise.Tidy(p.rule.MetricKind, p.fromBadness(math.Exp(m.Good))), "bad": noise.Tidy(p.rule.MetricKind, p.fromBadness(math.Exp(m.Bad))),
 			"boot_spread": noise.Significant(m.BootSpread, 4), "spread": noise.Significant(m.Spread, 4),
-			"bad_boots": noise.Significant(m.BadBoots, 4), "outliers": noise.Significant(m.Outliers, 4)}}
+			"bad_boots": noise.Significant(m.BadBoots, 4), "outliers": noise.Significant(m.Outliers, 4),
+			"crossings": noise.Significant(m.Crossings, 4)}}
 	for _, c := range p.search.Leading(10) {
 		s.Candidates = append(s.Candidates, lab.SearchCandidate{Commit: p.rng.Commits[c.Commit].String(), Probability: c.Probability})
 	}
