@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 )
 
 // FitOptions say what the fit may not go below.
@@ -229,8 +230,9 @@ const decisiveSeparation = 5
 // side and spikes: where one sample is decisive, a second and a third add
 // time, not evidence. Where a sample is often a spike at the other side's
 // level, a boot of one says too little (Model.away) and the median of
-// least is worth its samples. The line why says which, for the run's log
-// ("" when the sides are not that far apart).
+// least is worth its samples; so too where a boot costs far more than a
+// sample (a firmware reboot rather than kexec). The line why says which,
+// for the run's log ("" when the sides are not that far apart).
 func leastSamples(m Model, least, most int, c Costs) (n int, why string) {
 	if least <= 1 || m.Separation(1) < decisiveSeparation {
 		return least, ""
@@ -241,7 +243,8 @@ func leastSamples(m Model, least, most int, c Costs) (n int, why string) {
 	if perSecond(1) > perSecond(least) {
 		return 1, fmt.Sprintf("one sample is decisive here (single samples %.1f spreads apart): a boot starts with one, and takes more up to %d while it is unsure", m.Separation(1), most)
 	}
-	return least, fmt.Sprintf("single samples are %.1f spreads apart, but %.0f %% of calibration's landed on the other side: a boot starts with %d, whose median outvotes them", m.Separation(1), 100*math.Max(m.Crossings, m.Outliers), least)
+	sec := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)).Round(time.Second) }
+	return least, fmt.Sprintf("single samples are %.1f spreads apart, but a boot of %d tells more per second here (%.0f %% of calibration's samples landed on the other side; a boot costs %s, a sample %s): a boot starts with %d", m.Separation(1), least, 100*math.Max(m.Crossings, m.Outliers), sec(c.Boot), sec(c.Sample), least)
 }
 
 // Calibrate learns the model from the endpoints' boots so far, and says

@@ -338,17 +338,23 @@ func TestASearchBootStartsWithOneSampleWhereOneIsDecisive(t *testing.T) {
 			t.Errorf("%s (single samples %.1f spreads apart, %.0f %% of them cross): a search boot starts with %d samples, want %d", c.name, m.Separation(1), 100*m.Crossings, got, c.wantLeast)
 		}
 	}
-	// Far apart, but a lone sample lands on the other side often: a boot
-	// of one then tells less per second than the median of three.
+	// Far apart, but a lone sample lands on the other side often, or a
+	// boot costs far more than a sample: a boot of one then tells less
+	// per second than the median of three.
+	kexec := Costs{Build: 600, Boot: 120, Sample: 60}
 	m := Model{Good: math.Log(3000), Bad: math.Log(50000), BootSpread: 0.05, Spread: 0.3, BadBoots: 0.05, Outliers: 0.05, Nu: 4}
 	for _, c := range []struct {
 		crossings float64
+		costs     Costs
 		want      int
 		why       string
-	}{{0.05, 1, "one sample is decisive here (single samples 9.3 spreads apart): a boot starts with one, and takes more up to 10 while it is unsure"},
-		{0.15, 3, "single samples are 9.3 spreads apart, but 15 % of calibration's landed on the other side: a boot starts with 3, whose median outvotes them"}} {
+	}{{0.05, kexec, 1, "one sample is decisive here (single samples 9.3 spreads apart): a boot starts with one, and takes more up to 10 while it is unsure"},
+		{0.15, kexec, 3, "single samples are 9.3 spreads apart, but a boot of 3 tells more per second here (15 % of calibration's samples landed on the other side; a boot costs 2m0s, a sample 1m0s): a boot starts with 3"},
+		// A firmware reboot (4 minutes) and a settle of 1 a boot: take
+		// more of each.
+		{0.05, Costs{Build: 600, Boot: 300, Sample: 60}, 3, "single samples are 9.3 spreads apart, but a boot of 3 tells more per second here (5 % of calibration's samples landed on the other side; a boot costs 5m0s, a sample 1m0s): a boot starts with 3"}} {
 		m.Crossings = c.crossings
-		if got, why := leastSamples(m, 3, 10, Costs{Build: 600, Boot: 120, Sample: 60}); got != c.want || why != c.why {
+		if got, why := leastSamples(m, 3, 10, c.costs); got != c.want || why != c.why {
 			t.Errorf("%.0f %% of lone samples crossing: a boot starts with %d (%q), want %d (%q)", 100*c.crossings, got, why, c.want, c.why)
 		}
 	}
