@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -349,10 +350,10 @@ func TestASearchBootStartsWithOneSampleWhereOneIsDecisive(t *testing.T) {
 		want      int
 		why       string
 	}{{0.05, kexec, 1, "one sample is decisive here (single samples 9.3 spreads apart): a boot starts with one, and takes more up to 10 while it is unsure"},
-		{0.15, kexec, 3, "single samples are 9.3 spreads apart, but a boot of 3 tells more per second here (15 % of calibration's samples landed on the other side; a boot costs 2m0s, a sample 1m0s): a boot starts with 3"},
+		{0.15, kexec, 3, "single samples are 9.3 spreads apart, but a boot of 3 tells more per second here (15 % of a side's samples landed on the other side in calibration; a boot costs 2m0s, a sample 1m0s): a boot starts with 3"},
 		// A firmware reboot (4 minutes) and a settle of 1 a boot: take
 		// more of each.
-		{0.05, Costs{Build: 600, Boot: 300, Sample: 60}, 3, "single samples are 9.3 spreads apart, but a boot of 3 tells more per second here (5 % of calibration's samples landed on the other side; a boot costs 5m0s, a sample 1m0s): a boot starts with 3"}} {
+		{0.05, Costs{Build: 600, Boot: 300, Sample: 60}, 3, "single samples are 9.3 spreads apart, but a boot of 3 tells more per second here (5 % of a side's samples landed on the other side in calibration; a boot costs 5m0s, a sample 1m0s): a boot starts with 3"}} {
 		m.Crossings = c.crossings
 		if got, why := leastSamples(m, 3, 10, c.costs); got != c.want || why != c.why {
 			t.Errorf("%.0f %% of lone samples crossing: a boot starts with %d (%q), want %d (%q)", 100*c.crossings, got, why, c.want, c.why)
@@ -390,40 +391,62 @@ func TestCalibrationLearnsHowOftenALoneSampleLandsOnTheOtherSide(t *testing.T) {
 	// side whatever calibration saw: on a machine where 15 % of them do,
 	// each boot of one sample said 9:1 where it says under 5:1.
 	rng := rand.New(rand.NewPCG(3, 5))
-	for _, c := range []struct {
-		name     string
-		flips    float64
-		min, max float64
-	}{
-		{"none", 0, 0.05, 0.05},
-		{"5 %", 0.05, 0.05, 0.1},
-		{"15 %", 0.15, 0.1, 0.22},
-		{"30 %", 0.3, 0.2, 0.4},
-	} {
+	learn := func(flips, upward float64, n int) []float64 {
 		var got []float64
-		for r := 0; r < 50; r++ {
-			goods, bads := calibrationOf(rng, math.Log(3000), math.Log(50000), 0.05, 0.3, 3, 5)
-			flip(rng, goods, bads, c.flips)
+		for r := 0; r < 200; r++ {
+			goods, bads := calibrationOf(rng, math.Log(3000), math.Log(50000), 0.05, 0.3, 3, n)
+			flip(rng, goods, bads, flips)
+			// Spikes that only go up cross from the good side alone.
+			for _, b := range goods {
+				for i := range b {
+					if rng.Float64() < upward {
+						b[i] *= 20
+					}
+				}
+			}
 			m, err := Fit(goods, bads, FitOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			got = append(got, m.Crossings)
 		}
-		if med := median(got); med < c.min || med > c.max {
-			t.Errorf("%s of samples at the other side's level: calibrations learn that %.3f cross (median of 50), want %.2f to %.2f", c.name, med, c.min, c.max)
+		sort.Float64s(got)
+		return got
+	}
+	for _, c := range []struct {
+		name          string
+		flips, upward float64
+		n             int
+		lo, hi        float64 // the median's bounds
+		belowFloor    float64 // at most this share of calibrations at the 5 % floor
+	}{
+		{"none", 0, 0, 5, 0.05, 0.05, 1},
+		{"5 % flipped", 0.05, 0, 5, 0.05, 0.07, 1},
+		{"15 % flipped", 0.15, 0, 5, 0.09, 0.15, 0.1},
+		{"30 % flipped", 0.3, 0, 5, 0.13, 0.25, 0},
+		{"15 % spikes 20×, up only", 0, 0.15, 5, 0.07, 0.12, 0.2},
+		{"15 % flipped, boots of 3", 0.15, 0, 3, 0.07, 0.13, 0.2},
+	} {
+		got := learn(c.flips, c.upward, c.n)
+		floor := sort.SearchFloat64s(got, 0.05+1e-9)
+		if med := got[len(got)/2]; med < c.lo || med > c.hi || float64(floor) > c.belowFloor*float64(len(got)) {
+			t.Errorf("%s: calibrations learn that %.3f cross (median of %d; 10 %%–90 %%: %.3f–%.3f; %d at the floor), want %.2f to %.2f, at most %.0f %% at the floor",
+				c.name, med, len(got), got[len(got)/10], got[len(got)*9/10], floor, c.lo, c.hi, 100*c.belowFloor)
 		}
 	}
-	goods, bads := calibrationOf(rng, math.Log(3000), math.Log(50000), 0.05, 0.3, 3, 5)
-	flip(rng, goods, bads, 0.3)
-	m, _ := Fit(goods, bads, FitOptions{})
-	if a := m.away(1); a < 0.2 {
-		t.Errorf("with 30 %% of samples flipped a lone sample is taken as on the wrong side %.3f of the time", a)
+	// Boots of one or two samples have no median of their own to cross
+	// from: they teach nothing of it, and the floor stands.
+	var goods, bads [][]float64
+	for i := 0; i < 6; i++ {
+		goods = append(goods, levelBoot(rng, math.Log(3000), 0.05, 0.3, 1+i%2))
+		bads = append(bads, levelBoot(rng, math.Log(50000), 0.05, 0.3, 1+i%2))
 	}
-	if a := m.away(3); a != m.BadBoots {
-		t.Errorf("a boot of 3 is on the wrong side %.3f of the time, want the bad boots' %.3f: its median outvotes a flip", a, m.BadBoots)
+	if m, _ := Fit(goods, bads, FitOptions{}); m.Crossings != minOutliers {
+		t.Errorf("boots of 1 and 2 samples: %.3f cross, want the floor %.2f", m.Crossings, minOutliers)
 	}
 	// Taken as given, it is kept.
+	goods, bads = calibrationOf(rng, math.Log(3000), math.Log(50000), 0.05, 0.3, 3, 5)
+	flip(rng, goods, bads, 0.3)
 	if m, _ := Fit(goods, bads, FitOptions{Crossings: 0.07}); m.Crossings != 0.07 {
 		t.Errorf("FitOptions.Crossings 0.07 gave %.3f", m.Crossings)
 	}

@@ -309,12 +309,15 @@ func (s *Search) refit() {
 			goods = append(goods, o.Samples)
 		}
 	}
-	fo := FitOptions{BadBoots: s.m.BadBoots}
+	// The share of samples that cross stays calibration's: the search's
+	// boots took more samples when they were unsure, which is when one
+	// had crossed.
+	fo := FitOptions{BadBoots: s.m.BadBoots, Crossings: s.m.Crossings}
 	if s.opt.MinSamples < 3 {
 		// Its boots gave a second sample only when the first was unclear:
-		// the spread within a boot and the share of samples that cross
-		// stay calibration's (no refit changes them then).
-		fo.Spread, fo.Crossings = s.m.Spread, s.m.Crossings
+		// the spread within a boot stays calibration's too (no refit
+		// changes it then).
+		fo.Spread = s.m.Spread
 	}
 	m, err := Fit(goods, bads, fo)
 	if err != nil || m.Validate() != nil {

@@ -144,6 +144,9 @@ func build(ctx context.Context, o Options, slot int, commit string) (*Artifact, 
 		return nil, err
 	}
 	defer s.unlock()
+	// Whatever becomes of it, the build's end is marked before the slot
+	// is let go: the next checkout there waits until it is past.
+	defer s.stampBuilt()
 	phases := map[string]float64{}
 	mark := time.Now()
 	phase := func(name string) {

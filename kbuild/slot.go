@@ -156,6 +156,9 @@ func (s *slot) unlock() {
 // what changed; anything left in the source tree (the build writes to
 // O=) is removed.
 func (s *slot) checkout(ctx context.Context, commit string) error {
+	if err := s.waitPastBuild(ctx); err != nil {
+		return err
+	}
 	if _, err := git(ctx, s.src, "reset", "-q", "--hard"); err != nil {
 		return err
 	}

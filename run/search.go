@@ -95,6 +95,7 @@ func (r *jobRun) searchPosterior(ctx context.Context) (bisect.Result, *lab.Calib
 		p.search.Built(i)
 	}
 	c := p.costs()
+	p.search.SetCosts(c)
 	sec := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)).Round(time.Second) }
 	r.ev.line("costs as the lab measured them so far: a build %s, a boot %s, a sample %s", sec(c.Build), sec(c.Boot), sec(c.Sample))
 	if err := p.replay(); err != nil {
@@ -176,15 +177,32 @@ func (e *emptyRange) Error() string {
 	return fmt.Sprintf("%s was both good and bad: no commit is reachable from the bad revision that is not reachable from a good one", e.bad)
 }
 
-// costs are what the lab spends, as the job expects it: a build, a boot
-// and a sample. The search only weighs them against each other.
 // costs are what a build, a boot and a sample cost on this lab: what the
 // journal's boots measured, and guesses from the job until they have.
 func (p *posteriorRun) costs() culprit.Costs {
+	return measuredCosts(p.journal.Records(), p.guessedCosts())
+}
+
+// guessedCosts are the costs before any boot measured them: 600 s a
+// build, boot.settle plus 90 s a boot, the workload's duration plus 5 s a
+// sample.
+func (p *posteriorRun) guessedCosts() culprit.Costs {
 	job := p.r.job
 	sample := math.Max(job.Workload.Duration.D().Seconds(), 1) + 5
-	guess := culprit.Costs{Build: 600, Boot: math.Max(job.Boot.Settle.D().Seconds(), 0) + 90, Sample: sample}
-	return measuredCosts(p.journal.Records(), guess)
+	return culprit.Costs{Build: 600, Boot: math.Max(job.Boot.Settle.D().Seconds(), 0) + 90, Sample: sample}
+}
+
+// calibrationCosts are the costs as calibration's boots measured them: what
+// the search starts from, and decides its boots' least samples by, alike
+// on a resumed run (SetCosts brings in the search's own boots after).
+func (p *posteriorRun) calibrationCosts() culprit.Costs {
+	var cal []lab.SearchRecord
+	for _, rec := range p.journal.Records() {
+		if rec.Kind == lab.SearchGood || rec.Kind == lab.SearchBad {
+			cal = append(cal, rec)
+		}
+	}
+	return measuredCosts(cal, p.guessedCosts())
 }
 
 // measuredCosts learns the costs from journaled boots: a build's from the
@@ -340,7 +358,7 @@ func (p *posteriorRun) newSearch(model culprit.Model) (*culprit.Search, error) {
 	v := p.r.job.Verdict
 	s, err := culprit.New(p.dag, model, culprit.Options{Confidence: p.r.job.SearchConfidence(), MaxBoots: v.MaxBoots,
 		MinSamples: v.Samples.Min, MaxSamples: v.Samples.Max, FromOne: p.r.job.Defaulted("verdict.samples.min"),
-		Revert: true, Costs: p.costs(), GoodBoots: p.goods})
+		Revert: true, Costs: p.calibrationCosts(), GoodBoots: p.goods})
 	if err != nil {
 		return nil, err
 	}
