@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -117,12 +118,8 @@ func crossingShare(boots [][]float64, mid float64) float64 {
 			continue
 		}
 		c := median(boot)
-		high, skip := c > mid, len(boot)%2 == 1
-		for _, y := range boot {
-			if skip && y == c {
-				skip = false
-				continue
-			}
+		high := c > mid
+		for _, y := range besideMedian(boot, c) {
 			n++
 			if (y > mid) != high {
 				crossed++
@@ -145,15 +142,24 @@ const crossingPrior = 20
 // boot's lies halfway between the middle two (both short, scaled up).
 func appendDeviations(within, boot []float64, c float64) []float64 {
 	k := medianConsistency(len(boot))
-	skip := len(boot)%2 == 1
-	for _, y := range boot {
-		if skip && y == c {
-			skip = false
-			continue
-		}
+	for _, y := range besideMedian(boot, c) {
 		within = append(within, k*math.Abs(y-c))
 	}
 	return within
+}
+
+// besideMedian is a boot's samples but the one that is its median c (an
+// odd boot's; an even boot's median is none of them): the one sample
+// that can be neither far from c nor across from it.
+func besideMedian(boot []float64, c float64) []float64 {
+	if len(boot)%2 == 0 {
+		return boot
+	}
+	i := slices.Index(boot, c)
+	if i < 0 {
+		return boot
+	}
+	return append(append(make([]float64, 0, len(boot)-1), boot[:i]...), boot[i+1:]...)
 }
 
 // medianConsistency is the factor that makes an even boot's distances

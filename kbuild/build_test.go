@@ -35,14 +35,22 @@ func compiled(t *testing.T, o Options, slot int) []string {
 	return lines
 }
 
-func TestASlotRebuildsOnlyWhatTheNextCommitChanged(t *testing.T) {
-	tree, commits := fakeTree(t, map[string]string{"kernel/eventpoll.c": "int ep_poll_callback(void) { return 2; }\n"})
-	o := buildOptions(t, tree)
-	ctx := context.Background()
-	a, err := Build(ctx, o, 0, commits[0])
+// eventpollTree is a fake tree of two commits, the second changing
+// kernel/eventpoll.c alone, and the first built in slot 0.
+func eventpollTree(t *testing.T) (tree string, commits []string, o Options, first *Artifact) {
+	t.Helper()
+	tree, commits = fakeTree(t, map[string]string{"kernel/eventpoll.c": "int ep_poll_callback(void) { return 2; }\n"})
+	o = buildOptions(t, tree)
+	first, err := Build(context.Background(), o, 0, commits[0])
 	if err != nil {
 		t.Fatal(err)
 	}
+	return tree, commits, o, first
+}
+
+func TestASlotRebuildsOnlyWhatTheNextCommitChanged(t *testing.T) {
+	tree, commits, o, a := eventpollTree(t)
+	ctx := context.Background()
 	if len(compiled(t, o, 0)) != 3 {
 		t.Error("the first build did not compile the three files")
 	}

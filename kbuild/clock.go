@@ -41,14 +41,14 @@ func (s *slot) waitPastBuild(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("build slot %s: %v", s.src, err)
 		}
-		if p.ModTime().After(st.ModTime()) || time.Now().After(deadline) {
+		if p.ModTime().After(st.ModTime()) {
+			return nil
+		}
+		if time.Now().After(deadline) {
 			// A stamp far in the future (a clock set back) is not
 			// waited out: its build's objects are not trusted either,
 			// and the slot builds afresh.
-			if !p.ModTime().After(st.ModTime()) {
-				return s.forgetBuild()
-			}
-			return nil
+			return s.forgetBuild()
 		}
 		select {
 		case <-ctx.Done():
