@@ -36,8 +36,12 @@ func (s *Search) Ahead(step Step, slots int) []Step {
 		var deeper []node
 		for _, at := range level {
 			for _, lv := range []float64{at.s.m.Good, at.s.m.Bad} {
+				if at.step.Commit == goodEndpoint && lv == at.s.m.Bad {
+					continue // a control boot says nothing of the culprit
+				}
 				f := at.s.fork()
-				f.observe(Observation{Commit: at.step.Commit, Reverted: at.step.Reverted, Confirming: at.step.Confirming, Samples: typical(lv, f.opt.MinSamples)})
+				dr, _ := f.drift.at(f.runBoots)
+				f.observe(Observation{Commit: at.step.Commit, Reverted: at.step.Reverted, Confirming: at.step.Confirming, Samples: typical(lv+dr, f.opt.MinSamples)})
 				n := f.Next()
 				if n.Kind != Measure {
 					continue
@@ -45,6 +49,9 @@ func (s *Search) Ahead(step Step, slots int) []Step {
 				// A boot of the same kernel again needs no build, but
 				// what follows it may.
 				deeper = append(deeper, node{f, n})
+				if n.Commit == goodEndpoint {
+					continue // built before the search began
+				}
 				if !same(n, step) && !slices.ContainsFunc(next, func(o Step) bool { return same(o, n) }) {
 					next = append(next, n)
 				}
@@ -66,18 +73,20 @@ func typical(level float64, n int) []float64 {
 }
 
 // fork is a copy of the search that can take in boots without changing
-// it. The range, the options' slices, the samples of the log and the
-// gain table are shared: nothing changes them in place (a refit makes
-// a new table and new evidence in the copy's own log).
+// it: the boots taken in so far are shared (the weigher's fork), and the
+// copy never learns its model again (frozen), which would weigh them
+// anew.
 func (s *Search) fork() *Search {
 	f := *s
-	f.post = &posterior{d: s.post.d, score: slices.Clone(s.post.score), none: s.post.none}
+	f.w = s.w.fork(&f.m)
+	f.frozen = true
 	f.built, f.skip, f.boots = slices.Clone(s.built), slices.Clone(s.skip), slices.Clone(s.boots)
 	f.reverted, f.noRevert = maps.Clone(s.reverted), maps.Clone(s.noRevert)
 	f.confirmFrom = make(map[int]map[target]int, len(s.confirmFrom))
 	for c, from := range s.confirmFrom {
 		f.confirmFrom[c] = maps.Clone(from)
 	}
+	f.extra, f.checked = maps.Clone(s.extra), maps.Clone(s.checked)
 	f.log = slices.Clone(s.log)
 	return &f
 }

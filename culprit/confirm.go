@@ -1,6 +1,12 @@
 package culprit
 
-import "math"
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strings"
+)
 
 // settle forgets the confirmation of every candidate that does not lead
 // at the confidence now: should it lead again, its fresh boots start
@@ -10,15 +16,16 @@ func (s *Search) settle(lead Candidate) {
 	for c := range s.confirmFrom {
 		if c != lead.Commit || lead.Probability < s.opt.Confidence {
 			delete(s.confirmFrom, c)
+			delete(s.extra, c)
+			delete(s.checked, c)
 		}
 	}
 }
 
-// confirmNext is the next kernel the confirmation of c needs, parents
-// first, then c, then the bad endpoint without c, so that they alternate;
-// false when each has had its fresh boots.
-func (s *Search) confirmNext(c int) (target, bool) {
-	targets := []target{}
+// confirmTargets are the kernels whose fresh boots confirm c, parents
+// first, then c, then the bad endpoint without c, then the endpoints.
+func (s *Search) confirmTargets(c int) []target {
+	var targets []target
 	for _, p := range s.d.parents[c] {
 		if !s.skip[p] {
 			targets = append(targets, target{commit: int(p)})
@@ -28,11 +35,40 @@ func (s *Search) confirmNext(c int) (target, bool) {
 	if s.opt.Revert && c != s.d.Len()-1 && !s.noRevert[c] {
 		targets = append(targets, target{commit: c, reverted: true})
 	}
+	targets = append(targets, target{commit: goodEndpoint})
+	if c != s.d.Len()-1 {
+		targets = append(targets, target{commit: s.d.Len() - 1})
+	}
+	return targets
+}
+
+// need is how many fresh boots t needs in c's confirmation: ConfirmBoots
+// of c, its parents and the revert, one of each endpoint (which are
+// measured apart from the search, and show whether the machine still
+// measures them as it did); one more each after every check that failed.
+func (s *Search) need(c int, t target) int {
+	n := s.opt.ConfirmBoots
+	if t.commit == goodEndpoint || (t.commit == s.d.Len()-1 && c != t.commit && !t.reverted) {
+		n = max(1, n/2)
+	}
+	return n + s.extra[c]
+}
+
+// confirmNext is the next kernel the confirmation of c needs, the one
+// with the fewest fresh boots (so that they alternate); false when each
+// has had its fresh boots.
+func (s *Search) confirmNext(c int) (target, bool) {
+	targets := s.confirmTargets(c)
 	from := s.confirmFrom[c]
 	if from == nil {
 		from = map[target]int{}
 		for _, t := range targets {
 			from[t] = s.count(t)
+			// An endpoint measured a few boots ago is measured afresh.
+			if (t.commit == goodEndpoint && s.lastGood >= s.runBoots-freshWithin) ||
+				(t.commit == s.d.Len()-1 && t.commit != c && !t.reverted && s.lastBad >= s.runBoots-freshWithin) {
+				from[t]--
+			}
 		}
 		s.confirmFrom[c] = from
 	}
@@ -41,16 +77,26 @@ func (s *Search) confirmNext(c int) (target, bool) {
 		if _, ok := from[t]; !ok {
 			from[t] = s.count(t)
 		}
-		if fresh := s.count(t) - from[t]; fresh < s.opt.ConfirmBoots && fresh < fewest {
+		if fresh := s.count(t) - from[t]; fresh < s.need(c, t) && fresh < fewest {
 			best, fewest = t, fresh
 		}
 	}
 	return best, fewest != math.MaxInt
 }
 
+// freshWithin is how many boots back an endpoint's boot still counts as
+// a fresh one for a confirmation that begins.
+const freshWithin = 6
+
+// failCheck asks c's confirmation for one more fresh boot of each kernel.
+func (s *Search) failCheck(c int) { s.extra[c]++ }
+
 func (s *Search) count(t target) int {
-	if t.reverted {
+	switch {
+	case t.reverted:
 		return s.reverted[t.commit]
+	case t.commit == goodEndpoint:
+		return s.goodBoots
 	}
 	return s.boots[t.commit]
 }
@@ -58,4 +104,143 @@ func (s *Search) count(t target) int {
 type target struct {
 	commit   int
 	reverted bool
+}
+
+// checkAt is the chance under the model below which the fresh boots of a
+// confirmation are taken as not measuring as the model has the sides.
+const checkAt = 0.001
+
+// check is the confirmation's test of the model itself: the fresh boots
+// of c, its parents, the revert and the endpoints must look like the
+// sides the model learned — each boot's evidence no further toward the
+// other side than boots of its side drawn from the model would be
+// (a posterior-predictive check, the boots' chances combined by
+// Fisher's method). "" when they do; else which kernels do not, and what
+// that suggests.
+func (s *Search) check(c int) string {
+	from := s.confirmFrom[c]
+	rng := rand.New(rand.NewPCG(uint64(c)+1, uint64(s.runBoots)))
+	type worst struct {
+		t    target
+		logp float64
+		n    int
+	}
+	byKernel := map[target]*worst{}
+	total := 0.0
+	k := 0
+	for _, t := range s.confirmTargets(c) {
+		fresh := s.count(t) - from[t]
+		if fresh <= 0 {
+			continue
+		}
+		bad := t.commit == c && !t.reverted || t.commit == s.d.Len()-1 && !t.reverted
+		var seen []*weighed
+		for _, b := range s.w.boots {
+			if b.kernel == (kernel{commit: t.commit, reverted: t.reverted}) {
+				seen = append(seen, b)
+			}
+		}
+		for _, b := range seen[max(len(seen)-fresh, 0):] {
+			if b.r.empty() {
+				continue
+			}
+			e := s.m.quickEvidence(expAll(b.r.ys), b.drift)
+			p := s.tail(rng, bad, len(b.r.ys), e)
+			w := byKernel[t]
+			if w == nil {
+				w = &worst{t: t}
+				byKernel[t] = w
+			}
+			w.logp += math.Log(p)
+			w.n++
+			total += math.Log(p)
+			k++
+		}
+	}
+	if k == 0 || chiSquareTail(-2*total, 2*k) >= checkAt {
+		return ""
+	}
+	var ws []*worst
+	for _, w := range byKernel {
+		ws = append(ws, w)
+	}
+	sort.Slice(ws, func(i, j int) bool { return ws[i].logp < ws[j].logp })
+	var parts []string
+	for _, w := range ws {
+		if chiSquareTail(-2*w.logp, 2*w.n) >= 0.01 {
+			break
+		}
+		parts = append(parts, s.unlike(c, w.t))
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "the fresh boots together")
+	}
+	return fmt.Sprintf("%s measure unlike the model's sides (a chance of %.1g under it)%s", strings.Join(parts, ", "), chiSquareTail(-2*total, 2*k), s.suspect(ws[0].t, c))
+}
+
+// unlike names a kernel of c's confirmation as its role.
+func (s *Search) unlike(c int, t target) string {
+	switch {
+	case t.reverted:
+		return "the bad endpoint without the candidate"
+	case t.commit == goodEndpoint:
+		return "the good endpoint's fresh boots"
+	case t.commit == c && c == s.d.Len()-1:
+		return "the candidate's (the bad endpoint's) fresh boots"
+	case t.commit == c:
+		return "the candidate's fresh boots"
+	case t.commit == s.d.Len()-1:
+		return "the bad endpoint's fresh boots"
+	}
+	return "its parent's fresh boots"
+}
+
+// suspect says what a kernel that measures unlike its side suggests.
+func (s *Search) suspect(t target, c int) string {
+	drifting, moved := s.Drifting()
+	switch {
+	case t.commit == goodEndpoint || (t.commit == s.d.Len()-1 && !t.reverted && t.commit != c):
+		if drifting {
+			return fmt.Sprintf(": the machine drifts (%+.0f %% since the run began), faster than its boots of the good endpoint follow", 100*(math.Exp(moved)-1))
+		}
+		return ": the endpoints no longer measure as they did (has the machine drifted, or its set-up changed?)"
+	case t.commit == c:
+		return ": the candidate's boots sit where neither side's do (a second change in the range, or a regression smaller than calibration measured)"
+	}
+	return ": a good kernel measures bad (an earlier change, or one that shows on some boots only)"
+}
+
+// tail is the chance that a boot of n samples on the given side, drawn
+// from the model, says e or more toward the other side.
+func (s *Search) tail(rng *rand.Rand, bad bool, n int, e float64) float64 {
+	const draws = 200
+	hits := 1
+	for i := 0; i < draws; i++ {
+		d := s.m.quickEvidence(s.m.drawBoot(rng, bad, n), 0)
+		if (bad && d <= e) || (!bad && d >= e) {
+			hits++
+		}
+	}
+	return float64(hits) / (draws + 1)
+}
+
+func expAll(ys []float64) []float64 {
+	out := make([]float64, len(ys))
+	for i, y := range ys {
+		out[i] = math.Exp(y)
+	}
+	return out
+}
+
+// chiSquareTail is P(χ²_k ≥ x) for an even k: the chance, under the model,
+// that k/2 boots' chances combine to one as small.
+func chiSquareTail(x float64, k int) float64 {
+	// For even k, P = e^{−x/2} Σ_{i<k/2} (x/2)^i / i!.
+	h := x / 2
+	term, sum := 1.0, 1.0
+	for i := 1; i < k/2; i++ {
+		term *= h / float64(i)
+		sum += term
+	}
+	return math.Min(1, math.Exp(-h)*sum)
 }

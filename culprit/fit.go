@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"time"
 )
 
-// FitOptions say what the fit may not go below.
+// FitOptions say what the fit keeps as given.
 type FitOptions struct {
 	// BadBoots is the share of boots believed to land on the wrong side;
 	// at least MinBadBoots.
@@ -21,15 +20,21 @@ type FitOptions struct {
 	// other side (Model.Crossings), taken rather than learned, for the
 	// same reason.
 	Crossings float64
+	// spiky fits the reading of a regression in how often it spikes
+	// alone: the same level, the bad side's samples spiking more.
+	spiky bool
 }
 
 // Fit learns the model from boots of the good and the bad endpoint: each
 // boot is its samples' badness values (positive, larger is worse). The
-// levels are the medians of the boots' medians, so one boot on the wrong
-// side does not move them; the spreads are pooled median absolute
-// deviations (within a boot, from the boot's own median, corrected for
-// its size by appendDeviations), raised to an upper bound at 90 % for the
-// few degrees of freedom a calibration has.
+// spread within a boot is the pooled median absolute deviation of each
+// boot's samples from its own median (corrected for the boot's size by
+// appendDeviations), raised to an upper bound at 90 % for the few
+// degrees of freedom a calibration has; the modes, their levels and
+// spikes, the boot spread and the shares of boots that show each mode
+// are learned together (fitModes): a bad endpoint whose boots split
+// between the good level and a worse one is an intermittent regression,
+// not a noisy one.
 func Fit(good, bad [][]float64, opt FitOptions) (Model, error) {
 	if len(good) == 0 || len(bad) == 0 {
 		return Model{}, errors.New("calibration: boots of both endpoints are needed")
@@ -42,41 +47,26 @@ func Fit(good, bad [][]float64, opt FitOptions) (Model, error) {
 	if err != nil {
 		return Model{}, fmt.Errorf("bad endpoint: %w", err)
 	}
-	m := Model{Nu: defaultNu, Outliers: minOutliers, BadBoots: math.Max(opt.BadBoots, MinBadBoots)}
+	var boots []sided
+	for _, b := range lg {
+		boots = append(boots, sided{ys: b})
+	}
+	for _, b := range lb {
+		boots = append(boots, sided{ys: b, bad: true})
+	}
+	m := Model{Nu: defaultNu, BadBoots: math.Max(opt.BadBoots, MinBadBoots)}
 	if m.BadBoots >= 0.5 {
 		return Model{}, fmt.Errorf("bad boots %g: a kernel that lands on the wrong side half the time says nothing", m.BadBoots)
 	}
-	var centresG, centresB []float64
-	var within []float64
-	withinDF, boots := 0, 0
-	centreNoise := 0.0 // the mean of the boots' medianNoise
-	for _, set := range []struct {
-		boots   [][]float64
-		centres *[]float64
-	}{{lg, &centresG}, {lb, &centresB}} {
-		for _, boot := range set.boots {
-			c := median(boot)
-			*set.centres = append(*set.centres, c)
-			boots++
-			centreNoise += medianNoise(len(boot))
-			if len(boot) < 2 {
-				// One sample is its own median: it says nothing of the
-				// scatter within a boot.
-				continue
-			}
-			within = appendDeviations(within, boot, c)
-			withinDF += len(boot) - 1
-		}
-	}
-	centreNoise /= float64(boots)
-	m.Good, m.Bad = median(centresG), median(centresB)
-	switch {
-	case opt.Spread > 0:
-		m.Spread = opt.Spread
-	case withinDF > 0:
-		m.Spread = 1.4826 * median(within) * inflation(withinDF)
+	m.Spread = opt.Spread
+	if m.Spread <= 0 {
+		m.Spread = spreadWithin(lg, lb)
 	}
 	m.Spread = math.Max(m.Spread, minSpread)
+	m, ok := fitBest(boots, m, opt.Spread > 0, opt.BadBoots, 0, opt.spiky)
+	if !ok {
+		return m, errors.New("the bad endpoint's boots measure below the good one's and spike no more often: no regression to search for")
+	}
 	m.Crossings = opt.Crossings
 	if m.Crossings <= 0 {
 		// Each side's own: spikes that only go up cross from the good
@@ -84,21 +74,51 @@ func Fit(good, bad [][]float64, opt FitOptions) (Model, error) {
 		mid := (m.Good + m.Bad) / 2
 		m.Crossings = math.Max(crossingShare(lg, mid), crossingShare(lb, mid))
 	}
-	var between []float64
-	for _, c := range centresG {
-		between = append(between, math.Abs(c-m.Good))
-	}
-	for _, c := range centresB {
-		between = append(between, math.Abs(c-m.Bad))
-	}
-	if df := len(between) - 2; df > 0 {
-		s := 1.4826 * median(between) * inflation(df)
-		// A boot's median scatters around its level by the samples'
-		// spread even when the levels do not differ at all.
-		m.BootSpread = math.Sqrt(math.Max(0, s*s-centreNoise*m.Spread*m.Spread))
-	}
-	m.BootSpread = math.Max(m.BootSpread, minBootSpread)
 	return m, nil
+}
+
+// spreadWithin is the spread of samples within a boot, pooled over the
+// boots given (one-sample boots say nothing of it); 0 without any.
+func spreadWithin(sides ...[][]float64) float64 {
+	var all []float64
+	df := 0
+	for _, boots := range sides {
+		for _, boot := range boots {
+			if len(boot) < 2 {
+				// One sample is its own median: it says nothing of
+				// the scatter within a boot.
+				continue
+			}
+			all = appendDeviations(all, boot, median(boot))
+			df += len(boot) - 1
+		}
+	}
+	if df == 0 {
+		return 0
+	}
+	return 1.4826 * median(all) * inflation(df)
+}
+
+// madAround is the scaled median absolute deviation of xs from c.
+func madAround(xs []float64, c float64) float64 {
+	if len(xs) < 2 {
+		return 0
+	}
+	d := make([]float64, len(xs))
+	for i, x := range xs {
+		d[i] = math.Abs(x - c)
+	}
+	return 1.4826 * median(d)
+}
+
+func sq(x float64) float64 { return x * x }
+
+func clamp(x, lo, hi float64) float64 { return math.Min(math.Max(x, lo), hi) }
+
+// binom is the log of the binomial chance of k spikes in n samples at a
+// share p (the coefficient left out: both modes share it).
+func binom(k, n int, p float64) float64 {
+	return float64(k)*math.Log(p) + float64(n-k)*math.Log(1-p)
 }
 
 // crossingShare is the share of one side's samples that land past the
@@ -221,96 +241,4 @@ func inflation(df int) float64 {
 		c = 0.05
 	}
 	return math.Min(math.Sqrt(1/(c*c*c)), 4)
-}
-
-// Calibration bounds: boots of each endpoint the model is learned from.
-const (
-	MinCalibrationBoots = 3
-	MaxCalibrationBoots = 8
-	// wantSeparation is the separation after which more calibration boots
-	// are not worth their time, and minSeparation the least one a
-	// bisection can run on.
-	wantSeparation = 3
-	minSeparation  = 0.75
-)
-
-// decisiveSeparation is the separation of single samples from which a
-// search's boot starts with one: the midpoint between the sides lies 2.5
-// of a sample's spreads, boot to boot included, from either — spreads
-// calibration puts at an upper bound (about 1.25 of the true one after 3
-// boots of 5 each), so about 3 true ones.
-const decisiveSeparation = 5
-
-// leastSamples is the fewest samples a search's boot takes on this model
-// when Options.FromOne leaves it to the model: one when the endpoints lie so
-// far apart that a single sample already says which side its boot is on
-// (one that lands between them leaves the boot unsure, and More asks for
-// the next) and a boot of one tells more per second than a boot of least
-// does, else least. Boots, not samples, are what beat boots on the wrong
-// side and spikes: where one sample is decisive, a second and a third add
-// time, not evidence. Where a sample is often a spike at the other side's
-// level, a boot of one says too little (Model.away) and the median of
-// least is worth its samples; so too where a boot costs far more than a
-// sample (a firmware reboot rather than kexec). The line why says which,
-// for the run's log ("" when the sides are not that far apart).
-func leastSamples(m Model, least, most int, c Costs) (n int, why string) {
-	if least <= 1 || m.Separation(1) < decisiveSeparation {
-		return least, ""
-	}
-	perSecond := func(n int) float64 {
-		return newGainTable(m, n).at(0.5) / (c.Boot + float64(n)*c.Sample)
-	}
-	if perSecond(1) > perSecond(least) {
-		return 1, fmt.Sprintf("one sample is decisive here (single samples %.1f spreads apart): a boot starts with one, and takes more up to %d while it is unsure", m.Separation(1), most)
-	}
-	sec := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)).Round(time.Second) }
-	return least, fmt.Sprintf("single samples are %.1f spreads apart, but a boot of %d tells more per second here (%.0f %% of a side's samples landed on the other side in calibration; a boot costs %s, a sample %s): a boot starts with %d", m.Separation(1), least, 100*math.Max(m.Crossings, m.Outliers), sec(c.Boot), sec(c.Sample), least)
-}
-
-// Calibrate learns the model from the endpoints' boots so far, and says
-// whether another boot of each is needed first: fewer than three each,
-// or the sides not clearly apart, or a boot nearer the other side's level
-// than its own (boots land on the wrong side, and a level learned from
-// too few boots is then wrong) — up to eight each. Once no more are
-// needed, the model's error says the regression is not reproduced.
-func Calibrate(good, bad [][]float64, n int, opt FitOptions) (m Model, more bool, err error) {
-	m, err = Fit(good, bad, opt)
-	boots := min(len(good), len(bad))
-	if boots < MinCalibrationBoots {
-		return m, true, nil
-	}
-	if err == nil {
-		err = m.Validate()
-	}
-	if err == nil && m.Separation(n) < minSeparation {
-		err = fmt.Errorf("the endpoints measure %.2f boot spreads apart: a boot cannot tell a good kernel from a bad one", m.Separation(n))
-	}
-	if boots >= MaxCalibrationBoots {
-		return m, false, err
-	}
-	if err != nil || m.Separation(n) < wantSeparation {
-		return m, true, nil
-	}
-	mid := (m.Good + m.Bad) / 2
-	for _, b := range good {
-		if median(mustLog(b)) > mid {
-			return m, true, nil
-		}
-	}
-	for _, b := range bad {
-		if median(mustLog(b)) < mid {
-			return m, true, nil
-		}
-	}
-	return m, false, nil
-}
-
-func mustLog(xs []float64) []float64 {
-	out := make([]float64, 0, len(xs))
-	for _, x := range xs {
-		if x > 0 {
-			out = append(out, math.Log(x))
-		}
-	}
-	return out
 }

@@ -12,25 +12,12 @@ type FlakyOptions struct {
 	// the first bad commit (default 0.99).
 	Confidence float64
 	// MaxRuns is the budget of test runs; when it runs out the search is
-	// inconclusive. 0: DefaultMaxRuns of the range.
+	// inconclusive. 0: DefaultMaxRuns of the range, or more for a test
+	// whose runs tell little (Flaky's budget).
 	MaxRuns int
+	given   bool
 	// Prior weighs the commits (nil: all alike).
 	Prior []float64
-	// RateAlpha and RateBeta are the Beta prior of the failure rate of a
-	// bad commit (default 1 and 2).
-	//
-	// Beta(1, 2) (density 2(1−r), mean ⅓) says that a test bisected with
-	// a confidence is flaky: a low rate is likelier than a high one,
-	// none is ruled out. With it a pass weighs little until the runs
-	// have shown the rate, and an answer at 0.99 is right 99 % of the
-	// time for a test that fails one run in three (1,000 seeded
-	// bisections of 1,000 commits); the uniform Beta(1, 1) is right 96 %
-	// of the time there, Jeffreys' Beta(½, ½) 95 %: after a few lucky
-	// failures they believe in a high rate, and take a few passes of a
-	// bad commit for good ones. A test that never flakes pays with a few
-	// more runs to clear the last good commit (27 against 20 with
-	// Beta(1, 1), for 1,000 commits).
-	RateAlpha, RateBeta float64
 }
 
 // DefaultMaxRuns is the budget of a range of n commits: 20 times the
@@ -50,14 +37,9 @@ func (o *FlakyOptions) defaults(n int) error {
 	if !(o.Confidence > 0.5 && o.Confidence < 1) {
 		return fmt.Errorf("confidence %g is not between 0.5 and 1", o.Confidence)
 	}
+	o.given = o.MaxRuns != 0
 	if o.MaxRuns == 0 {
 		o.MaxRuns = DefaultMaxRuns(n)
-	}
-	if o.RateAlpha == 0 && o.RateBeta == 0 {
-		o.RateAlpha, o.RateBeta = 1, 2
-	}
-	if !(o.RateAlpha > 0 && o.RateBeta > 0) {
-		return fmt.Errorf("the rate's prior Beta(%g, %g) is not a distribution", o.RateAlpha, o.RateBeta)
 	}
 	if o.Prior != nil && len(o.Prior) != n {
 		return fmt.Errorf("a prior of %d weights for %d commits", len(o.Prior), n)
@@ -74,37 +56,41 @@ type FlakyRun struct {
 }
 
 // Flaky is a bisection for a test that fails only sometimes on a bad
-// commit. Good commits always pass; a bad commit fails with a rate r
-// that is unknown, Beta-distributed a priori, and the same on every bad
-// commit. The rate is integrated out in closed form (as BBChop's
-// "singlerate" does): under culprit c every failing commit must be bad
-// (a descendant-or-self of c), and the runs weigh c by
+// commit, and may fail now and then on good ones too (a base flake
+// rate). A bad commit fails with a rate r, a good one with a rate ε;
+// both are unknown, the same on every commit of their side, and
+// integrated over their priors in closed form: under culprit c the runs
+// weigh c by
 //
-//	B(α + F, β + P_c) / B(α, β)
+//	∫∫ r^F_c (1−r)^P_c ε^(F−F_c) (1−ε)^(P−P_c) p(r) p(ε) dr dε
 //
-// with F the failures (all at bad commits) and P_c the passes at the
-// commits bad under c. The next run goes where it says the most about
-// the culprit (the mutual information of the culprit and the run's
-// outcome), a commit run before included: that is how a commit is
-// re-run as often as the posterior needs.
+// with F_c and P_c the failures and passes at the commits bad under c,
+// F and P all of them (the good endpoint's runs among them). The next
+// run goes where it says the most about the culprit (the mutual
+// information of the culprit and the run's outcome), a commit run
+// before included: that is how a commit is re-run as often as the
+// posterior needs.
 type Flaky struct {
-	d        *DAG
-	opt      FlakyOptions
+	d   *DAG
+	opt FlakyOptions
+	// logPrior is each commit's log prior weight.
 	logPrior []float64
 	// passes and fails count each commit's own runs.
 	passes, fails []int
-	// below counts, per culprit c, the passes at commits bad under c.
-	below []float64
-	// failing counts, per culprit c, the failing commits bad under c;
-	// c is possible when it counts all nFailing of them.
-	failing  []int
-	nFailing int
-	skip     []bool
+	// goodPasses and goodFails count the good endpoint's runs.
+	goodPasses, goodFails int
+	// below and failedBelow count, per culprit c, the passes and the
+	// failures at the commits bad under c.
+	below, failedBelow []float64
+	skip               []bool
 	// class maps each commit to the commit whose hypothesis no run can
 	// tell it from (itself, for most).
 	class []int
 	runs  int
 	log   []FlakyRun
+	// confirmFrom is, for a candidate that reached the confidence, each
+	// of its confirmation's commits' runs then.
+	confirmFrom map[int]map[int]int
 }
 
 // NewFlaky starts a search over the range d. The bad endpoint (the last
@@ -116,7 +102,7 @@ func NewFlaky(d *DAG, opt FlakyOptions) (*Flaky, error) {
 		return nil, err
 	}
 	s := &Flaky{d: d, opt: opt, logPrior: make([]float64, n), passes: make([]int, n), fails: make([]int, n),
-		below: make([]float64, n), failing: make([]int, n), nFailing: 1, skip: make([]bool, n)}
+		below: make([]float64, n), failedBelow: make([]float64, n), skip: make([]bool, n), confirmFrom: map[int]map[int]int{}}
 	total := 0.0
 	for i := range s.logPrior {
 		w := 1.0
@@ -134,7 +120,6 @@ func NewFlaky(d *DAG, opt FlakyOptions) (*Flaky, error) {
 	}
 	for i := range s.logPrior {
 		s.logPrior[i] -= math.Log(total)
-		s.failing[i] = 1 // every commit is an ancestor of the bad endpoint
 	}
 	s.classes()
 	return s, nil
@@ -151,20 +136,26 @@ func (s *Flaky) RunsOf(commit int) (runs, failed int) {
 // Log is every run and skip, in order.
 func (s *Flaky) Log() []FlakyRun { return slices.Clone(s.log) }
 
-// Observe takes in one run of the test on a commit: failed or passed.
+// Observe takes in one run of the test on a commit (GoodEndpoint: on the
+// good endpoint): failed or passed.
 func (s *Flaky) Observe(commit int, failed bool) {
 	s.runs++
 	s.log = append(s.log, FlakyRun{Commit: commit, Failed: failed})
-	if !failed {
-		s.passes[commit]++
-		s.d.eachAncestor(commit, func(c int) { s.below[c]++ })
+	if commit == goodEndpoint {
+		if failed {
+			s.goodFails++
+		} else {
+			s.goodPasses++
+		}
 		return
 	}
-	s.fails[commit]++
-	if s.fails[commit] == 1 && commit != s.d.Len()-1 {
-		s.nFailing++
-		s.d.eachAncestor(commit, func(c int) { s.failing[c]++ })
+	if failed {
+		s.fails[commit]++
+		s.d.eachAncestor(commit, func(c int) { s.failedBelow[c]++ })
+		return
 	}
+	s.passes[commit]++
+	s.d.eachAncestor(commit, func(c int) { s.below[c]++ })
 }
 
 // Skip records that a commit cannot be tested (exit 125): it is never
@@ -179,8 +170,16 @@ func (s *Flaky) Skip(commit int) {
 
 // Replay takes in a run or skip from an earlier search's log.
 func (s *Flaky) Replay(r FlakyRun) error {
-	if r.Commit < 0 || r.Commit >= s.d.Len() {
+	if (r.Commit < 0 && !(r.Commit == goodEndpoint && !r.Skipped)) || r.Commit >= s.d.Len() {
 		return fmt.Errorf("culprit: run of commit %d in a range of %d", r.Commit, s.d.Len())
+	}
+	// As Next did before it chose this run: a candidate at the
+	// confidence begins (or keeps) its confirmation.
+	pc, rate, base := s.posterior()
+	cls, mass := s.leadingClass(pc)
+	s.settle(cls, mass)
+	if mass >= s.opt.Confidence && len(cls) == 1 {
+		s.confirmNext(cls[0].Commit, rate, base)
 	}
 	if r.Skipped {
 		s.Skip(r.Commit)
@@ -190,44 +189,40 @@ func (s *Flaky) Replay(r FlakyRun) error {
 	return nil
 }
 
-// failures is every failure seen, the bad endpoint's known one included.
-func (s *Flaky) failures() int {
-	f := 0
-	for _, v := range s.fails {
-		f += v
-	}
-	if s.fails[s.d.Len()-1] == 0 {
-		f++
-	}
-	return f
-}
-
 // posterior is each commit's probability of being the first bad one,
-// and each one's posterior mean of the failure rate; false when no
-// commit explains every failure (a commit that must be good failed).
-func (s *Flaky) posterior() (pc, rate []float64, ok bool) {
+// and under each the posterior means of the two failure rates (on a bad
+// commit, on a good one).
+func (s *Flaky) posterior() (pc, rate, base []float64) {
 	n := s.d.Len()
-	a := s.opt.RateAlpha + float64(s.failures())
+	fails, passes := float64(s.goodFails), float64(s.goodPasses)
+	for c := range s.fails {
+		fails += float64(s.fails[c])
+		passes += float64(s.passes[c])
+	}
+	// The bad endpoint is known to fail: until a run of it has, it
+	// counts as one failure, on the bad side under every culprit.
+	known := 0.0
+	if s.fails[n-1] == 0 {
+		known = 1
+	}
 	score := make([]float64, n)
-	rate = make([]float64, n)
+	rate, base = make([]float64, n), make([]float64, n)
 	top := math.Inf(-1)
-	// Commits share their counts of passes in long stretches: one
-	// lbeta for each stretch.
-	last, lastScore := -1.0, 0.0
+	// Commits share their counts in long stretches: one integral each.
+	lastF, lastP := -1.0, -1.0
+	var lastScore, lastRate, lastBase float64
 	for c := range score {
-		rate[c] = a / (a + s.opt.RateBeta + s.below[c])
-		if s.failing[c] < s.nFailing {
-			score[c] = math.Inf(-1)
-			continue
-		}
-		if s.below[c] != last {
-			last, lastScore = s.below[c], lbeta(a, s.opt.RateBeta+s.below[c])
+		fb, pb := s.failedBelow[c]+known, s.below[c]
+		if fb != lastF || pb != lastP {
+			fg, pg := fails-s.failedBelow[c], passes-pb
+			lg, mg := baseMarginal(fg, pg)
+			lastF, lastP = fb, pb
+			lastScore = flakyRate.logMarginal(fb, pb) + lg
+			lastRate, lastBase = flakyRate.mean(fb, pb), mg
 		}
 		score[c] = s.logPrior[c] + lastScore
+		rate[c], base[c] = lastRate, lastBase
 		top = math.Max(top, score[c])
-	}
-	if math.IsInf(top, -1) {
-		return make([]float64, n), rate, false
 	}
 	pc = make([]float64, n)
 	sum := 0.0
@@ -238,10 +233,8 @@ func (s *Flaky) posterior() (pc, rate []float64, ok bool) {
 	for c := range pc {
 		pc[c] /= sum
 	}
-	return pc, rate, true
+	return pc, rate, base
 }
-
-func lbeta(a, b float64) float64 { return lgamma(a) + lgamma(b) - lgamma(a+b) }
 
 // Probabilities are each commit's probability of being the first bad
 // one.
@@ -252,12 +245,19 @@ func (s *Flaky) Probabilities() []float64 {
 
 // Rate is the posterior mean of a bad commit's failure rate.
 func (s *Flaky) Rate() float64 {
-	pc, rate, _ := s.posterior()
-	r := 0.0
-	for c, p := range pc {
-		r += p * rate[c]
-	}
+	r, _ := s.Rates()
 	return r
+}
+
+// Rates are the posterior means of a bad commit's failure rate and of a
+// good one's (the test's base flake rate).
+func (s *Flaky) Rates() (bad, good float64) {
+	pc, rate, base := s.posterior()
+	for c, p := range pc {
+		bad += p * rate[c]
+		good += p * base[c]
+	}
+	return bad, good
 }
 
 // Leading lists the most probable culprits until they hold the
@@ -269,26 +269,27 @@ func (s *Flaky) Leading(k int) []Candidate {
 
 // Next says which commit to run next, or how the search ends.
 func (s *Flaky) Next() Step {
-	pc, rate, ok := s.posterior()
+	pc, rate, base := s.posterior()
 	conf := s.opt.Confidence
-	if !ok {
-		return Step{Kind: Inconclusive, Candidates: []Candidate{},
-			Reason: "no single first bad commit explains where the test failed: it failed on a commit that must be good under every candidate (does it fail on good commits too?)"}
-	}
 	lead := leading(pc, 0, 1)[0]
-	if cls, mass := s.leadingClass(pc); mass >= conf {
-		if len(cls) == 1 {
-			return Step{Kind: Found, Commit: cls[0].Commit, Probability: cls[0].Probability, Candidates: cls,
-				Reason: fmt.Sprintf("probability %.4g after %d runs", cls[0].Probability, s.runs)}
+	cls, mass := s.leadingClass(pc)
+	s.settle(cls, mass)
+	if mass >= conf {
+		if len(cls) > 1 {
+			return Step{Kind: Inconclusive, Probability: mass, Candidates: cls,
+				Reason: fmt.Sprintf("the first bad commit is one of %d commits at probability %.4g after %d runs; skipped commits among them cannot be told apart", len(cls), mass, s.runs)}
 		}
-		return Step{Kind: Inconclusive, Probability: mass, Candidates: cls,
-			Reason: fmt.Sprintf("the first bad commit is one of %d commits at probability %.4g after %d runs; skipped commits among them cannot be told apart", len(cls), mass, s.runs)}
+		if c, ok := s.confirmNext(cls[0].Commit, rate, base); ok {
+			return Step{Kind: Measure, Commit: c, Confirming: true, Probability: cls[0].Probability}
+		}
+		return Step{Kind: Found, Commit: cls[0].Commit, Probability: cls[0].Probability, Candidates: cls,
+			Reason: fmt.Sprintf("probability %.4g after %d runs, confirmed by fresh runs of it and its parents", cls[0].Probability, s.runs)}
 	}
-	if s.runs >= s.opt.MaxRuns {
+	if budget := s.budget(pc, rate, base); s.runs >= budget {
 		return Step{Kind: Inconclusive, Probability: lead.Probability, Candidates: leading(pc, conf, 10),
-			Reason: fmt.Sprintf("the budget of %d runs ran out with no commit at probability %g (the most probable: %.3g)", s.opt.MaxRuns, conf, lead.Probability)}
+			Reason: fmt.Sprintf("the budget of %d runs ran out with no commit at probability %g (the most probable: %.3g)", budget, conf, lead.Probability)}
 	}
-	x, gain := s.choose(pc, rate)
+	x, gain := s.choose(pc, rate, base)
 	if x < 0 || gain < 1e-9 {
 		return Step{Kind: Inconclusive, Probability: lead.Probability, Candidates: leading(pc, conf, 10),
 			Reason: "no commit that can be run tells the leading candidates apart (they are skipped, or next to skipped commits)"}
@@ -296,28 +297,63 @@ func (s *Flaky) Next() Step {
 	return Step{Kind: Measure, Commit: x, Probability: lead.Probability}
 }
 
-// choose picks the commit whose next run says the most about the
-// culprit. The outcome at x depends on the culprit only through whether
-// x is bad, so the mutual information is h2(P(fail)) − E[h2(rate) | x
-// bad]·P(x bad): two sums over each commit's ancestors-or-self, which
-// DAG.badness makes.
-func (s *Flaky) choose(pc, rate []float64) (int, float64) {
-	fail, spread := make([]float64, len(pc)), make([]float64, len(pc))
-	last, lastH := -1.0, 0.0
-	for c, p := range pc {
-		if rate[c] != last {
-			last, lastH = rate[c], h2(rate[c])
-		}
-		fail[c] = p * rate[c]
-		spread[c] = p * lastH
+// budget is the runs the search may take: MaxRuns when given; else
+// DefaultMaxRuns, or more for a test whose runs tell little (a low
+// failure rate on bad commits, a base rate of failing on good ones):
+// five times the runs that would learn the culprit's bits at what a run
+// now tells about a commit as likely bad as good, up to ten times the
+// default.
+func (s *Flaky) budget(pc, rate, base []float64) int {
+	n := s.d.Len()
+	if s.opt.given {
+		return s.opt.MaxRuns
 	}
-	q1, q2 := s.d.badness(fail), s.d.badness(spread)
+	var r, e float64
+	for c, p := range pc {
+		r += p * rate[c]
+		e += p * base[c]
+	}
+	mi := h2(0.5*r+0.5*e) - 0.5*h2(r) - 0.5*h2(e)
+	runs := s.opt.MaxRuns
+	if mi > 0 {
+		runs = max(runs, int(math.Ceil(5*math.Log2(float64(n+1))/mi)))
+	}
+	return min(runs, 10*DefaultMaxRuns(n))
+}
+
+// choose picks the commit whose next run says the most about the
+// culprit. The outcome at x depends on the culprit through whether x is
+// bad (it fails at the bad rate) or good (at the base rate), so the
+// mutual information is h2(P(fail)) − E[h2(its rate)]: sums over each
+// commit's ancestors that DAG.badness makes, and their complements.
+func (s *Flaky) choose(pc, rate, base []float64) (int, float64) {
+	n := len(pc)
+	failB, spreadB := make([]float64, n), make([]float64, n)
+	failG, spreadG := make([]float64, n), make([]float64, n)
+	var totG, totSG float64
+	lastR, lastHR, lastE, lastHE := -1.0, 0.0, -1.0, 0.0
+	for c, p := range pc {
+		if rate[c] != lastR {
+			lastR, lastHR = rate[c], h2(rate[c])
+		}
+		if base[c] != lastE {
+			lastE, lastHE = base[c], h2(base[c])
+		}
+		failB[c], spreadB[c] = p*rate[c], p*lastHR
+		failG[c], spreadG[c] = p*base[c], p*lastHE
+		totG += failG[c]
+		totSG += spreadG[c]
+	}
+	qb, qsb := s.d.badness(failB), s.d.badness(spreadB)
+	qg, qsg := s.d.badness(failG), s.d.badness(spreadG)
 	best, bestGain := -1, 0.0
 	for x := range pc {
 		if s.skip[x] {
 			continue
 		}
-		if g := h2(q1[x]) - q2[x]; best < 0 || g > bestGain {
+		fail := qb[x] + totG - qg[x]
+		spread := qsb[x] + totSG - qsg[x]
+		if g := h2(math.Min(math.Max(fail, 0), 1)) - spread; best < 0 || g > bestGain {
 			best, bestGain = x, g
 		}
 	}

@@ -17,7 +17,7 @@ var (
 // elsewhere would pass it: New prepares its constants.
 func testModel() Model {
 	return Model{Good: goodLevel, Bad: badLevel, BootSpread: 0.05, Spread: 0.1,
-		BadBoots: 0.05, Outliers: 0.05, Nu: 4}
+		BadBoots: 0.05, SpikesGood: 0.05, SpikesBad: 0.05, Nu: 4}
 }
 
 // lab boots the commits of a range whose culprit the test knows: a
@@ -40,6 +40,8 @@ type lab struct {
 	// asked counts the steps measured, per kernel.
 	asked map[target]int
 	steps []Step
+	// model is the model calibrated learned and started the search with.
+	model Model
 }
 
 func newLab(t testing.TB, seed uint64, d *DAG, culprit int) *lab {
@@ -50,7 +52,7 @@ func newLab(t testing.TB, seed uint64, d *DAG, culprit int) *lab {
 // isBad is the truth of what step asks to measure.
 func (l *lab) isBad(step Step) bool {
 	switch {
-	case l.culprit < 0:
+	case l.culprit < 0 || step.Commit == GoodEndpoint:
 		return false
 	case step.Reverted:
 		return step.Commit != l.culprit
@@ -94,12 +96,12 @@ func (l *lab) endpointBoots(bad bool, n, k int) [][]float64 {
 // measure does what step asks: a boot, or a skip for what cannot be
 // built.
 func (l *lab) measure(s *Search, step Step) {
-	if !step.Reverted && l.unbuildable[step.Commit] {
+	if !step.Reverted && step.Commit >= 0 && l.unbuildable[step.Commit] {
 		s.Skip(step)
 		return
 	}
 	bad := l.isBad(step)
-	if l.side != nil {
+	if l.side != nil && step.Commit != GoodEndpoint {
 		bad = l.side(step, bad)
 	}
 	l.asked[target{commit: step.Commit, reverted: step.Reverted}]++
@@ -115,7 +117,7 @@ func (l *lab) run(s *Search) Step {
 		if step.Kind != Measure {
 			return step
 		}
-		if step.Commit < 0 || step.Commit >= l.d.Len() {
+		if step.Commit < GoodEndpoint || step.Commit >= l.d.Len() {
 			l.t.Fatalf("Next asks for commit %d of a range of %d", step.Commit, l.d.Len())
 		}
 		l.measure(s, step)
@@ -140,8 +142,10 @@ func (l *lab) calibrated(opt Options) *Search {
 			if err != nil {
 				l.t.Fatalf("New: %v", err)
 			}
-			for _, b := range bads {
-				s.ObserveAt(l.d.Len()-1, b)
+			l.model = m
+			for i := range bads {
+				s.ObserveAt(l.d.Len()-1, bads[i])
+				s.ObserveAt(GoodEndpoint, goods[i])
 			}
 			return s
 		}

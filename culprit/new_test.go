@@ -2,6 +2,7 @@ package culprit
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -81,7 +82,9 @@ func TestSearchOnOneAndTwoCommits(t *testing.T) {
 			s := newSearch(t, d, Options{})
 			end := l.run(s)
 			if c < 0 {
-				if end.Kind != NotReproduced {
+				// Calibration says not reproduced; a search told
+				// otherwise never names a commit.
+				if end.Kind == Found {
 					t.Fatalf("%d commits, none bad: ended %v at %d (%s)", n, end.Kind, end.Commit, end.Reason)
 				}
 				continue
@@ -118,5 +121,33 @@ func TestMoreSamplesWhileABootIsUnsure(t *testing.T) {
 	}
 	if s2.More([]float64{mid}) {
 		t.Error("a sample halfway, scattering a third of its boot's spread, asks for another")
+	}
+}
+
+// The answer says where the regression is not the plain case: one that
+// shows on some boots only, one in how often the machine spikes; and
+// nothing for the plain case.
+func TestShapeSaysWhatKindOfRegressionItIs(t *testing.T) {
+	half := testModel()
+	half.Shows = 0.5
+	spikes := testModel()
+	spikes.Bad = spikes.Good + 0.01
+	spikes.SpikesGood, spikes.SpikesBad = 0.02, 0.5
+	for name, c := range map[string]struct {
+		m    Model
+		want string
+	}{
+		"plain":        {testModel(), ""},
+		"intermittent": {half, "the regression shows on about half of a bad kernel's boots"},
+		"spikes":       {spikes, "the regression is in how often the machine spikes: 50 % of a bad kernel's samples spike, 2 % of a good one's"},
+	} {
+		s, err := New(Chain(20), c.m, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Join(s.Shape(), "; ")
+		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+			t.Errorf("%s: %q, want %q", name, got, c.want)
+		}
 	}
 }

@@ -13,9 +13,13 @@ func (s *Search) choose(pc []float64) (int, float64) {
 	q := s.d.badness(pc)
 	boot := s.opt.Costs.Boot + float64(s.opt.MinSamples)*s.opt.Costs.Sample
 	best, bestValue, bestGain := -1, 0.0, 0.0
+	unsure, unsureH := -1, h2(unsureAt)
 	for x, qx := range q {
 		if s.skip[x] {
 			continue
+		}
+		if h := h2(qx); h > unsureH {
+			unsure, unsureH = x, h
 		}
 		g := s.gain.at(qx)
 		cost := boot
@@ -27,8 +31,23 @@ func (s *Search) choose(pc []float64) (int, float64) {
 			best, bestValue, bestGain = x, v, g
 		}
 	}
+	if bestGain < minGain && unsure >= 0 {
+		// The table, drawn for a boot of the least samples, says a
+		// boot tells next to nothing about any commit; but a commit
+		// still unsure is worth its boot (boots that spike take more
+		// samples than the least, and tell more than the table).
+		return unsure, minGain
+	}
 	return best, bestGain
 }
+
+// minGain is the least a boot must tell (in bits) for the search to take
+// it; unsureAt the badness from which a commit is still worth a boot
+// when the gain table says none is.
+const (
+	minGain  = 1e-4
+	unsureAt = 1e-3
+)
 
 // gainTable is what one boot of n samples tells, in bits, about a
 // commit that is bad with probability q, tabulated on q's log-odds.
@@ -37,16 +56,15 @@ type gainTable struct {
 	bits     []float64
 }
 
-// newGainTable draws boots from the model as it believes boots scatter,
+// newGainTable draws boots from the model as it believes they scatter,
 // on each side, and averages how much each would move the belief.
 func newGainTable(m Model, n int) gainTable {
 	rng := rand.New(rand.NewPCG(1, 19))
-	m.prepare()
 	const draws = 200
 	var lg, lb [draws]float64
 	for i := 0; i < draws; i++ {
-		lg[i] = m.logEvidence(m.drawBoot(rng, false, n))
-		lb[i] = m.logEvidence(m.drawBoot(rng, true, n))
+		lg[i] = m.quickEvidence(m.drawBoot(rng, false, n), 0)
+		lb[i] = m.quickEvidence(m.drawBoot(rng, true, n), 0)
 	}
 	t := gainTable{lo: -16, step: 0.25}
 	for k := 0; k <= 128; k++ {
@@ -59,6 +77,58 @@ func newGainTable(m Model, n int) gainTable {
 		t.bits = append(t.bits, math.Max(0, h2(q)-after/draws))
 	}
 	return t
+}
+
+// quickEvidence is Evidence at the model's best guesses, computed on a
+// grid laid around each mode's level alone: for the planner's many
+// imagined boots and for a boot's next sample, where a reading's grid
+// would cost more than it tells.
+func (m Model) quickEvidence(samples []float64, drift float64) float64 {
+	ys := make([]float64, 0, len(samples))
+	for _, x := range samples {
+		if x > 0 && !math.IsInf(x, 0) {
+			ys = append(ys, math.Log(x))
+		}
+	}
+	if len(ys) == 0 {
+		return 0
+	}
+	fg := m.logLevel(ys, m.Good+drift, m.SpikesGood)
+	fb := m.logLevel(ys, m.Bad+drift, m.SpikesBad)
+	shows, wrong := m.rates(len(ys))
+	return logAdd(math.Log(shows)+fb, math.Log(1-shows)+fg) - logAdd(math.Log(wrong)+fb, math.Log(1-wrong)+fg)
+}
+
+// logLevel is the log of ∫ N(μ; centre, BootSpread²) Π f(y|μ) dμ, the
+// samples a Student-t around μ or a spike (share spikes) that could be
+// anywhere. The integrand is narrow (the samples pin μ down), so the
+// grid is laid around where prior and samples meet.
+func (m Model) logLevel(ys []float64, centre, spikes float64) float64 {
+	tau := m.BootSpread
+	n := float64(len(ys))
+	yhat := median(ys)
+	pt, pd := 1/(tau*tau), n/(m.Spread*m.Spread)
+	mid := (centre*pt + yhat*pd) / (pt + pd)
+	w := 1 / math.Sqrt(pt+pd)
+	d := m.dens()
+	const points = 41
+	lo, step := mid-7*w, 14*w/(points-1)
+	terms := make([]float64, points)
+	for i := range terms {
+		mu := lo + float64(i)*step
+		z := (mu - centre) / tau
+		l := -0.5*z*z - math.Log(tau) - 0.5*math.Log(2*math.Pi)
+		p := 1.0
+		for k, y := range ys {
+			p *= d.at(y, mu, spikes)
+			if k%8 == 7 {
+				l, p = l+math.Log(p), 1
+			}
+		}
+		l += math.Log(p)
+		terms[i] = l
+	}
+	return logSum(terms) + math.Log(step)
 }
 
 func (t gainTable) at(q float64) float64 {

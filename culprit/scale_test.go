@@ -31,7 +31,7 @@ func TestSearchOnTenThousandCommits(t *testing.T) {
 	s, l := bigSearch(t, n, c, 100)
 	assertProbabilities(t, s)
 	step := s.Next()
-	if step.Kind != Measure || step.Commit < 0 || step.Commit >= n {
+	if step.Kind != Measure || step.Commit < GoodEndpoint || step.Commit >= n {
 		t.Fatalf("after 100 boots Next says %+v", step)
 	}
 	pc, _ := s.Probabilities()

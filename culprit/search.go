@@ -5,146 +5,16 @@ import (
 	"math"
 )
 
-// Costs are what a measurement costs, in seconds: building a commit's
-// kernel (once), booting it, taking one sample.
-type Costs struct {
-	Build  float64 `json:"build"`
-	Boot   float64 `json:"boot"`
-	Sample float64 `json:"sample"`
-}
-
-// Options set a search.
-type Options struct {
-	// Confidence is the probability one commit must reach, confirmed, to
-	// be named the first bad commit (default 0.99).
-	Confidence float64
-	// MaxBoots is the budget of boots (calibration not counted); when it
-	// runs out the search is inconclusive. 0: 6 per step git would take,
-	// plus 20.
-	MaxBoots int
-	// MinSamples and MaxSamples bound the samples of one boot.
-	MinSamples, MaxSamples int
-	// FromOne lets a boot start with one sample where the model finds one
-	// decisive (the job left the minimum to kbisect): MinSamples is then
-	// the minimum elsewhere.
-	FromOne bool
-	// ConfirmBoots is how many fresh boots each of the candidate, its
-	// parents and the bad endpoint without it get once the candidate
-	// reaches the confidence (default 2).
-	ConfirmBoots int
-	// Revert says the lab can build the bad endpoint with a commit
-	// reverted; Reverted then asks for it in confirmation.
-	Revert bool
-	Costs  Costs
-	// Prior weighs the commits (nil: all alike).
-	Prior []float64
-	// GoodBoots are the good endpoint's boots the model was learned from
-	// (the bad endpoint's come in through ObserveAt): with them the model
-	// is learned again as the search's boots come in.
-	GoodBoots [][]float64
-	// NoCulprit is the prior of "no commit of the range is bad"
-	// (default 0.01).
-	NoCulprit float64
-}
-
-func (o *Options) defaults(n int) error {
-	if o.Confidence == 0 {
-		o.Confidence = 0.99
-	}
-	if !(o.Confidence > 0.5 && o.Confidence < 1) {
-		return fmt.Errorf("confidence %g is not between 0.5 and 1", o.Confidence)
-	}
-	if o.MinSamples < 1 {
-		o.MinSamples = 3
-	}
-	if o.MaxSamples < o.MinSamples {
-		o.MaxSamples = o.MinSamples
-	}
-	if o.ConfirmBoots == 0 {
-		o.ConfirmBoots = 2
-	}
-	if o.MaxBoots == 0 {
-		o.MaxBoots = 6*int(math.Ceil(math.Log2(float64(n+1)))) + 20
-	}
-	if o.NoCulprit == 0 {
-		o.NoCulprit = 0.01
-	}
-	if !(o.NoCulprit > 0 && o.NoCulprit < 1) {
-		return fmt.Errorf("a prior of %g that no commit is bad is not a probability below 1", o.NoCulprit)
-	}
-	if o.Costs == (Costs{}) {
-		o.Costs = Costs{Build: 600, Boot: 120, Sample: 60}
-	}
-	if o.Prior != nil && len(o.Prior) != n {
-		return fmt.Errorf("a prior of %d weights for %d commits", len(o.Prior), n)
-	}
-	total := 0.0
-	for i, w := range o.Prior {
-		if !(w >= 0) || math.IsInf(w, 1) {
-			return fmt.Errorf("commit %d has a prior weight of %g", i, w)
-		}
-		total += w
-	}
-	if o.Prior != nil && !(total > 0 && !math.IsInf(total, 1)) {
-		return fmt.Errorf("the prior weights sum to %g", total)
-	}
-	return nil
-}
-
-// StepKind says what the search wants next, or how it ended.
-type StepKind uint8
-
-// The kinds of step.
-const (
-	_ StepKind = iota
-	// Measure asks for one boot of Step.Commit (of the bad endpoint with
-	// it reverted when Reverted), sampled while More says so.
-	Measure
-	// Found: Step.Commit is the first bad commit, at Step.Probability,
-	// confirmed by fresh boots.
-	Found
-	// Inconclusive: the budget ran out, or what is left cannot be told
-	// apart (skipped commits); Step.Candidates lead.
-	Inconclusive
-	// NotReproduced: the range most likely holds no bad commit.
-	NotReproduced
-)
-
-// Step is the search's answer to "what next?".
-type Step struct {
-	Kind        StepKind
-	Commit      int
-	Reverted    bool
-	Confirming  bool
-	Probability float64
-	Candidates  []Candidate
-	Reason      string
-}
-
-// Observation is one boot the search took in: replayed in order, the
-// observations rebuild the same posterior.
-type Observation struct {
-	Commit   int  `json:"commit"`
-	Reverted bool `json:"reverted,omitempty"`
-	Skipped  bool `json:"skipped,omitempty"`
-	// Endpoint marks a calibration boot of the bad endpoint (ObserveAt):
-	// evidence, but not a boot of the search's budget.
-	Endpoint bool `json:"endpoint,omitempty"`
-	// Confirming marks a boot of the leading candidate's confirmation:
-	// a replay learns from it when the confirmation began.
-	Confirming bool      `json:"confirming,omitempty"`
-	Samples    []float64 `json:"samples,omitempty"`
-	Evidence   float64   `json:"evidence"`
-}
-
 // Search is a noise-robust bisection: a posterior over which commit of
 // the range is the first bad one, fed boot by boot, and the choice of the
 // measurement that says the most per second.
 type Search struct {
-	d     *DAG
-	m     Model
-	opt   Options
-	post  *posterior
+	d   *DAG
+	m   Model
+	opt Options
+	w   *weigher
+	// drift is the machine's drift as the boots of known side show it.
+	drift drift
 	built []bool
 	skip  []bool
 	boots []int
@@ -152,13 +22,28 @@ type Search struct {
 	// reverted; noRevert marks reverts the lab could not make.
 	reverted map[int]int
 	noRevert map[int]bool
-	total    int
-	gain     gainTable
-	leastWhy string
+	// total counts the search's boots (its budget); runBoots every boot
+	// taken in, calibration's too: the next boot's place in the run.
+	total, runBoots int
+	// goodBoots counts the good endpoint's boots; lastGood and lastBad
+	// are the run's boots of each endpoint's latest.
+	goodBoots, lastGood, lastBad int
+	gain                         gainTable
+	leastWhy                     string
 	// confirmFrom is, per candidate that reached the confidence, the
-	// boots each kernel of its confirmation had then.
+	// boots each kernel of its confirmation had then; extra the fresh
+	// boots more each asks for after a check that failed, and checked
+	// why the last one failed.
 	confirmFrom map[int]map[target]int
+	extra       map[int]int
+	checked     map[int]string
 	log         []Observation
+	// frozen marks a fork: it takes boots in without learning its model
+	// again.
+	frozen bool
+	// budget says the budget of boots is the search's own (Budget): it
+	// grows when the model learns that a boot tells less.
+	budget bool
 }
 
 // New starts a search over the range d under the model m.
@@ -169,18 +54,24 @@ func New(d *DAG, m Model, opt Options) (*Search, error) {
 	if err := opt.defaults(d.Len()); err != nil {
 		return nil, err
 	}
+	m = m.filled()
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Search{d: d, m: m, opt: opt, post: newPosterior(d, opt.Prior, opt.NoCulprit),
+	s := &Search{d: d, m: m, opt: opt,
 		built: make([]bool, d.Len()), skip: make([]bool, d.Len()), boots: make([]int, d.Len()),
-		reverted: map[int]int{}, noRevert: map[int]bool{}, confirmFrom: map[int]map[target]int{}}
+		reverted: map[int]int{}, noRevert: map[int]bool{}, confirmFrom: map[int]map[target]int{},
+		extra: map[int]int{}, checked: map[int]string{}, lastGood: -1, lastBad: -1}
+	s.w = newWeigher(d, &s.m, opt.Prior, opt.NoCulprit)
 	if opt.FromOne {
-		s.opt.MinSamples, s.leastWhy = leastSamples(m, opt.MinSamples, opt.MaxSamples, opt.Costs)
+		s.opt.MinSamples, s.leastWhy = leastSamples(s.m, opt.MinSamples, opt.MaxSamples, opt.Costs)
 	}
 	s.built[d.Len()-1] = true
-	s.m.prepare()
 	s.gain = newGainTable(s.m, s.opt.MinSamples)
+	s.budget = opt.MaxBoots == 0
+	if s.budget {
+		s.opt.MaxBoots = Budget(d.Len(), s.gain)
+	}
 	return s, nil
 }
 
@@ -189,23 +80,32 @@ func New(d *DAG, m Model, opt Options) (*Search, error) {
 // the run's log.
 func (s *Search) Least() (int, string) { return s.opt.MinSamples, s.leastWhy }
 
-// Model is the model the search judges boots by.
+// Model is the model the search judges boots by: its best guesses now.
 func (s *Search) Model() Model { return s.m }
 
-// Boots is how many boots the search has taken in.
+// Boots is how many boots the search has taken in (calibration's not
+// counted).
 func (s *Search) Boots() int { return s.total }
+
+// MaxBoots is the search's budget of boots.
+func (s *Search) MaxBoots() int { return s.opt.MaxBoots }
 
 // Log is every observation, in order.
 func (s *Search) Log() []Observation { return append([]Observation(nil), s.log...) }
 
 // Built records that a commit's kernel is built: booting it again costs
 // no build.
-func (s *Search) Built(commit int) { s.built[commit] = true }
+func (s *Search) Built(commit int) {
+	if commit >= 0 && commit < len(s.built) {
+		s.built[commit] = true
+	}
+}
 
 // More says whether the boot whose samples these are should give another
 // one: while it is unsure, below the most samples a boot may give, and
-// while more samples still pin its level down better than the level
-// itself scatters from boot to boot.
+// while more samples still tell more than the level scatters from boot
+// to boot (or the sides differ in how often they spike, which every
+// sample tells of).
 func (s *Search) More(samples []float64) bool {
 	n := len(samples)
 	switch {
@@ -214,10 +114,31 @@ func (s *Search) More(samples []float64) bool {
 	case n >= s.opt.MaxSamples:
 		return false
 	}
-	if s.m.Spread*s.m.Spread/float64(n) < s.m.BootSpread*s.m.BootSpread/4 {
+	if s.spiking(samples) {
+		// Its samples spike: the next ones tell how often this kernel
+		// does, which a regression may be about.
+		return true
+	}
+	if !s.m.spiky() && s.m.Spread*s.m.Spread/float64(n) < s.m.BootSpread*s.m.BootSpread/4 {
 		return false
 	}
-	return math.Abs(s.m.Evidence(samples)) < 0.75*s.m.capOf(n)
+	dr, _ := s.drift.at(s.runBoots)
+	e := s.m.quickEvidence(samples, dr)
+	shows, wrong := s.m.rates(n)
+	if e > 0 {
+		return e < 0.75*math.Log(shows/wrong)
+	}
+	return -e < 0.75*math.Log((1-wrong)/(1-shows))
+}
+
+// spiking says a boot's samples include a spike: one more than four
+// spreads above their median.
+func (s *Search) spiking(samples []float64) bool {
+	r := newReading(samples)
+	if len(r.ys) < 2 {
+		return false
+	}
+	return r.ys[len(r.ys)-1] > median(r.ys)+4*s.m.Spread
 }
 
 // Observe takes in one boot of what step asked to measure, and returns
@@ -226,8 +147,9 @@ func (s *Search) Observe(step Step, samples []float64) float64 {
 	return s.observe(Observation{Commit: step.Commit, Reverted: step.Reverted, Confirming: step.Confirming, Samples: samples})
 }
 
-// ObserveAt takes in a boot of a commit the search did not ask for: the
-// bad endpoint's calibration boots.
+// ObserveAt takes in a boot of an endpoint the search did not ask for:
+// calibration's boots of the good endpoint (GoodEndpoint) and of the bad
+// one (the range's last commit), in the order they were measured.
 func (s *Search) ObserveAt(commit int, samples []float64) float64 {
 	return s.observe(Observation{Commit: commit, Samples: samples, Endpoint: true})
 }
@@ -241,14 +163,18 @@ func (s *Search) Skip(step Step) {
 
 // Replay takes in an observation from an earlier run's log.
 func (s *Search) Replay(o Observation) {
-	pc, _ := s.post.probs()
-	s.settle(leading(pc, 0, 1)[0])
-	if o.Confirming {
+	pc, _ := s.Probabilities()
+	lead := leading(pc, 0, 1)[0]
+	s.settle(lead)
+	if o.Confirming && lead.Probability >= s.opt.Confidence {
 		// Next began the confirmation of the candidate leading now, and
 		// counts its fresh boots from here: without it, a resumed search
-		// would take the boots of a confirmation under way again.
-		pc, _ := s.post.probs()
-		s.confirmNext(leading(pc, 0, 1)[0].Commit)
+		// would take the boots of a confirmation under way again. A
+		// confirmation that had all its boots when this one came was
+		// checked, and the check failed.
+		if _, ok := s.confirmNext(lead.Commit); !ok {
+			s.failCheck(lead.Commit)
+		}
 	}
 	s.observe(o)
 }
@@ -258,109 +184,90 @@ func (s *Search) observe(o Observation) float64 {
 	case o.Skipped && o.Reverted:
 		s.noRevert[o.Commit] = true
 	case o.Skipped:
-		s.skip[o.Commit] = true
+		if o.Commit >= 0 {
+			s.skip[o.Commit] = true
+		}
 	default:
-		o.Evidence = s.m.Evidence(o.Samples)
+		r := newReading(o.Samples)
+		at := s.runBoots
+		s.runBoots++
+		dr, dv := s.drift.at(at)
+		s.w.add(kernel{commit: o.Commit, reverted: o.Reverted}, at, r, dr, math.Sqrt(s.m.BootSpread*s.m.BootSpread+dv))
+		o.Evidence = s.m.quickEvidence(o.Samples, dr)
 		if !o.Endpoint {
 			s.total++
 		}
-		if o.Reverted {
+		switch {
+		case o.Commit == goodEndpoint:
+			s.goodBoots++
+			s.lastGood = at
+		case o.Reverted:
 			s.reverted[o.Commit]++
-			s.post.addReverted(o.Commit, o.Evidence)
-		} else {
+		default:
 			s.built[o.Commit] = true
 			s.boots[o.Commit]++
-			s.post.add(o.Commit, o.Evidence)
+			if o.Commit == s.d.Len()-1 {
+				s.lastBad = at
+			}
 		}
 	}
 	s.log = append(s.log, o)
-	if !o.Skipped && !o.Endpoint && s.total%refitEvery == 0 && len(s.opt.GoodBoots) > 0 {
-		s.refit()
+	if !o.Skipped && !s.frozen {
+		if s.runBoots%refreshEvery == 0 {
+			s.refresh()
+		}
+		if !o.Endpoint && s.total%refitEvery == 0 {
+			s.refit()
+		}
 	}
 	return s.log[len(s.log)-1].Evidence
 }
 
-// refitEvery is how often, in boots, the model is learned again.
-const refitEvery = 8
-
-// refit learns the model again from the good endpoint's boots and every
-// boot whose kernel the evidence has all but decided (bad or good at
-// 0.999), then weighs every boot again under it. The endpoints' few boots
-// are a thin base for the boot-to-boot spread; the search's own boots
-// thicken it as they come. Replayed in the same order, the log refits at
-// the same boots, so a resumed search is the one it was.
-func (s *Search) refit() {
-	pc, _ := s.post.probs()
-	q := s.d.badness(pc)
-	goods := append([][]float64(nil), s.opt.GoodBoots...)
-	var bads [][]float64
-	for _, o := range s.log {
-		if o.Skipped {
-			continue
-		}
-		pBad := q[o.Commit]
-		if o.Reverted {
-			pBad = 1 - pc[o.Commit]
-		}
-		switch {
-		case pBad >= 0.999:
-			bads = append(bads, o.Samples)
-		case pBad <= 0.001:
-			goods = append(goods, o.Samples)
-		}
-	}
-	// The share of samples that cross stays calibration's: the search's
-	// boots took more samples when they were unsure, which is when one
-	// had crossed.
-	fo := FitOptions{BadBoots: s.m.BadBoots, Crossings: s.m.Crossings}
-	if s.opt.MinSamples < 3 {
-		// Its boots gave a second sample only when the first was unclear:
-		// the spread within a boot stays calibration's too (no refit
-		// changes it then).
-		fo.Spread = s.m.Spread
-	}
-	m, err := Fit(goods, bads, fo)
-	if err != nil || m.Validate() != nil {
-		return
-	}
-	m.prepare()
-	s.m = m
-	s.post = newPosterior(s.d, s.opt.Prior, s.opt.NoCulprit)
-	for i := range s.log {
-		o := &s.log[i]
-		if o.Skipped {
-			continue
-		}
-		o.Evidence = s.m.Evidence(o.Samples)
-		if o.Reverted {
-			s.post.addReverted(o.Commit, o.Evidence)
-		} else {
-			s.post.add(o.Commit, o.Evidence)
-		}
-	}
-	s.gain = newGainTable(s.m, s.opt.MinSamples)
+// Evidence is what a boot of these samples would say now, in log odds
+// of "bad" over "good" (what Observe returns for it), at the model's
+// best guesses.
+func (s *Search) Evidence(samples []float64) float64 {
+	dr, _ := s.drift.at(s.runBoots)
+	return s.m.quickEvidence(samples, dr)
 }
 
 // Probabilities are each commit's probability of being the first bad
 // one, and the probability that none is.
-func (s *Search) Probabilities() ([]float64, float64) { return s.post.probs() }
+func (s *Search) Probabilities() ([]float64, float64) {
+	p := s.w.posterior()
+	return p.pc, p.none
+}
 
 // Leading lists the most probable culprits until they hold the
 // confidence's mass (at most k).
 func (s *Search) Leading(k int) []Candidate {
-	pc, _ := s.post.probs()
+	pc, _ := s.Probabilities()
 	return leading(pc, s.opt.Confidence, k)
 }
 
 // Badness is each commit's probability of being bad: the mass of the
 // culprits among its ancestors-or-self.
 func (s *Search) Badness() []float64 {
-	pc, _ := s.post.probs()
+	pc, _ := s.Probabilities()
 	return s.d.badness(pc)
 }
 
-// BootsOf is how many boots a commit has had.
-func (s *Search) BootsOf(commit int) int { return s.boots[commit] }
+// BootsOf is how many boots a commit has had (GoodEndpoint: the good
+// endpoint's).
+func (s *Search) BootsOf(commit int) int {
+	if commit == goodEndpoint {
+		return s.goodBoots
+	}
+	return s.boots[commit]
+}
+
+// Drifting says whether the machine was found to drift, and by how much
+// its level has moved since the run began (log scale).
+func (s *Search) Drifting() (bool, float64) {
+	d, _ := s.drift.at(s.runBoots)
+	first, _ := s.drift.at(0)
+	return s.drift.drifting(), d - first
+}
 
 // SetCosts says what a build, a boot and a sample cost now that the lab
 // has measured them; the next choices weigh them.
@@ -372,7 +279,7 @@ func (s *Search) SetCosts(c Costs) {
 
 // Next says what to measure next, or how the search ends.
 func (s *Search) Next() Step {
-	pc, none := s.post.probs()
+	pc, none := s.Probabilities()
 	lead := leading(pc, 0, 1)[0]
 	conf := s.opt.Confidence
 	if none >= conf {
@@ -385,28 +292,73 @@ func (s *Search) Next() Step {
 		if lead.Probability >= conf {
 			reason = fmt.Sprintf("the budget of %d boots ran out while fresh boots confirmed the most probable commit (at %.4g)", s.opt.MaxBoots, lead.Probability)
 		}
+		if why := s.checked[lead.Commit]; why != "" {
+			reason += "; " + why
+		}
 		return Step{Kind: Inconclusive, Probability: lead.Probability, Candidates: leading(pc, conf, 10), Reason: reason}
 	}
 	if lead.Probability >= conf {
-		if t, ok := s.confirmNext(lead.Commit); ok {
-			if t.reverted || !s.skip[t.commit] {
-				return Step{Kind: Measure, Commit: t.commit, Reverted: t.reverted, Confirming: true, Probability: lead.Probability}
+		for {
+			if t, ok := s.confirmNext(lead.Commit); ok {
+				if t.reverted || t.commit == goodEndpoint || !s.skip[t.commit] {
+					return Step{Kind: Measure, Commit: t.commit, Reverted: t.reverted, Confirming: true, Probability: lead.Probability}
+				}
+				break
 			}
-		} else {
-			by := "it and its parents"
-			if s.opt.Revert && lead.Commit != s.d.Len()-1 && !s.noRevert[lead.Commit] {
-				by = "it, its parents and the bad endpoint without it"
+			why := s.check(lead.Commit)
+			if why == "" {
+				by := "it and its parents"
+				if s.opt.Revert && lead.Commit != s.d.Len()-1 && !s.noRevert[lead.Commit] {
+					by = "it, its parents and the bad endpoint without it"
+				}
+				return Step{Kind: Found, Commit: lead.Commit, Probability: lead.Probability, Candidates: leading(pc, conf, 5),
+					Reason: fmt.Sprintf("probability %s after %d boots, confirmed by fresh boots of %s and of both endpoints", Format(lead.Probability), s.total, by)}
 			}
-			return Step{Kind: Found, Commit: lead.Commit, Probability: lead.Probability, Candidates: leading(pc, conf, 5),
-				Reason: fmt.Sprintf("probability %s after %d boots, confirmed by fresh boots of %s", Format(lead.Probability), s.total, by)}
+			if s.extra[lead.Commit] >= maxChecks-1 {
+				return Step{Kind: Inconclusive, Probability: lead.Probability, Candidates: leading(pc, conf, 10),
+					Reason: fmt.Sprintf("%s leads at %s, but the boots do not measure as the model has the two sides: %s", "the most probable commit", Format(lead.Probability), why)}
+			}
+			s.failCheck(lead.Commit)
+			s.checked[lead.Commit] = why
 		}
 	}
+	if c, due := s.controlDue(); due {
+		return Step{Kind: Measure, Commit: c, Probability: lead.Probability}
+	}
 	x, g := s.choose(pc)
-	if x < 0 || g < 1e-3 {
+	if x < 0 || g < minGain {
 		return Step{Kind: Inconclusive, Probability: lead.Probability, Candidates: leading(pc, conf, 10),
 			Reason: "no commit that can be measured tells the leading candidates apart (they are skipped, or next to skipped commits)"}
 	}
 	return Step{Kind: Measure, Commit: x, Probability: lead.Probability}
+}
+
+// maxChecks is how many times a candidate's confirmation may find the
+// boots unlike the model before the search says it cannot tell.
+const maxChecks = 3
+
+// controlDue says an endpoint is due a boot, and which: the machine's
+// drift is followed by the endpoints' boots, one every ControlEvery
+// boots, thrice as often once it is found to drift, the endpoint booted
+// longer ago first. The bad endpoint's boots also show how often the
+// regression shows on a boot, which the search's own boots of bad
+// commits cannot tell from the good commits' boots on the wrong side.
+func (s *Search) controlDue() (int, bool) {
+	every := s.opt.ControlEvery
+	if every < 0 {
+		return 0, false
+	}
+	if s.drift.drifting() {
+		every = max(every/3, 2)
+	}
+	last := max(s.lastGood, s.lastBad)
+	if s.runBoots-last <= every {
+		return 0, false
+	}
+	if s.lastBad < s.lastGood {
+		return s.d.Len() - 1, true
+	}
+	return goodEndpoint, true
 }
 
 // Format writes a probability with the digits that matter: 0.997,
@@ -419,4 +371,26 @@ func Format(p float64) string {
 		return fmt.Sprintf("%.4f", math.Floor(p*1e4)/1e4)
 	}
 	return fmt.Sprintf("%.3g", p)
+}
+
+// Shape says, in words for the answer, where the regression and the
+// machine are not the plain case the model starts from: a regression
+// that shows on some boots only, one in how often the machine spikes, a
+// machine that drifted over the run. Nothing when none is.
+func (s *Search) Shape() []string {
+	var out []string
+	m := s.m
+	switch {
+	case m.Shows >= 0.4 && m.Shows <= 0.6:
+		out = append(out, "the regression shows on about half of a bad kernel's boots (the others measure as a good kernel's): a boot that measures good says little")
+	case m.Shows < 0.85:
+		out = append(out, fmt.Sprintf("the regression shows on about %.0f %% of a bad kernel's boots (the others measure as a good kernel's): a boot that measures good says little", 5*math.Round(20*m.Shows)))
+	}
+	if m.spiky() && m.Bad-m.Good < 2*m.Spread {
+		out = append(out, fmt.Sprintf("the regression is in how often the machine spikes: %.0f %% of a bad kernel's samples spike, %.0f %% of a good one's, at about the same level", 100*m.SpikesBad, 100*m.SpikesGood))
+	}
+	if drifting, by := s.Drifting(); drifting {
+		out = append(out, fmt.Sprintf("the machine drifted: its level moved by %+.0f %% over the run, and each boot was weighed against the level it had then", 100*(math.Exp(by)-1)))
+	}
+	return out
 }

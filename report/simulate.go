@@ -20,21 +20,33 @@ func WriteSimulation(w io.Writer, res *simulate.Result) error {
 	if res.Kind != noise.KindTime {
 		v = func(x float64) string { return noise.FormatValue(res.Kind, x) }
 	}
-	fmt.Fprintf(w, "%d simulated bisections of %d commits (seed %d): good kernels %s, bad %s, threshold %s\n",
-		res.Runs, res.Commits, res.Seed, v(res.Good), v(res.Bad), v(res.Threshold))
-	fmt.Fprintf(w, "noise: %s\n", res.Noise)
-	from := ""
-	if res.SearchFromOne {
-		from = " (kbisect's search boots from 1 where calibration finds one sample decisive)"
+	boots := "boots\tboots p95\tbuilds\tsamples"
+	if res.Exec {
+		fmt.Fprintf(w, "%d simulated bisections of %d commits (seed %d) with a pass/fail test: a good commit's run fails %g %%, a bad one's %g %%\n",
+			res.Runs, res.Commits, res.Seed, 100*res.FailGood, 100*res.FailBad)
+		fmt.Fprintf(w, "costs: build %s, a run %s; confidence %g\n\n", seconds(res.Costs.Build), seconds(res.Costs.Boot+res.Costs.Sample), res.Confidence)
+		boots = "runs\truns p95\tbuilds"
+	} else {
+		fmt.Fprintf(w, "%d simulated bisections of %d commits (seed %d): good kernels %s, bad %s, threshold %s\n",
+			res.Runs, res.Commits, res.Seed, v(res.Good), v(res.Bad), v(res.Threshold))
+		fmt.Fprintf(w, "noise: %s\n", res.Noise)
+		from := ""
+		if res.SearchFromOne {
+			from = " (kbisect's search boots from 1 where calibration finds one sample decisive)"
+		}
+		fmt.Fprintf(w, "costs: build %s, boot %s, sample %s; %d–%d samples a boot%s, confidence %g\n\n",
+			seconds(res.Costs.Build), seconds(res.Costs.Boot), seconds(res.Costs.Sample), res.MinSamples, res.MaxSamples, from, res.Confidence)
 	}
-	fmt.Fprintf(w, "costs: build %s, boot %s, sample %s; %d–%d samples a boot%s, confidence %g\n\n",
-		seconds(res.Costs.Build), seconds(res.Costs.Boot), seconds(res.Costs.Sample), res.MinSamples, res.MaxSamples, from, res.Confidence)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "strategy\tright\twrong found\tinconclusive\tnot reproduced\tboots\tboots p95\tbuilds\tsamples\thours\t")
+	fmt.Fprintf(tw, "strategy\tright\twrong found\tinconclusive\tnot reproduced\t%s\thours\t\n", boots)
 	pct := func(n int) string { return fmt.Sprintf("%.1f %%", 100*float64(n)/float64(res.Runs)) }
 	for _, s := range res.Strategies {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1f\t%d\t%.1f\t%.1f\t%.1f\t\n", s.Name, pct(s.Right), pct(s.WrongFound), pct(s.Inconclusive), pct(s.NotReproduced),
-			s.MeanBoots, s.P95Boots, s.MeanBuilds, s.MeanSamples, s.MeanHours)
+		samples := fmt.Sprintf("\t%.1f", s.MeanSamples)
+		if res.Exec {
+			samples = "" // a run is its one sample
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1f\t%d\t%.1f%s\t%.1f\t\n", s.Name, pct(s.Right), pct(s.WrongFound), pct(s.Inconclusive), pct(s.NotReproduced),
+			s.MeanBoots, s.P95Boots, s.MeanBuilds, samples, s.MeanHours)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -92,7 +92,11 @@ func (r *execRun) bisectFlaky(ctx context.Context, tester *testcmd.Tester) (bise
 		if !ok || err != nil || (v != verdict.Good && v != verdict.Bad && v != verdict.Skip) {
 			return res, fmt.Errorf("session log record %d: a run of %s (%s) that is not in the range", n+1, rec.Commit, rec.Verdict)
 		}
-		observe(i, v)
+		// Replayed as the search took it: a confirmation under way
+		// counts its fresh runs from where it began.
+		if err := s.Replay(culprit.FlakyRun{Commit: i, Failed: v == verdict.Bad, Skipped: v == verdict.Skip}); err != nil {
+			return res, fmt.Errorf("session log record %d: %w", n+1, err)
+		}
 		res.Tested = append(res.Tested, bisect.Tested{Commit: h, Verdict: v, Seconds: rec.Seconds, Source: rec.Source})
 	}
 	for {

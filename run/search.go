@@ -13,11 +13,10 @@ import (
 
 	"kbisect/bisect"
 	"kbisect/culprit"
+	"kbisect/drive"
 	"kbisect/internal/commitid"
 	"kbisect/lab"
 	"kbisect/noise"
-	"kbisect/progress"
-	"kbisect/verdict"
 	"kbisect/worktree"
 )
 
@@ -51,11 +50,18 @@ type posteriorRun struct {
 	goods      [][]float64
 	bads       [][]float64
 	cal        *lab.Calibration
+	// stopped is why the job's threshold ended calibration ("" if it
+	// did not); hookErr the first error a hook met.
+	stopped string
+	hookErr error
+	// rangeErr is why the range could not be listed.
+	rangeErr error
 }
 
 // searchPosterior calibrates on the endpoints' boots and searches the
 // range for the first bad commit until one reaches the confidence,
-// confirmed, or the budget runs out. It resumes from the journal.
+// confirmed, or the budget runs out: the loop of package drive, on this
+// lab (posteriorRun is its machine). It resumes from the journal.
 func (r *jobRun) searchPosterior(ctx context.Context) (bisect.Result, *lab.Calibration, *lab.SearchSummary, error) {
 	p := &posteriorRun{r: r, pipe: r.pipe, index: map[string]int{}, reverts: map[int]string{}, making: map[int]*revertJob{}}
 	res := bisect.Result{Kind: bisect.Aborted}
@@ -68,58 +74,120 @@ func (r *jobRun) searchPosterior(ctx context.Context) (bisect.Result, *lab.Calib
 	if p.rule, err = lab.Rule(r.job, nil, nil); err != nil {
 		return res, nil, nil, err
 	}
-	model, reason, err := p.calibrate(ctx)
+	hist, err := p.history()
 	if err != nil {
-		return res, p.cal, nil, err
+		return res, nil, nil, err
 	}
-	if model == nil {
-		res.Kind, res.Reason = bisect.NotReproduced, reason
-		return res, p.cal, nil, nil
+	v := r.job.Verdict
+	out, err := drive.Run(ctx, p, drive.Options{
+		Range: func() (*culprit.DAG, error) {
+			if err := p.openRange(); err != nil {
+				p.rangeErr = err
+				return nil, err
+			}
+			return p.dag, nil
+		},
+		Search: culprit.Options{Confidence: r.job.SearchConfidence(), MaxBoots: v.MaxBoots,
+			MinSamples: v.Samples.Min, MaxSamples: v.Samples.Max, FromOne: r.job.Defaulted("verdict.samples.min"), Revert: true},
+		StartCosts:         p.calibrationCosts,
+		Least:              v.Samples.Min,
+		CalibrationSamples: min(max(v.Samples.Min, 5), v.Samples.Max),
+		History:            hist,
+		Hooks:              p.hooks(),
+	})
+	if err == nil {
+		err = p.hookErr
 	}
-	if err := p.openRange(); err != nil {
+	switch {
+	case errors.Is(err, drive.ErrRange):
 		var empty *emptyRange
 		if errors.As(err, &empty) {
-			res.Kind, res.Reason = bisect.NotReproduced, err.Error()
+			res.Kind, res.Reason = bisect.NotReproduced, empty.Error()
 			return res, p.cal, nil, nil
 		}
+		return res, p.cal, nil, p.rangeErr
+	case err != nil && p.search == nil:
 		return res, p.cal, nil, err
+	case err != nil:
+		return res, p.cal, p.summary(nil), err
+	case out.Search == nil:
+		res.Kind, res.Reason = bisect.NotReproduced, p.cal.Reason
+		return res, p.cal, nil, nil
 	}
-	r.ev.line("calibrated: %s", reason)
-	if p.search, err = p.newSearch(*model); err != nil {
-		return res, p.cal, nil, err
+	step := out.End
+	res = p.result(step)
+	sum := p.summary(&step)
+	if err := lab.WriteSearchSummary(r.stateDir, sum); err != nil {
+		return res, p.cal, sum, err
 	}
-	if _, why := p.search.Least(); why != "" {
-		r.ev.line("%s", why)
-	}
-	for _, i := range p.ahead {
-		p.search.Built(i)
-	}
-	c := p.costs()
-	p.search.SetCosts(c)
-	sec := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)).Round(time.Second) }
-	r.ev.line("costs as the lab measured them so far: a build %s, a boot %s, a sample %s", sec(c.Build), sec(c.Boot), sec(c.Sample))
-	if err := p.replay(); err != nil {
-		return res, p.cal, nil, err
-	}
-	for {
-		if err := ctx.Err(); err != nil {
-			return res, p.cal, p.summary(nil), err
-		}
-		step := p.search.Next()
-		if step.Kind != culprit.Measure {
-			res = p.result(step)
-			sum := p.summary(&step)
-			if err := lab.WriteSearchSummary(r.stateDir, sum); err != nil {
-				return res, p.cal, sum, err
+	return res, p.cal, sum, p.gather(res)
+}
+
+// hooks are what a run does beside drive's loop: its lines, the
+// calibration file, building ahead, the summary after every boot, the
+// costs as the lab measures them.
+func (p *posteriorRun) hooks() drive.Hooks {
+	r := p.r
+	good, bad := r.start.Good[0], r.start.Bad
+	return drive.Hooks{
+		Calibrating: func(round int, provisional func() *culprit.Search) {
+			if round == 0 {
+				r.ev.line("calibrating on the endpoints, boot by boot: bad %s, good %s", commitid.Short(bad), commitid.Short(good))
+				if r.ahead != nil {
+					// The good endpoint builds while the bad one is measured.
+					r.ahead.Queue(good)
+				}
 			}
-			return res, p.cal, sum, p.gather(res)
-		}
-		if err := p.boot(ctx, step); err != nil {
-			return res, p.cal, p.summary(nil), err
-		}
-		if err := lab.WriteSearchSummary(r.stateDir, p.summary(nil)); err != nil {
-			return res, p.cal, nil, err
-		}
+			if r.ahead != nil && !p.firstTried {
+				// The search's first commit, as the endpoints' boots so
+				// far place it, builds while the rest of calibration is
+				// measured.
+				if s := provisional(); s != nil {
+					p.firstTried = true
+					p.firstAhead(s)
+				}
+			}
+		},
+		Stop: func(goods, bads [][]float64) string {
+			p.goods, p.bads = goods, bads
+			p.stopped = p.thresholdSays(good, bad)
+			return p.stopped
+		},
+		Calibrated: func(goods, bads [][]float64, m culprit.Model, err error) {
+			p.goods, p.bads = goods, bads
+			p.cal = p.calibration(good, bad, m, err)
+			if p.stopped != "" {
+				p.cal.Reason = p.stopped
+			}
+			p.keep(lab.WriteCalibration(r.stateDir, p.cal))
+		},
+		Started: func(s *culprit.Search) {
+			p.search = s
+			r.ev.line("calibrated: %s", p.cal.Reason)
+			if _, why := s.Least(); why != "" {
+				r.ev.line("%s", why)
+			}
+			for _, i := range p.ahead {
+				s.Built(i)
+			}
+			c := p.costs()
+			s.SetCosts(c)
+			sec := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)).Round(time.Second) }
+			r.ev.line("costs as the lab measured them so far: a build %s, a boot %s, a sample %s", sec(c.Build), sec(c.Boot), sec(c.Sample))
+		},
+		Before: func(*culprit.Search, culprit.Step) {
+			// The boots so far, summed up before the next is measured.
+			p.keep(lab.WriteSearchSummary(r.stateDir, p.summary(nil)))
+		},
+		Costs: p.costs,
+	}
+}
+
+// keep holds the first error a hook met: the next boot returns it, and
+// the run stops there.
+func (p *posteriorRun) keep(err error) {
+	if err != nil && p.hookErr == nil {
+		p.hookErr = err
 	}
 }
 
@@ -251,122 +319,11 @@ func (p *posteriorRun) record(kind, commit, built string, ev *lab.Evidence) lab.
 	return rec
 }
 
-// replay takes the journal's boots back into the search.
-func (p *posteriorRun) replay() error {
-	for _, rec := range p.journal.Records() {
-		if rec.Kind != lab.SearchBoot && rec.Kind != lab.SearchSkip {
-			continue
-		}
-		i, ok := p.index[rec.Commit]
-		if !ok {
-			return fmt.Errorf("the journal names %s, which is not in the range: give another --state", commitid.Short(rec.Commit))
-		}
-		if rec.Reverted && rec.Built != "" {
-			p.reverts[i] = rec.Built
-		}
-		p.search.Replay(culprit.Observation{Commit: i, Reverted: rec.Reverted, Confirming: rec.Confirming, Skipped: rec.Kind == lab.SearchSkip, Samples: p.badness(rec.Values)})
-	}
-	return nil
-}
-
-// boot measures what the step asks for, once, and journals it before the
-// search takes it in.
-func (p *posteriorRun) boot(ctx context.Context, step culprit.Step) error {
-	r := p.r
-	commit := p.rng.Commits[step.Commit].String()
-	built := commit
-	if step.Reverted {
-		var err error
-		if built, err = p.reverted(ctx, step.Commit); err != nil {
-			var ce *worktree.ConflictError
-			if !errors.As(err, &ce) {
-				return err
-			}
-			r.ev.line("%s does not revert on the bad endpoint (%v): confirming without it", commitid.Short(commit), ce)
-			if err := p.journal.Append(lab.SearchRecord{Kind: lab.SearchSkip, Commit: commit, Reverted: true, Confirming: step.Confirming, Reason: ce.Error()}); err != nil {
-				return err
-			}
-			p.search.Skip(step)
-			return nil
-		}
-	}
-	lead := p.search.Leading(1)[0]
-	what := fmt.Sprintf("boot %d of this commit", p.search.BootsOf(step.Commit)+1)
-	if step.Reverted {
-		what = fmt.Sprintf("the bad endpoint with %s reverted", commitid.Short(commit))
-	}
-	if step.Confirming {
-		what += ", confirming"
-	}
-	r.ev.sink.Emit(progress.Event{Kind: progress.Testing, Commit: built, Subject: r.ev.subject(commit),
-		Text: fmt.Sprintf("Measuring %s (%d boots so far; leading: %s at %s)", what, p.search.Boots(), commitid.Short(p.rng.Commits[lead.Commit].String()), culprit.Format(lead.Probability))})
-	p.planAhead(ctx, built, step)
-	began := time.Now()
-	sub := fmt.Sprintf("boot-%d", p.search.Boots()+1)
-	ev, err := p.pipe.BootOnce(ctx, built, sub, func(v []float64) bool {
-		return p.search.More(p.badness(v))
-	})
-	if err != nil {
-		return err
-	}
-	if len(ev.Values) > 0 {
-		if err := lab.SaveBoot(r.stateDir, sub, ev); err != nil {
-			return err
-		}
-	}
-	if len(ev.Values) == 0 || ev.Failure != nil {
-		// A kernel that failed after some samples (it hung the host
-		// twice in the middle of the workload) is a failure, not a boot
-		// measured by its first samples.
-		if err := p.journal.Append(lab.SearchRecord{Kind: lab.SearchSkip, Commit: commit, Reverted: step.Reverted, Confirming: step.Confirming, Built: built, Reason: ev.Reason, Failure: ev.Failure, Seconds: ev.Seconds}); err != nil {
-			return err
-		}
-		p.search.Skip(step)
-		r.ev.sink.Emit(progress.Event{Kind: progress.Tested, Commit: built, Verdict: verdict.Skip, Text: ev.Reason, Elapsed: time.Since(began)})
-		return nil
-	}
-	rec := p.record(lab.SearchBoot, commit, builtIf(step.Reverted, built), ev)
-	rec.Reverted, rec.Confirming, rec.Sub = step.Reverted, step.Confirming, sub
-	if err := p.journal.Append(rec); err != nil {
-		return err
-	}
-	lam := p.search.Observe(step, p.badness(ev.Values))
-	p.search.SetCosts(p.costs())
-	v := verdict.Good
-	if lam > 0 {
-		v = verdict.Bad
-	}
-	side := "good"
-	if lam > 0 {
-		side = "bad"
-	}
-	r.ev.sink.Emit(progress.Event{Kind: progress.Tested, Commit: built, Verdict: v, Elapsed: time.Since(began),
-		Text: fmt.Sprintf("this boot: median %s, %.0f:1 for %s", noise.FormatValue(p.rule.MetricKind, noise.Median(ev.Values)), math.Exp(math.Abs(lam)), side)})
-	return nil
-}
-
 func builtIf(reverted bool, built string) string {
 	if reverted {
 		return built
 	}
 	return ""
-}
-
-// newSearch is the search of the range on model, the bad endpoint's
-// calibration boots its first evidence.
-func (p *posteriorRun) newSearch(model culprit.Model) (*culprit.Search, error) {
-	v := p.r.job.Verdict
-	s, err := culprit.New(p.dag, model, culprit.Options{Confidence: p.r.job.SearchConfidence(), MaxBoots: v.MaxBoots,
-		MinSamples: v.Samples.Min, MaxSamples: v.Samples.Max, FromOne: p.r.job.Defaulted("verdict.samples.min"),
-		Revert: true, Costs: p.calibrationCosts(), GoodBoots: p.goods})
-	if err != nil {
-		return nil, err
-	}
-	last := len(p.rng.Commits) - 1
-	for _, b := range p.bads {
-		s.ObserveAt(last, b)
-	}
-	return s, nil
 }
 
 // revertJob is the making of the bad endpoint with one commit reverted:

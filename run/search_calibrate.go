@@ -2,108 +2,50 @@ package run
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 
 	"kbisect/culprit"
+	"kbisect/drive"
 	"kbisect/internal/commitid"
 	"kbisect/lab"
 	"kbisect/noise"
 	"kbisect/verdict"
 )
 
-// calibrate boots each endpoint, bad first, until the model is sure
-// enough (3 to 8 boots each); the journal keeps every boot. nil is
-// "not reproduced", reason saying why.
-func (p *posteriorRun) calibrate(ctx context.Context) (*culprit.Model, string, error) {
-	r := p.r
-	good, bad := r.start.Good[0], r.start.Bad
-	for _, rec := range p.journal.Records() {
-		switch rec.Kind {
-		case lab.SearchGood:
-			p.goods = append(p.goods, p.badness(rec.Values))
-		case lab.SearchBad:
-			p.bads = append(p.bads, p.badness(rec.Values))
-		}
+// calibrationBoot boots an endpoint for calibration, journaled (the
+// samples drive's calibration asks for: a fixed number).
+func (p *posteriorRun) calibrationBoot(ctx context.Context, k drive.Kernel, more func([]float64) bool) (drive.Boot, error) {
+	kind, commit, into := lab.SearchBad, p.r.start.Bad, &p.bads
+	if k.Commit == culprit.GoodEndpoint {
+		kind, commit, into = lab.SearchGood, p.r.start.Good[0], &p.goods
 	}
-	n := min(max(r.job.Verdict.Samples.Min, 5), r.job.Verdict.Samples.Max)
-	fixed := func([]float64) func([]float64) bool {
-		return func(v []float64) bool { return len(v) < n }
+	sub := fmt.Sprintf("calibration-%d", len(*into)+1)
+	ev, err := p.pipe.BootOnce(ctx, commit, sub, func(v []float64) bool { return more(p.badness(v)) })
+	if err != nil {
+		return drive.Boot{}, err
 	}
-	if r.ahead != nil {
-		// The good endpoint builds while the bad one is measured.
-		r.ahead.Queue(good)
+	if len(ev.Values) == 0 {
+		return drive.Boot{}, fmt.Errorf("calibration: the %s endpoint %s cannot be measured: %s", kind, commitid.Short(commit), ev.Reason)
 	}
-	announced := false
-	for {
-		if why := p.thresholdSays(good, bad); why != "" {
-			p.cal = p.calibration(good, bad, culprit.Model{}, errors.New(why))
-			p.cal.Reason = why
-			if werr := lab.WriteCalibration(r.stateDir, p.cal); werr != nil {
-				return nil, "", werr
-			}
-			return nil, why, nil
-		}
-		m, more, err := culprit.Calibrate(p.goods, p.bads, r.job.Verdict.Samples.Min, culprit.FitOptions{})
-		if !more {
-			p.cal = p.calibration(good, bad, m, err)
-			if werr := lab.WriteCalibration(r.stateDir, p.cal); werr != nil {
-				return nil, "", werr
-			}
-			if err != nil {
-				return nil, p.cal.Reason, nil
-			}
-			return &m, p.cal.Reason, nil
-		}
-		if !announced {
-			r.ev.line("calibrating on the endpoints, boot by boot: bad %s, good %s", commitid.Short(bad), commitid.Short(good))
-			announced = true
-		}
-		if r.ahead != nil && !p.firstTried && min(len(p.goods), len(p.bads)) > 0 {
-			p.firstTried = true
-			p.firstAhead(m)
-		}
-		for _, side := range []struct {
-			kind, commit string
-			into         *[][]float64
-		}{{lab.SearchBad, bad, &p.bads}, {lab.SearchGood, good, &p.goods}} {
-			if len(*side.into) > min(len(p.goods), len(p.bads)) {
-				continue // the other side's boot was cut short
-			}
-			sub := fmt.Sprintf("calibration-%d", len(*side.into)+1)
-			ev, err := p.pipe.BootOnce(ctx, side.commit, sub, fixed(nil))
-			if err != nil {
-				return nil, "", err
-			}
-			if len(ev.Values) == 0 {
-				return nil, "", fmt.Errorf("calibration: the %s endpoint %s cannot be measured: %s", side.kind, commitid.Short(side.commit), ev.Reason)
-			}
-			if err := lab.SaveBoot(r.stateDir, sub, ev); err != nil {
-				return nil, "", err
-			}
-			rec := p.record(side.kind, side.commit, "", ev)
-			rec.Sub = sub
-			if err := p.journal.Append(rec); err != nil {
-				return nil, "", err
-			}
-			*side.into = append(*side.into, p.badness(ev.Values))
-		}
+	if err := lab.SaveBoot(p.r.stateDir, sub, ev); err != nil {
+		return drive.Boot{}, err
 	}
+	rec := p.record(kind, commit, "", ev)
+	rec.Sub = sub
+	if err := p.journal.Append(rec); err != nil {
+		return drive.Boot{}, err
+	}
+	samples := p.badness(ev.Values)
+	*into = append(*into, samples)
+	return drive.Boot{Samples: samples}, nil
 }
 
 // firstAhead queues the search's first commit to build while the rest
 // of calibration is measured, as the endpoints' boots so far place it
 // (the final model seldom moves it; when it does, the search still
 // prefers it, built, to a neighbour that is not).
-func (p *posteriorRun) firstAhead(m culprit.Model) {
-	if err := p.openRange(); err != nil {
-		return // said once calibration is over
-	}
-	s, err := p.newSearch(m)
-	if err != nil {
-		return
-	}
+func (p *posteriorRun) firstAhead(s *culprit.Search) {
 	if first := s.Next(); first.Kind == culprit.Measure && !first.Reverted {
 		p.ahead = append(p.ahead, first.Commit)
 		p.r.ahead.Queue(p.rng.Commits[first.Commit].String())

@@ -17,6 +17,11 @@ import (
 // or bad at the confidence, else unsure).
 func (p *posteriorRun) result(step culprit.Step) bisect.Result {
 	res := bisect.Result{Reason: step.Reason}
+	if step.Kind != culprit.NotReproduced {
+		for _, w := range p.search.Shape() {
+			res.Reason += "; " + w
+		}
+	}
 	switch step.Kind {
 	case culprit.Found:
 		res.Kind, res.FirstBad = bisect.Found, p.rng.Commits[step.Commit]
@@ -62,7 +67,7 @@ func (p *posteriorRun) measured() []measuredCommit {
 	var out []measuredCommit
 	at := map[[2]int]int{}
 	for _, o := range p.search.Log() {
-		if o.Skipped {
+		if o.Skipped || o.Commit == culprit.GoodEndpoint {
 			continue
 		}
 		key := [2]int{o.Commit, 0}
@@ -121,8 +126,9 @@ func (p *posteriorRun) summary(end *culprit.Step) *lab.SearchSummary {
 		CalibrationBoots: len(p.goods) + len(p.bads), RangeCommits: len(p.rng.Commits),
 		Model: map[string]float64{"good": noise.Tidy(p.rule.MetricKind, p.fromBadness(math.Exp(m.Good))), "bad": noise.Tidy(p.rule.MetricKind, p.fromBadness(math.Exp(m.Bad))),
 			"boot_spread": noise.Significant(m.BootSpread, 4), "spread": noise.Significant(m.Spread, 4),
-			"bad_boots": noise.Significant(m.BadBoots, 4), "outliers": noise.Significant(m.Outliers, 4),
-			"crossings": noise.Significant(m.Crossings, 4)}}
+			"bad_boots": noise.Significant(m.BadBoots, 4), "shows": noise.Significant(m.Shows, 4),
+			"spikes_good": noise.Significant(m.SpikesGood, 4), "spikes_bad": noise.Significant(m.SpikesBad, 4),
+			"crossings": noise.Significant(m.Crossings, 4), "drift": noise.Significant(m.Drift, 4)}}
 	for _, c := range p.search.Leading(10) {
 		s.Candidates = append(s.Candidates, lab.SearchCandidate{Commit: p.rng.Commits[c.Commit].String(), Probability: c.Probability})
 	}

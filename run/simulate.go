@@ -33,6 +33,18 @@ type SimulateOptions struct {
 	// BadBoots, StrayBoots, Spikes and Flips are shares as written: 5%,
 	// 25%:20-60%, 5%:2-20x, 5% ("": none).
 	BadBoots, StrayBoots, Spikes, Flips string
+	// Drift ("60%:40", "60%:40:flat"), BootAR (the AR(1) coefficient of
+	// boot levels), Intermittent (a bad kernel's share of boots that show
+	// the regression) and SpikesBad (a bad kernel's share of spikes) are
+	// the shapes of a night a run must survive ("": none).
+	Drift, Intermittent, SpikesBad string
+	BootAR                         float64
+	// Exec simulates run --exec --confidence on a pass/fail test: good
+	// commits fail FailGood of their runs, bad ones FailBad (shares as
+	// written); MaxRuns is its budget.
+	Exec              bool
+	FailGood, FailBad string
+	MaxRuns           int
 	// MinSamples, MaxSamples and Confidence are 0 when not given: the
 	// job's, or simulate's defaults.
 	MinSamples, MaxSamples int
@@ -65,6 +77,12 @@ func SimulateConfig(ctx context.Context, o SimulateOptions) (simulate.Config, er
 	}
 	cfg := simulate.Config{Commits: o.Commits, Runs: o.Runs, Seed: o.Seed, MaxBoots: o.MaxBoots, Costs: o.Costs, Strategies: o.Strategies,
 		MinSamples: o.MinSamples, MaxSamples: o.MaxSamples, Confidence: o.Confidence}
+	if o.Exec {
+		return simulateExec(o, cfg)
+	}
+	if o.FailGood != "" || o.FailBad != "" || o.MaxRuns != 0 {
+		return cfg, usage.Errorf("simulate: --fail-good, --fail-bad and --max-runs are for --exec (a pass/fail test)")
+	}
 	var job *configs.Job
 	if o.Job != "" {
 		var err error
@@ -119,6 +137,34 @@ func SimulateConfig(ctx context.Context, o SimulateOptions) (simulate.Config, er
 		}
 		fmt.Fprintf(o.Messages, "kbisect: the noise model from %s: %s; good %s, bad %s, spread %.2f, boot spread %s\n", boots.from, boots.about,
 			noise.FormatValue(cfg.Kind, cfg.Good), noise.FormatValue(cfg.Kind, cfg.Bad), cfg.Noise.Spread, bs)
+	}
+	return cfg, nil
+}
+
+// simulateExec is a simulation of run --exec --confidence: the test's
+// failure rates on good and bad commits, nothing of boots.
+func simulateExec(o SimulateOptions, cfg simulate.Config) (simulate.Config, error) {
+	for _, f := range []struct{ flag, v string }{{"--good", o.Good}, {"--bad", o.Bad}, {"--job", o.Job}, {"--from-state", o.State},
+		{"--from-history", o.History}, {"--spikes", o.Spikes}, {"--drift", o.Drift}, {"--intermittent", o.Intermittent}} {
+		if f.v != "" && f.v != "0%" {
+			return cfg, usage.Errorf("simulate --exec: %s is for boots of a noisy metric; a pass/fail test has --fail-good and --fail-bad", f.flag)
+		}
+	}
+	if o.FailBad == "" {
+		return cfg, usage.Errorf("simulate --exec: give --fail-bad, the share of a bad commit's runs that fail (and --fail-good, a good one's: 0 by default)")
+	}
+	var err error
+	if cfg.FailBad, err = simnoise.ParsePercent(o.FailBad); err != nil {
+		return cfg, usage.Errorf("--fail-bad: %v", err)
+	}
+	if o.FailGood != "" {
+		if cfg.FailGood, err = simnoise.ParsePercent(o.FailGood); err != nil {
+			return cfg, usage.Errorf("--fail-good: %v", err)
+		}
+	}
+	cfg.Exec, cfg.MaxRuns = true, o.MaxRuns
+	if err := cfg.Validate(); err != nil {
+		return cfg, usage.Errorf("simulate: %v", err)
 	}
 	return cfg, nil
 }
@@ -192,6 +238,22 @@ func noiseModel(o SimulateOptions, learned *simulate.Learned) (simnoise.Model, e
 	}
 	if m.Spikes, m.SpikeMin, m.SpikeMax, err = simnoise.ParseSpikes(none(o.Spikes)); err != nil {
 		return m, usage.Errorf("--spikes: %v", err)
+	}
+	if m.Drift, m.DriftBoots, m.DriftFlat, err = simnoise.ParseDrift(none(o.Drift)); err != nil {
+		return m, usage.Errorf("--drift: %v", err)
+	}
+	if m.Intermittent, err = simnoise.ParsePercent(none(o.Intermittent)); err != nil {
+		return m, usage.Errorf("--intermittent: %v", err)
+	}
+	m.AR = o.BootAR
+	if o.SpikesBad != "" {
+		if m.SpikesBad, err = simnoise.ParsePercent(o.SpikesBad); err != nil {
+			return m, usage.Errorf("--spikes-bad: %v", err)
+		}
+		m.HasSpikesBad = true
+		if m.SpikeMin == 0 {
+			return m, usage.Errorf("--spikes-bad %s: say how large the spikes are with --spikes (the good kernel's share and their size, as in 2%%:3-10x, or 0%%:3-10x for none)", o.SpikesBad)
+		}
 	}
 	return m, nil
 }

@@ -1,8 +1,10 @@
 package simulate
 
 import (
+	"context"
 	"math/rand/v2"
 
+	"kbisect/drive"
 	"kbisect/internal/simnoise"
 )
 
@@ -13,7 +15,7 @@ import (
 type lab struct {
 	n, culprit int
 	good, bad  float64
-	noise      simnoise.Model
+	noise      *simnoise.Run
 	rng        *rand.Rand
 	costs      Costs
 	built      map[int]bool
@@ -22,6 +24,34 @@ type lab struct {
 	// trace is every boot in order, for pricing a run on a timeline
 	// (the speed benchmark): what spent sums up, one boot at a time.
 	trace []bootRecord
+	// ahead are the kernels the run builds while its next boot is
+	// measured (Config.predict).
+	ahead []kernel
+}
+
+// Boot is the lab as the loop of package drive sees it: one commit on
+// one machine. It boots the kernel (building it first when it is new),
+// takes samples while more says so, and records the boot in the trace
+// with what it was for and what was built meanwhile.
+func (l *lab) Boot(_ context.Context, k drive.Kernel, more func([]float64) bool) (drive.Boot, error) {
+	c := k.Commit
+	if c == drive.BadEndpoint {
+		c = l.n - 1
+	}
+	m := l.boot(c, k.Reverted)
+	rec := &l.trace[len(l.trace)-1]
+	rec.ahead, l.ahead = l.ahead, nil
+	switch k.Why {
+	case drive.Calibrating:
+		rec.phase = phaseCalibration
+	case drive.Confirming:
+		rec.phase = phaseConfirm
+	}
+	var xs []float64
+	for len(xs) == 0 || more(xs) {
+		xs = append(xs, m.sample())
+	}
+	return drive.Boot{Samples: xs}, nil
 }
 
 // bootRecord is one boot of a run: the kernel, whether it had to be
@@ -62,7 +92,7 @@ type spent struct {
 }
 
 func newLab(cfg *Config, culprit int, rng *rand.Rand) *lab {
-	return &lab{n: cfg.Commits, culprit: culprit, good: cfg.Good, bad: cfg.Bad, noise: cfg.Noise, rng: rng, costs: cfg.Costs,
+	return &lab{n: cfg.Commits, culprit: culprit, good: cfg.Good, bad: cfg.Bad, noise: cfg.Noise.NewRun(), rng: rng, costs: cfg.Costs,
 		built: map[int]bool{}, reverts: map[int]bool{}}
 }
 
@@ -101,7 +131,7 @@ func (l *lab) boot(c int, reverted bool) *machine {
 	if bad {
 		level, other = other, level
 	}
-	return &machine{l: l, b: l.noise.NewBoot(l.rng, level, other), at: len(l.trace) - 1}
+	return &machine{l: l, b: l.noise.Boot(l.rng, level, other, bad), at: len(l.trace) - 1}
 }
 
 // machine is a booted kernel.

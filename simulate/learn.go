@@ -57,11 +57,11 @@ func Learn(good, bad [][]float64, kind string, higherIsBad bool) (*Learned, erro
 	case len(b) == 0:
 		return nil, errors.New("no samples of the bad kernel")
 	}
-	m, err := culprit.Fit(g, b, culprit.FitOptions{})
-	if err != nil {
-		return nil, err
-	}
-	if !(m.Bad > m.Good) {
+	// The levels are the medians of the boots' medians, as a simulation
+	// draws them: what the fit makes of boots that split between levels
+	// (an intermittent regression) the simulation has flags for.
+	lgood, lbad := math.Log(medianBadness(g)), math.Log(medianBadness(b))
+	if !(lbad > lgood) {
 		worse := "higher"
 		if !higherIsBad {
 			worse = "lower"
@@ -69,9 +69,11 @@ func Learn(good, bad [][]float64, kind string, higherIsBad bool) (*Learned, erro
 		return nil, fmt.Errorf("the two kernels do not differ: the bad one measures %s, the good one %s (the medians of their boots' medians), and %s is worse",
 			noise.FormatValue(kind, noise.Median(bm)), noise.FormatValue(kind, noise.Median(gm)), worse)
 	}
-	if err := m.Validate(); err != nil {
+	m, err := culprit.Fit(g, b, culprit.FitOptions{})
+	if err != nil {
 		return nil, err
 	}
+	m.Good, m.Bad = lgood, lbad
 	l := &Learned{Good: math.Exp(m.Good), Bad: math.Exp(m.Bad), Kind: noise.KindNumber, Spread: m.Spread, GoodBoots: len(g), BadBoots: len(b)}
 	if kind == noise.KindTime && higherIsBad {
 		l.Kind = noise.KindTime
@@ -82,4 +84,18 @@ func Learn(good, bad [][]float64, kind string, higherIsBad bool) (*Learned, erro
 		l.BootSpread, l.BootSpreadLearned = m.BootSpread, true
 	}
 	return l, nil
+}
+
+// medianBadness is the median of the boots' median badness, on the log
+// scale as the model sees them.
+func medianBadness(boots [][]float64) float64 {
+	meds := make([]float64, len(boots))
+	for i, b := range boots {
+		logs := make([]float64, len(b))
+		for k, x := range b {
+			logs[k] = math.Log(x)
+		}
+		meds[i] = noise.Median(logs)
+	}
+	return math.Exp(noise.Median(meds))
 }

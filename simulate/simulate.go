@@ -56,6 +56,13 @@ type Config struct {
 	Costs                  Costs
 	// Strategies to run, by name (nil: all).
 	Strategies []string
+	// Exec simulates run --exec on a pass/fail test instead of boots: a
+	// good commit's run fails with FailGood, a bad one's with FailBad;
+	// kbisect is run --exec --confidence, git-bisect one run a step.
+	// MaxRuns is kbisect's budget of runs (0: its default).
+	Exec              bool
+	FailGood, FailBad float64
+	MaxRuns           int
 	// predict records on each boot of the engine what a run with that
 	// many build slots builds ahead while it is measured
 	// (culprit.Search.Ahead; 0: nothing): the speed benchmark prices it,
@@ -86,6 +93,9 @@ func (c *Config) Validate() error {
 	if c.Kind == "" {
 		c.Kind = noise.KindTime
 	}
+	if c.Exec {
+		return c.validateExec()
+	}
 	if c.Threshold == 0 {
 		c.Threshold = math.Sqrt(c.Good * c.Bad)
 	}
@@ -94,8 +104,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--commits %d: simulate 1 to %d commits", c.Commits, 1<<20)
 	case c.Runs < 1:
 		return fmt.Errorf("--runs %d: simulate at least one bisection", c.Runs)
-	case !(c.Good > 0) || !(c.Bad > c.Good) || math.IsInf(c.Bad, 0):
-		return fmt.Errorf("--good %g, --bad %g: the bad kernel's samples must be larger than the good one's, both positive", c.Good, c.Bad)
+	case !(c.Good > 0) || math.IsInf(c.Bad, 0) || !(c.Bad > c.Good || (c.Bad == c.Good && c.Noise.HasSpikesBad && c.Noise.SpikesBad > c.Noise.Spikes)):
+		return fmt.Errorf("--good %g, --bad %g: the bad kernel's samples must be larger than the good one's, both positive (or as large, with --spikes-bad above --spikes)", c.Good, c.Bad)
 	case c.MinSamples < 1 || c.MaxSamples < c.MinSamples:
 		return fmt.Errorf("samples %d to %d: at least 1, the smaller first", c.MinSamples, c.MaxSamples)
 	case !(c.Confidence > 0.5 && c.Confidence < 1):
@@ -107,17 +117,42 @@ func (c *Config) Validate() error {
 		return err
 	}
 	for _, name := range c.Strategies {
-		if strategyNamed(name) == nil {
+		if c.strategyNamed(name) == nil {
 			return fmt.Errorf("no strategy %q; the strategies are kbisect, rule, git-bisect and median-10", name)
 		}
 	}
 	return nil
 }
 
-func strategyNamed(name string) *strategy {
-	for i := range strategies {
-		if strategies[i].name == name {
-			return &strategies[i]
+func (c *Config) validateExec() error {
+	switch {
+	case c.Commits < 1 || c.Commits > 1<<20:
+		return fmt.Errorf("--commits %d: simulate 1 to %d commits", c.Commits, 1<<20)
+	case c.Runs < 1:
+		return fmt.Errorf("--runs %d: simulate at least one bisection", c.Runs)
+	case !(c.FailGood >= 0 && c.FailGood < 1) || !(c.FailBad > c.FailGood && c.FailBad <= 1):
+		return fmt.Errorf("--fail-good %g%%, --fail-bad %g%%: a bad commit must fail more often than a good one, at most always", 100*c.FailGood, 100*c.FailBad)
+	case !(c.Confidence > 0.5 && c.Confidence < 1):
+		return fmt.Errorf("--confidence %g is not between 0.5 and 1", c.Confidence)
+	case c.MaxRuns < 0:
+		return fmt.Errorf("--max-runs %d: give a budget of runs, or 0 for the default", c.MaxRuns)
+	}
+	for _, name := range c.Strategies {
+		if c.strategyNamed(name) == nil {
+			return fmt.Errorf("no strategy %q with --exec; the strategies are kbisect and git-bisect", name)
+		}
+	}
+	return nil
+}
+
+func (c *Config) strategyNamed(name string) *strategy {
+	list := strategies
+	if c.Exec {
+		list = execStrategies
+	}
+	for i := range list {
+		if list[i].name == name {
+			return &list[i]
 		}
 	}
 	return nil
@@ -137,11 +172,16 @@ type Result struct {
 	MinSamples int     `json:"min_samples"`
 	// SearchFromOne says the engine's search boots start with one sample
 	// where calibration finds one decisive (MinSamples was not given).
-	SearchFromOne bool             `json:"search_from_one"`
-	MaxSamples    int              `json:"max_samples"`
-	Confidence    float64          `json:"confidence"`
-	Costs         Costs            `json:"costs"`
-	Strategies    []StrategyResult `json:"strategies"`
+	SearchFromOne bool `json:"search_from_one"`
+	MaxSamples    int  `json:"max_samples"`
+	// Exec says the runs were of a pass/fail test (run --exec), good
+	// commits failing FailGood of their runs and bad ones FailBad.
+	Exec       bool             `json:"exec,omitempty"`
+	FailGood   float64          `json:"fail_good,omitempty"`
+	FailBad    float64          `json:"fail_bad,omitempty"`
+	Confidence float64          `json:"confidence"`
+	Costs      Costs            `json:"costs"`
+	Strategies []StrategyResult `json:"strategies"`
 }
 
 // StrategyResult is one strategy's tally.
@@ -169,10 +209,13 @@ func Run(ctx context.Context, cfg Config, done func(int)) (*Result, error) {
 		return nil, err
 	}
 	picked := strategies
+	if cfg.Exec {
+		picked = execStrategies
+	}
 	if cfg.Strategies != nil {
 		picked = nil
 		for _, name := range cfg.Strategies {
-			picked = append(picked, *strategyNamed(name))
+			picked = append(picked, *cfg.strategyNamed(name))
 		}
 	}
 	outs := make([][]outcome, len(picked))
@@ -222,7 +265,8 @@ feed:
 		return nil, err
 	}
 	res := &Result{Runs: cfg.Runs, Commits: cfg.Commits, Seed: cfg.Seed, Good: cfg.Good, Bad: cfg.Bad, Kind: cfg.Kind, Threshold: noise.Tidy(cfg.Kind, cfg.Threshold),
-		Noise: cfg.Noise.String(), MinSamples: cfg.MinSamples, SearchFromOne: cfg.minDefault, MaxSamples: cfg.MaxSamples, Confidence: cfg.Confidence, Costs: cfg.Costs}
+		Noise: cfg.Noise.String(), MinSamples: cfg.MinSamples, SearchFromOne: cfg.minDefault, MaxSamples: cfg.MaxSamples, Confidence: cfg.Confidence, Costs: cfg.Costs,
+		Exec: cfg.Exec, FailGood: cfg.FailGood, FailBad: cfg.FailBad}
 	for i, st := range picked {
 		res.Strategies = append(res.Strategies, tally(st, outs[i], costs[i], truth))
 	}

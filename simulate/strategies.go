@@ -1,7 +1,10 @@
 package simulate
 
 import (
+	"context"
+
 	"kbisect/culprit"
+	"kbisect/drive"
 	"kbisect/noise"
 	"kbisect/verdict"
 )
@@ -29,104 +32,72 @@ var strategies = []strategy{
 	{"median-10", "the median of 10 samples of one boot per commit against the threshold", func(cfg *Config, l *lab) outcome { return runFixed(cfg, l, 10) }},
 }
 
-// runEngine is kbisect: calibrate from boots of both endpoints, then let
-// the search ask for boots until it finds, confirmed, or runs out.
+// runEngine is kbisect: the loop run --job runs (package drive), on a
+// machine that is the simulated lab.
 func runEngine(cfg *Config, l *lab) outcome {
-	n := max(cfg.MinSamples, 5)
-	var goods, bads [][]float64
-	var model culprit.Model
-	predicted := false
-	for {
-		m, more, err := culprit.Calibrate(goods, bads, cfg.MinSamples, culprit.FitOptions{})
-		if !more && err != nil {
-			return outcome{kind: "not-reproduced"}
-		}
-		if !more {
-			model = m
-			break
-		}
-		endpoint := l.boot(l.n-1, false)
-		switch {
-		case cfg.predict == 0:
-		case len(bads) == 0:
-			// The good endpoint builds while the bad one is measured.
-			l.trace[len(l.trace)-1].ahead = []kernel{{commit: -1}}
-		case !predicted:
-			// As run/search_calibrate.go: the search's first commit, as
-			// the endpoints' first boots have it, builds while the
-			// second round of calibration is measured.
-			predicted = true
-			if s, err := newEngineSearch(cfg, l.n, m, goods, bads); err == nil {
-				if first := s.Next(); first.Kind == culprit.Measure {
-					l.trace[len(l.trace)-1].ahead = []kernel{{commit: first.Commit}}
-				}
-			}
-		}
-		bads = append(bads, endpoint.samples(n))
-		l.mark(phaseCalibration)
-		goods = append(goods, l.boot(-1, false).samples(n))
-		l.mark(phaseCalibration)
-	}
-	s, err := newEngineSearch(cfg, l.n, model, goods, bads)
-	if err != nil {
+	res, err := drive.Run(context.Background(), l, engineOptions(cfg, l))
+	switch {
+	case err != nil || res.NotReproduced != "" || res.End.Kind == culprit.NotReproduced:
 		return outcome{kind: "not-reproduced"}
+	case res.End.Kind == culprit.Found:
+		return outcome{kind: "found", culprit: res.End.Commit, probability: res.End.Probability}
 	}
-	built := func(ahead []kernel) {
-		// As run/search.go: a kernel built ahead costs no build when the
-		// search weighs its next boot.
-		for _, a := range ahead {
-			if !a.reverted && a.commit >= 0 {
-				s.Built(a.commit)
-			}
-		}
-	}
-	for _, b := range l.trace {
-		built(b.ahead)
-	}
-	for {
-		step := s.Next()
-		switch step.Kind {
-		case culprit.Found:
-			return outcome{kind: "found", culprit: step.Commit, probability: step.Probability}
-		case culprit.Inconclusive:
-			return outcome{kind: "inconclusive", probability: step.Probability}
-		case culprit.NotReproduced:
-			return outcome{kind: "not-reproduced"}
-		}
-		m := l.boot(step.Commit, step.Reverted)
-		if step.Confirming {
-			l.mark(phaseConfirm)
-		}
-		if cfg.predict > 0 {
-			// As run/search.go: what comes next if this boot measures
-			// good or bad (and after that, with slots to spare), a
-			// revert of the bad endpoint included.
-			for _, a := range s.Ahead(step, cfg.predict) {
-				l.trace[len(l.trace)-1].ahead = append(l.trace[len(l.trace)-1].ahead, kernel{a.Commit, a.Reverted})
-			}
-			built(l.trace[len(l.trace)-1].ahead)
-		}
-		var xs []float64
-		for len(xs) == 0 || s.More(xs) {
-			xs = append(xs, m.sample())
-		}
-		s.Observe(step, xs)
-	}
+	return outcome{kind: "inconclusive", probability: res.End.Probability}
 }
 
-// newEngineSearch is the search over a chain of n commits on model, the
-// bad endpoint's calibration boots its evidence.
-func newEngineSearch(cfg *Config, n int, model culprit.Model, goods, bads [][]float64) (*culprit.Search, error) {
-	s, err := culprit.New(culprit.Chain(n), model, culprit.Options{
-		Confidence: cfg.Confidence, MaxBoots: cfg.MaxBoots, MinSamples: cfg.MinSamples, MaxSamples: cfg.MaxSamples, FromOne: cfg.minDefault,
-		Revert: true, Costs: culprit.Costs(cfg.Costs), GoodBoots: goods})
-	if err != nil {
-		return nil, err
+// engineOptions are the loop's options for a simulation of cfg on the
+// lab: the search's, and what a run builds ahead while it measures
+// (Config.predict), which the speed benchmark prices.
+func engineOptions(cfg *Config, l *lab) drive.Options {
+	d := culprit.Chain(l.n)
+	opt := drive.Options{
+		Range: func() (*culprit.DAG, error) { return d, nil },
+		Search: culprit.Options{Confidence: cfg.Confidence, MaxBoots: cfg.MaxBoots, MinSamples: cfg.MinSamples, MaxSamples: cfg.MaxSamples,
+			FromOne: cfg.minDefault, Revert: true, Costs: culprit.Costs(cfg.Costs)},
+		Least: cfg.MinSamples, CalibrationSamples: max(cfg.MinSamples, 5)}
+	if cfg.predict == 0 {
+		return opt
 	}
-	for _, b := range bads {
-		s.ObserveAt(n-1, b)
+	// As run/search.go: a kernel built ahead costs no build when the
+	// search weighs its next boot.
+	var first []kernel
+	opt.Hooks = drive.Hooks{
+		Calibrating: func(round int, provisional func() *culprit.Search) {
+			switch {
+			case round == 0:
+				// The good endpoint builds while the bad one is measured.
+				l.ahead = []kernel{{commit: -1}}
+			case round == 1:
+				// The search's first commit, as the endpoints' first boots
+				// have it, builds while the second round is measured.
+				s := provisional()
+				if s == nil {
+					return
+				}
+				if step := s.Next(); step.Kind == culprit.Measure && !step.Reverted {
+					first = []kernel{{commit: step.Commit}}
+					l.ahead = first
+				}
+			}
+		},
+		Started: func(s *culprit.Search) {
+			for _, k := range first {
+				s.Built(k.commit)
+			}
+		},
+		Before: func(s *culprit.Search, step culprit.Step) {
+			// What comes next if this boot measures good or bad (and
+			// after that, with slots to spare), a revert included.
+			l.ahead = nil
+			for _, a := range s.Ahead(step, cfg.predict) {
+				l.ahead = append(l.ahead, kernel{a.Commit, a.Reverted})
+				if !a.Reverted {
+					s.Built(a.Commit)
+				}
+			}
+		},
 	}
-	return s, nil
+	return opt
 }
 
 // rule is the job's sequential rule as kbisect applied it before the

@@ -68,7 +68,7 @@ func (h *Host) SetNoiseModel(n NoiseModel) error {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.noise, h.noiseBoot = n, nil
+	h.noise, h.noiseBoot, h.noiseRun = n, nil, n.Model.NewRun()
 	return nil
 }
 
@@ -88,7 +88,13 @@ func (h *Host) drawLevel(level time.Duration) (us float64, side time.Duration) {
 	if h.noiseBoot == nil || h.noiseBootID != h.bootID {
 		h.noiseBoots++
 		rng := rand.New(rand.NewPCG(h.seed, bootStream+uint64(h.noiseBoots)))
-		h.noiseBoot = h.noise.Model.NewBoot(rng, micros(level), micros(h.noise.other(level)))
+		if h.noiseRun == nil {
+			h.noiseRun = h.noise.Model.NewRun()
+		}
+		other := h.noise.other(level)
+		// A kernel above the sides' geometric mean is a bad one: its
+		// boots may not show the regression, and its spikes may differ.
+		h.noiseBoot = h.noiseRun.Boot(rng, micros(level), micros(other), h.noise.Good != 0 && other < level)
 		h.noiseBootID = h.bootID
 	}
 	us, flipped := h.noiseBoot.Draw()

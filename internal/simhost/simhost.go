@@ -123,6 +123,9 @@ type Host struct {
 	noiseBoot   *simnoise.Boot // the model's draw for the boot noiseBootID
 	noiseBootID string
 	noiseBoots  int // boots drawn so far
+	// noiseRun is the model's run over the host's boots, in order (its
+	// drift and its AR(1) of boot levels).
+	noiseRun *simnoise.Run
 }
 
 // Start starts an emulated host running def; it stops with the test.

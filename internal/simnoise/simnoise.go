@@ -35,6 +35,26 @@ type Model struct {
 	SpikeMin, SpikeMax float64
 	// Flips is the share of samples drawn from the other side's level.
 	Flips float64
+	// Drift makes the machine drift over a run: the level of its boot k
+	// (0 the run's first, calibration included) is multiplied by 1 +
+	// Drift·k/DriftBoots, and from DriftBoots on by 1 + Drift when
+	// DriftFlat (thermal and firmware drift over a night).
+	Drift      float64
+	DriftBoots int
+	DriftFlat  bool
+	// AR makes the boots' levels an AR(1) over the run's boots in order,
+	// with coefficient AR and BootSpread their stationary spread: boots
+	// close in time land close (0: each boot on its own).
+	AR float64
+	// Intermittent is the share of a bad kernel's boots that show the
+	// regression (a race that shows on some boots only): the others
+	// measure as a good kernel's. 0: every one does.
+	Intermittent float64
+	// SpikesBad, when HasSpikesBad, is the bad kernel's share of spikes
+	// (Spikes is then the good kernel's, both of the same sizes): a
+	// regression in how often it spikes.
+	SpikesBad    float64
+	HasSpikesBad bool
 }
 
 // Validate says what in the model cannot be.
@@ -43,37 +63,81 @@ func (m Model) Validate() error {
 		name string
 		v    float64
 		max  float64
-	}{{"spread", m.Spread, 5}, {"boot-spread", m.BootSpread, 5}, {"bad-boots", m.BadBoots, 0.5}, {"stray-boots", m.Strays, 0.5}, {"spikes", m.Spikes, 0.5}, {"flips", m.Flips, 0.5}} {
+	}{{"spread", m.Spread, 5}, {"boot-spread", m.BootSpread, 5}, {"bad-boots", m.BadBoots, 0.5}, {"stray-boots", m.Strays, 0.5}, {"spikes", m.Spikes, 0.5}, {"flips", m.Flips, 0.5},
+		{"drift", math.Abs(m.Drift), 10}, {"intermittent", m.Intermittent, 1}, {"spikes-bad", m.SpikesBad, 1}} {
 		if !(f.v >= 0 && f.v <= f.max) {
 			return fmt.Errorf("%s %g is not between 0 and %g", f.name, f.v, f.max)
 		}
 	}
-	if m.Spikes > 0 && !(m.SpikeMin >= 1 && m.SpikeMax >= m.SpikeMin && !math.IsInf(m.SpikeMax, 0)) {
+	spiky := m.Spikes > 0 || (m.HasSpikesBad && m.SpikesBad > 0)
+	if spiky && !(m.SpikeMin >= 1 && m.SpikeMax >= m.SpikeMin && !math.IsInf(m.SpikeMax, 0)) {
 		return fmt.Errorf("spike size %g-%gx: give factors of at least 1, the smaller first", m.SpikeMin, m.SpikeMax)
 	}
 	if m.Strays > 0 && !(m.StrayMin >= 0 && m.StrayMax >= m.StrayMin && m.StrayMax <= 1) {
 		return fmt.Errorf("stray boots %g-%g%% of the way: give shares of the way between 0 and 100%%, the smaller first", 100*m.StrayMin, 100*m.StrayMax)
 	}
+	if m.Drift != 0 && m.DriftBoots < 1 {
+		return fmt.Errorf("drift %g%% over %d boots: give the boots it takes, at least 1", 100*m.Drift, m.DriftBoots)
+	}
+	if m.Drift <= -1 {
+		return fmt.Errorf("drift %g%%: a level cannot shrink by all of itself", 100*m.Drift)
+	}
+	if !(m.AR >= 0 && m.AR < 1) {
+		return fmt.Errorf("boot-ar %g is not between 0 and 1 (1 excluded)", m.AR)
+	}
 	return nil
 }
+
+// Run is one machine over one run: its boots in the order they come, for
+// what depends on it (drift, the AR(1) of boot levels).
+type Run struct {
+	m     Model
+	boots int
+	ar    float64 // the last boot's log shift, for AR
+}
+
+// NewRun starts a run on a machine with this noise.
+func (m Model) NewRun() *Run { return &Run{m: m} }
+
+// Boots is how many boots the run has drawn.
+func (r *Run) Boots() int { return r.boots }
 
 // Boot is one boot of a kernel: the level its samples scatter around.
 type Boot struct {
 	m           Model
 	level       float64 // this boot's median
 	other       float64 // the other side's level on this boot, for flips
+	spikes      float64 // this boot's share of spikes
 	rng         *rand.Rand
 	OtherSide   bool // the boot landed on the other side's level
 	sampleCount int
 }
 
-// NewBoot boots a kernel whose samples have median level; other is the
-// other side's (a bad kernel's for a good one, and the reverse).
+// NewBoot boots a kernel whose samples have median level, on a run of
+// its own (no drift, no AR); other is the other side's (a bad kernel's
+// for a good one, and the reverse), and the kernel is taken as a good one.
 func (m Model) NewBoot(rng *rand.Rand, level, other float64) *Boot {
+	return m.NewRun().Boot(rng, level, other, false)
+}
+
+// Boot boots the run's next kernel: one whose samples have median level,
+// other the other side's level; bad says the kernel is a bad one (its
+// boots may not show the regression, and its spikes may differ).
+func (r *Run) Boot(rng *rand.Rand, level, other float64, bad bool) *Boot {
+	m := r.m
+	k := r.boots
+	r.boots++
+	spikes := m.Spikes
 	b := &Boot{m: m, rng: rng}
-	if m.BadBoots > 0 && rng.Float64() < m.BadBoots {
+	if bad && m.Intermittent > 0 && rng.Float64() >= m.Intermittent {
+		// This boot does not show the regression: it measures as a
+		// good kernel's.
 		level, other = other, level
 		b.OtherSide = true
+	}
+	if m.BadBoots > 0 && rng.Float64() < m.BadBoots {
+		level, other = other, level
+		b.OtherSide = !b.OtherSide
 	}
 	if m.Strays > 0 && rng.Float64() < m.Strays {
 		f := m.StrayMin + (m.StrayMax-m.StrayMin)*rng.Float64()
@@ -81,9 +145,26 @@ func (m Model) NewBoot(rng *rand.Rand, level, other float64) *Boot {
 	}
 	shift := 1.0
 	if m.BootSpread > 0 {
-		shift = math.Exp(m.BootSpread * rng.NormFloat64())
+		z := m.BootSpread * rng.NormFloat64()
+		if m.AR > 0 {
+			if k > 0 {
+				z = m.AR*r.ar + math.Sqrt(1-m.AR*m.AR)*z
+			}
+			r.ar = z
+		}
+		shift = math.Exp(z)
 	}
-	b.level, b.other = level*shift, other*shift
+	if m.HasSpikesBad && bad != b.OtherSide {
+		spikes = m.SpikesBad
+	}
+	if m.Drift != 0 {
+		at := float64(k)
+		if m.DriftFlat {
+			at = math.Min(at, float64(m.DriftBoots))
+		}
+		shift *= 1 + m.Drift*at/float64(m.DriftBoots)
+	}
+	b.level, b.other, b.spikes = level*shift, other*shift, spikes
 	return b
 }
 
@@ -106,7 +187,7 @@ func (b *Boot) Draw() (x float64, flipped bool) {
 	if b.m.Spread > 0 {
 		x *= math.Exp(b.m.Spread * b.rng.NormFloat64())
 	}
-	if b.m.Spikes > 0 && b.rng.Float64() < b.m.Spikes {
+	if b.spikes > 0 && b.rng.Float64() < b.spikes {
 		lo, hi := math.Log(b.m.SpikeMin), math.Log(b.m.SpikeMax)
 		x *= math.Exp(lo + (hi-lo)*b.rng.Float64())
 	}
@@ -184,6 +265,40 @@ func ParseStrays(s string) (rate, lo, hi float64, err error) {
 	return rate, lo, hi, nil
 }
 
+// ParseDrift reads a drift written "60%:40": the level grows by 60 % over
+// the run's first 40 boots, and on at that pace; "60%:40:flat" stops it
+// there. "0" or "0%" is none.
+func ParseDrift(s string) (share float64, boots int, flat bool, err error) {
+	parts := strings.Split(s, ":")
+	t := strings.TrimSpace(parts[0])
+	neg := strings.HasPrefix(t, "-")
+	if share, err = ParsePercent(strings.TrimPrefix(t, "-")); err != nil {
+		return 0, 0, false, fmt.Errorf("%q: write the growth and the boots it takes, as in 60%%:40 (60%%:40:flat to stop there)", s)
+	}
+	if neg {
+		share = -share
+	}
+	if len(parts) == 1 && share == 0 {
+		return 0, 0, false, nil
+	}
+	bad := func() (float64, int, bool, error) {
+		return 0, 0, false, fmt.Errorf("%q: write the growth and the boots it takes, as in 60%%:40 (60%%:40:flat to stop there)", s)
+	}
+	if len(parts) < 2 || len(parts) > 3 {
+		return bad()
+	}
+	if boots, err = strconv.Atoi(strings.TrimSpace(parts[1])); err != nil || boots < 1 {
+		return bad()
+	}
+	if len(parts) == 3 {
+		if strings.TrimSpace(parts[2]) != "flat" {
+			return bad()
+		}
+		flat = true
+	}
+	return share, boots, flat, nil
+}
+
 // Parse reads a model written as comma-separated settings, as `kbisect
 // demo --noise` takes it: "spread=0.2,boot-spread=0.25,bad-boots=5%,
 // spikes=5%:2-20x,flips=0%". Settings left out are 0.
@@ -211,8 +326,17 @@ func Parse(s string) (Model, error) {
 			m.Spikes, m.SpikeMin, m.SpikeMax, err = ParseSpikes(val)
 		case "stray-boots":
 			m.Strays, m.StrayMin, m.StrayMax, err = ParseStrays(val)
+		case "drift":
+			m.Drift, m.DriftBoots, m.DriftFlat, err = ParseDrift(val)
+		case "boot-ar":
+			m.AR, err = strconv.ParseFloat(val, 64)
+		case "intermittent":
+			m.Intermittent, err = ParsePercent(val)
+		case "spikes-bad":
+			m.SpikesBad, err = ParsePercent(val)
+			m.HasSpikesBad = true
 		default:
-			return m, fmt.Errorf("%q: no such setting; the settings are spread, boot-spread, bad-boots, stray-boots, spikes and flips", key)
+			return m, fmt.Errorf("%q: no such setting; the settings are %s", key, settings)
 		}
 		if err != nil {
 			return m, fmt.Errorf("%s: %v", key, err)
@@ -221,14 +345,32 @@ func Parse(s string) (Model, error) {
 	return m, m.Validate()
 }
 
+// settings are the names Parse knows, for its error.
+const settings = "spread, boot-spread, bad-boots, stray-boots, spikes, flips, drift, boot-ar, intermittent and spikes-bad"
+
 // String writes the model as Parse reads it.
 func (m Model) String() string {
 	s := fmt.Sprintf("spread=%g,boot-spread=%g,bad-boots=%g%%,flips=%g%%", m.Spread, m.BootSpread, 100*m.BadBoots, 100*m.Flips)
-	if m.Spikes > 0 {
+	if m.Spikes > 0 || m.HasSpikesBad {
 		s += fmt.Sprintf(",spikes=%g%%:%g-%gx", 100*m.Spikes, m.SpikeMin, m.SpikeMax)
+	}
+	if m.HasSpikesBad {
+		s += fmt.Sprintf(",spikes-bad=%g%%", 100*m.SpikesBad)
 	}
 	if m.Strays > 0 {
 		s += fmt.Sprintf(",stray-boots=%g%%:%g-%g%%", 100*m.Strays, 100*m.StrayMin, 100*m.StrayMax)
+	}
+	if m.Drift != 0 {
+		s += fmt.Sprintf(",drift=%g%%:%d", 100*m.Drift, m.DriftBoots)
+		if m.DriftFlat {
+			s += ":flat"
+		}
+	}
+	if m.AR > 0 {
+		s += fmt.Sprintf(",boot-ar=%g", m.AR)
+	}
+	if m.Intermittent > 0 {
+		s += fmt.Sprintf(",intermittent=%g%%", 100*m.Intermittent)
 	}
 	return s
 }

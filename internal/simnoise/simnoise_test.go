@@ -24,10 +24,147 @@ func TestParseReadsWhatStringWrites(t *testing.T) {
 	}
 }
 
+func TestParseReadsTheShapesOfARun(t *testing.T) {
+	m, err := Parse("spread=0.2,boot-spread=0.1,drift=60%:40:flat,boot-ar=0.7,intermittent=50%,spikes=2%:3-10x,spikes-bad=50%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(m.Drift-0.6) > 1e-12 || m.DriftBoots != 40 || !m.DriftFlat || m.AR != 0.7 || math.Abs(m.Intermittent-0.5) > 1e-12 ||
+		math.Abs(m.Spikes-0.02) > 1e-12 || !m.HasSpikesBad || math.Abs(m.SpikesBad-0.5) > 1e-12 || m.SpikeMin != 3 || m.SpikeMax != 10 {
+		t.Fatalf("got %+v", m)
+	}
+	again, err := Parse(m.String())
+	if err != nil || again != m {
+		t.Fatalf("round trip of %q: %v, %+v", m.String(), err, again)
+	}
+	// A good kernel that never spikes, a bad one that does: the size
+	// comes with the good kernel's share of none.
+	m, err = Parse("spikes=0%:3-10x,spikes-bad=25%")
+	if err != nil || m.SpikeMin != 3 || !m.HasSpikesBad {
+		t.Fatalf("%+v, %v", m, err)
+	}
+	if again, err := Parse(m.String()); err != nil || again != m {
+		t.Fatalf("round trip of %q: %v, %+v", m.String(), err, again)
+	}
+}
+
+// Drift multiplies every boot's level by 1 + P·k/BOOTS, k its index in
+// the run; a flat drift stops growing at BOOTS.
+func TestDriftGrowsWithTheRunsBoots(t *testing.T) {
+	for _, flat := range []bool{false, true} {
+		r := Model{Drift: 0.6, DriftBoots: 40, DriftFlat: flat}.NewRun()
+		rng := rand.New(rand.NewPCG(1, 1))
+		for k := 0; k < 100; k++ {
+			level, other := 7.0, 15.0
+			if k%2 == 1 {
+				level, other = other, level
+			}
+			got := r.Boot(rng, level, other, k%2 == 1).Sample()
+			at := float64(k)
+			if flat {
+				at = math.Min(at, 40)
+			}
+			want := 7 * (1 + 0.6*at/40)
+			if k%2 == 1 {
+				want = 15 * (1 + 0.6*at/40)
+			}
+			if math.Abs(got-want) > 1e-9 {
+				t.Fatalf("flat %v, boot %d: %g, want %g", flat, k, got, want)
+			}
+		}
+		if r.Boots() != 100 {
+			t.Fatalf("%d boots", r.Boots())
+		}
+	}
+}
+
+// AR(1) boot levels: each boot's log level is φ times the last one's plus
+// a fresh part, so neighbours correlate by φ and the spread stays the
+// boot spread.
+func TestARBootLevelsCorrelateWithTheirNeighbours(t *testing.T) {
+	r := Model{BootSpread: 0.25, AR: 0.7}.NewRun()
+	rng := rand.New(rand.NewPCG(2, 3))
+	const n = 20000
+	z := make([]float64, n)
+	for k := range z {
+		z[k] = math.Log(r.Boot(rng, 7, 15, false).Sample() / 7)
+	}
+	var sd, lag float64
+	for k := range z {
+		sd += z[k] * z[k]
+		if k > 0 {
+			lag += z[k] * z[k-1]
+		}
+	}
+	sd = math.Sqrt(sd / n)
+	if rho := lag / n / (sd * sd); math.Abs(rho-0.7) > 0.03 {
+		t.Errorf("lag-1 correlation %.3f, want 0.7", rho)
+	}
+	if math.Abs(sd-0.25) > 0.02 {
+		t.Errorf("stationary spread %.3f, want 0.25", sd)
+	}
+}
+
+// An intermittent regression shows on its share of a bad kernel's boots
+// only; a good kernel's boots are untouched. A regression in how often
+// it spikes gives the bad kernel its own share of spikes.
+func TestIntermittentAndSpikyRegressionsShowAsTheySay(t *testing.T) {
+	r := Model{Intermittent: 0.3, Spikes: 0.02, SpikeMin: 3, SpikeMax: 10, HasSpikesBad: true, SpikesBad: 0.5}.NewRun()
+	rng := rand.New(rand.NewPCG(4, 5))
+	const boots, n = 4000, 20
+	shown, goodShown := 0, 0
+	spikes := map[bool]int{}
+	samples := map[bool]int{}
+	for i := 0; i < boots; i++ {
+		for _, bad := range []bool{false, true} {
+			level, other := 7.0, 15.0
+			if bad {
+				level, other = other, level
+			}
+			b := r.Boot(rng, level, other, bad)
+			for j := 0; j < n; j++ {
+				x := b.Sample()
+				if x > 20 {
+					spikes[bad != b.OtherSide]++
+				}
+				samples[bad != b.OtherSide]++
+				if j == 0 && x >= 15 && x < 15.0001 {
+					if bad {
+						shown++
+					} else {
+						goodShown++
+					}
+				}
+			}
+		}
+	}
+	// Spread 0: a sample at the bad level is exactly 15 unless it spiked.
+	if share := float64(shown) / boots; math.Abs(share-0.3*0.5) > 0.025 {
+		t.Errorf("%.3f of a bad kernel's first samples at the bad level, want 0.15 (30 %% of boots, half unspiked)", share)
+	}
+	if goodShown != 0 {
+		t.Errorf("%d good boots at the bad level", goodShown)
+	}
+	// Spikes of 3-10x: a good boot's (7) land above 20; a showing bad
+	// boot's (15) always do.
+	if s := float64(spikes[false]) / float64(samples[false]); math.Abs(s-0.02) > 0.004 {
+		t.Errorf("%.4f of the good-behaving boots' samples spiked, want 0.02", s)
+	}
+	if s := float64(spikes[true]) / float64(samples[true]); math.Abs(s-0.5) > 0.02 {
+		t.Errorf("%.4f of the bad-behaving boots' samples spiked, want 0.5", s)
+	}
+}
+
 func TestParseSaysWhatIsWrong(t *testing.T) {
 	for in, want := range map[string]string{
 		"spread":                 `"spread": write setting=value, as in spread=0.2`,
-		"noise=1":                `"noise": no such setting; the settings are spread, boot-spread, bad-boots, stray-boots, spikes and flips`,
+		"noise=1":                `"noise": no such setting; the settings are spread, boot-spread, bad-boots, stray-boots, spikes, flips, drift, boot-ar, intermittent and spikes-bad`,
+		"drift=60%":              `drift: "60%": write the growth and the boots it takes, as in 60%:40 (60%:40:flat to stop there)`,
+		"drift=60%:0":            `drift: "60%:0": write the growth and the boots it takes, as in 60%:40 (60%:40:flat to stop there)`,
+		"drift=60%:40:level":     `drift: "60%:40:level": write the growth and the boots it takes, as in 60%:40 (60%:40:flat to stop there)`,
+		"boot-ar=1":              "boot-ar 1 is not between 0 and 1 (1 excluded)",
+		"intermittent=150%":      "intermittent 1.5 is not between 0 and 1",
+		"spikes-bad=50%":         "spike size 0-0x: give factors of at least 1, the smaller first",
 		"stray-boots=25%":        `stray-boots: "25%": say how far toward the other side they land, as in 25%:20-60%`,
 		"stray-boots=25%:60-20%": `stray-boots: "25%:60-20%": how far is a share of the way between 0 and 100%, the smaller first, as in 25%:20-60%`,
 		"bad-boots=x":            `bad-boots: "x" is not a share: write 5% or 0.05`,

@@ -1,0 +1,127 @@
+package drive
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"kbisect/culprit"
+)
+
+// lineLab is a machine over a line of n commits whose first bad one is
+// culprit: a boot draws its samples around the good or the bad level
+// (σ 0.2 within a boot, 0.05 from boot to boot), from one seeded stream
+// per boot in order, so that a resumed run measures what the first one
+// would have. It records every kernel asked for, and fails (a lab's
+// error) at boot failAt.
+type lineLab struct {
+	n, culprit int
+	good, bad  float64
+	seed       uint64
+	booted     []Kernel
+	records    []Record // what a run journals: each boot, in order
+	failAt     int
+}
+
+var errLabDown = errors.New("the lab host went away")
+
+func (l *lineLab) Boot(_ context.Context, k Kernel, more func([]float64) bool) (Boot, error) {
+	at := len(l.booted)
+	if at == l.failAt {
+		return Boot{}, errLabDown
+	}
+	l.booted = append(l.booted, k)
+	bad := k.Commit == BadEndpoint || (k.Commit >= l.culprit && k.Commit != culprit.GoodEndpoint)
+	if k.Reverted {
+		bad = k.Commit != l.culprit
+	}
+	level := l.good
+	if bad {
+		level = l.bad
+	}
+	rng := rand.New(rand.NewPCG(l.seed, uint64(at)))
+	level += 0.05 * rng.NormFloat64()
+	var xs []float64
+	for len(xs) < 10 && (len(xs) == 0 || more(xs)) {
+		xs = append(xs, math.Exp(level+0.2*rng.NormFloat64()))
+	}
+	l.records = append(l.records, Record{Kernel: k, Boot: Boot{Samples: xs}})
+	return Boot{Samples: xs}, nil
+}
+
+func options(l *lineLab, hist []Record) Options {
+	d := culprit.Chain(l.n)
+	return Options{
+		Range:  func() (*culprit.DAG, error) { return d, nil },
+		Search: culprit.Options{Confidence: 0.99, MinSamples: 3, MaxSamples: 10, Revert: true, Costs: culprit.Costs{Build: 600, Boot: 120, Sample: 60}},
+		Least:  3, CalibrationSamples: 5, History: hist,
+	}
+}
+
+// TestARunFindsTheCulpritAndAResumedOneTakesTheSameBoots: the loop names
+// the planted commit; stopped by the lab at any boot and resumed from
+// what it recorded, it asks for the same kernels in the same order and
+// ends the same — calibration's boots, the search's, the controls and
+// the confirmation alike.
+func TestARunFindsTheCulpritAndAResumedOneTakesTheSameBoots(t *testing.T) {
+	whole := &lineLab{n: 300, culprit: 171, good: math.Log(7000), bad: math.Log(15000), seed: 5, failAt: -1}
+	res, err := Run(context.Background(), whole, options(whole, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.End.Kind != culprit.Found || res.End.Commit != whole.culprit || res.End.Probability < 0.99 {
+		t.Fatalf("%+v, want %d found", res.End, whole.culprit)
+	}
+	calibration, confirming := 0, 0
+	for _, k := range whole.booted {
+		switch k.Why {
+		case Calibrating:
+			calibration++
+		case Confirming:
+			confirming++
+		}
+	}
+	if calibration < 2*culprit.MinCalibrationBoots || confirming == 0 {
+		t.Errorf("%d calibration boots, %d confirming: want both", calibration, confirming)
+	}
+	for _, stop := range []int{1, calibration - 1, calibration, calibration + 5, len(whole.booted) - 2} {
+		first := &lineLab{n: whole.n, culprit: whole.culprit, good: whole.good, bad: whole.bad, seed: whole.seed, failAt: stop}
+		if _, err := Run(context.Background(), first, options(first, nil)); !errors.Is(err, errLabDown) {
+			t.Fatalf("stopped at boot %d: %v, want the lab's error", stop, err)
+		}
+		again := &lineLab{n: whole.n, culprit: whole.culprit, good: whole.good, bad: whole.bad, seed: whole.seed, failAt: -1}
+		again.booted = append(again.booted, first.booted...)
+		res2, err := Run(context.Background(), again, options(again, first.records))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res2.End.Kind != res.End.Kind || res2.End.Commit != res.End.Commit || len(again.booted) != len(whole.booted) {
+			t.Fatalf("resumed after %d boots: %+v after %d boots, want %+v after %d", stop, res2.End, len(again.booted), res.End, len(whole.booted))
+		}
+		for i := range whole.booted {
+			if again.booted[i] != whole.booted[i] {
+				t.Fatalf("resumed after %d boots: boot %d is %+v, want %+v", stop, i, again.booted[i], whole.booted[i])
+			}
+		}
+	}
+}
+
+// TestAlikeEndpointsAreNotReproduced: a bad endpoint that measures as the
+// good one ends calibration not reproduced, and no search is made.
+func TestAlikeEndpointsAreNotReproduced(t *testing.T) {
+	l := &lineLab{n: 100, culprit: 50, good: math.Log(7000), bad: math.Log(7000), seed: 9, failAt: -1}
+	res, err := Run(context.Background(), l, options(l, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.NotReproduced == "" || res.Search != nil {
+		t.Fatalf("%+v: want not reproduced", res)
+	}
+	for _, k := range l.booted {
+		if k.Why != Calibrating {
+			t.Fatalf("booted %+v after calibration said not reproduced", k)
+		}
+	}
+}
