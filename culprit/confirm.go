@@ -46,13 +46,30 @@ func (s *Search) confirmTargets(c int) []target {
 // of c, its parents and the revert, one of each endpoint (which are
 // measured apart from the search, and show whether the machine still
 // measures them as it did); one more each after every check that failed.
+//
+// A parent of c gets more where the regression shows on some boots only:
+// as many as would show a bad parent's regression at least once but for
+// a chance of parentMissed (7 at a regression that shows on half the
+// boots) — a bad parent whose few fresh boots all measured good is how
+// an intermittent regression names a commit after the culprit.
 func (s *Search) need(c int, t target) int {
 	n := s.opt.ConfirmBoots
 	if t.commit == goodEndpoint || (t.commit == s.d.Len()-1 && c != t.commit && !t.reverted) {
 		n = max(1, n/2)
 	}
+	if !t.reverted && t.commit != c && t.commit != goodEndpoint && t.commit != s.d.Len()-1 && s.m.Shows < 1 {
+		n = max(n, min(int(math.Ceil(math.Log(parentMissed)/math.Log(1-s.m.Shows))), maxParentBoots))
+	}
 	return n + s.extra[c]
 }
+
+// parentMissed is the chance that every fresh boot of a bad parent in a
+// confirmation measures good, from which their number is set;
+// maxParentBoots caps it (a regression that shows on one boot in ten).
+const (
+	parentMissed   = 0.01
+	maxParentBoots = 16
+)
 
 // confirmNext is the next kernel the confirmation of c needs, the one
 // with the fewest fresh boots (so that they alternate); false when each

@@ -151,3 +151,29 @@ func TestShapeSaysWhatKindOfRegressionItIs(t *testing.T) {
 		}
 	}
 }
+
+// A candidate's parents get as many fresh boots as would show a bad
+// parent's regression but for a 1 % chance: 7 where it shows on half the
+// boots, the usual 2 where every boot shows it; the endpoints one.
+func TestConfirmationBootsTheParentsOfAnIntermittentRegressionMore(t *testing.T) {
+	for _, c := range []struct {
+		shows        float64
+		parent, ends int
+	}{{0.5, 7, 1}, {0.3, 13, 1}, {0.96, 2, 1}} {
+		m := testModel()
+		m.Shows = c.shows
+		s, err := New(Chain(20), m, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.need(10, target{commit: 9}); got != c.parent {
+			t.Errorf("shows %.2f: the parent needs %d fresh boots, want %d", c.shows, got, c.parent)
+		}
+		if got := s.need(10, target{commit: 10}); got != 2 {
+			t.Errorf("shows %.2f: the candidate needs %d fresh boots, want 2", c.shows, got)
+		}
+		if got := s.need(10, target{commit: goodEndpoint}); got != c.ends {
+			t.Errorf("shows %.2f: the good endpoint needs %d fresh boots, want %d", c.shows, got, c.ends)
+		}
+	}
+}

@@ -134,6 +134,10 @@ type SearchSummary struct {
 	Candidates       []SearchCandidate  `json:"candidates"`
 	Commits          []SearchCommit     `json:"commits"`
 	Model            map[string]float64 `json:"model"`
+	// Shape says where the regression or the machine is not the plain
+	// case: a regression that shows on some boots only, one in how often
+	// the machine spikes, a drift (culprit.Search.Shape).
+	Shape []string `json:"shape,omitempty"`
 	// RangeCommits is how many commits the range holds.
 	RangeCommits int `json:"range_commits"`
 }

@@ -75,10 +75,14 @@ func (r *Run) posteriorText() string {
 		return ""
 	}
 	boots := fmt.Sprintf("%d boots (and %d of the endpoints, which taught the model)", s.Boots, s.CalibrationBoots)
+	var shape string
+	for _, w := range s.Shape {
+		shape += " " + strings.ToUpper(w[:1]) + w[1:] + "."
+	}
 	switch r.Result.Kind {
 	case bisect.Found:
-		return fmt.Sprintf("%s is the first bad commit, probability %s after %s; confirmed on fresh boots of it, its parents and the bad endpoint without it.",
-			commitid.Short(r.Result.FirstBad.String()), prob(s.Probability), boots)
+		return fmt.Sprintf("%s is the first bad commit, probability %s after %s; confirmed on fresh boots of it, its parents and the bad endpoint without it.%s",
+			commitid.Short(r.Result.FirstBad.String()), prob(s.Probability), boots, shape)
 	case bisect.NotReproduced:
 		if s.Result == "" {
 			return ""
@@ -92,7 +96,7 @@ func (r *Run) posteriorText() string {
 		}
 		lead = append(lead, fmt.Sprintf("%s %s", commitid.Short(c.Commit), prob(c.Probability)))
 	}
-	return fmt.Sprintf("No commit reached probability %g after %s: %s. Leading: %s.", s.Confidence, boots, s.Reason, strings.Join(lead, ", "))
+	return fmt.Sprintf("No commit reached probability %g after %s: %s. Leading: %s.%s", s.Confidence, boots, s.Reason, strings.Join(lead, ", "), shape)
 }
 
 // writeCandidates lists the leading candidates with their probabilities

@@ -142,6 +142,7 @@ func (p *posteriorRun) summary(end *culprit.Step) *lab.SearchSummary {
 		}
 		s.Commits = append(s.Commits, sc)
 	}
+	s.Shape = p.search.Shape()
 	if end != nil {
 		s.Reason = end.Reason
 		switch end.Kind {
