@@ -258,12 +258,7 @@ func startModes(boots []sided, m Model) []Model {
 	var goodFar, goodN, badFar, badN float64
 	for _, b := range boots {
 		c := lowCentre(b.ys, m.Spread)
-		far := 0.0
-		for _, y := range b.ys {
-			if y-c > 4*m.Spread {
-				far++
-			}
-		}
+		far := spikesAbove(b.ys, c, m.Spread)
 		if b.bad {
 			badLv = append(badLv, c-b.drift)
 			badMed = append(badMed, median(b.ys)-b.drift)
@@ -315,12 +310,7 @@ func startModes(boots []sided, m Model) []Model {
 		badFar = 0
 		for _, b := range boots {
 			if b.bad {
-				c := lowCentre(b.ys, spiky.Spread)
-				for _, y := range b.ys {
-					if y-c > 4*spiky.Spread {
-						badFar++
-					}
-				}
+				badFar += spikesAbove(b.ys, lowCentre(b.ys, spiky.Spread), spiky.Spread)
 			}
 		}
 	}
@@ -413,4 +403,16 @@ func bootAt(ys []float64, centre, pi float64, m Model) bootFit {
 	}
 	f.logLik = ll + math.Log(p) + 0.5*math.Log(2*math.Pi/h)
 	return f
+}
+
+// spikesAbove counts a boot's samples more than 4 spreads above its
+// centre c: its spikes, as the starts of the fit count them.
+func spikesAbove(ys []float64, c, spread float64) float64 {
+	n := 0.0
+	for _, y := range ys {
+		if y-c > 4*spread {
+			n++
+		}
+	}
+	return n
 }
