@@ -24,7 +24,8 @@ import (
 	"path/filepath"
 	"time"
 
-	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
+	"modernc.org/sqlite" // the database/sql driver "sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // DB is an open history database.
@@ -112,11 +113,33 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		return nil, fmt.Errorf("history %s: %w", path, err)
 	}
 	d := &DB{Path: path, db: db}
-	if err := d.migrate(ctx); err != nil {
+	if err := d.setUp(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("history %s: %w", path, err)
 	}
 	return d, nil
+}
+
+// setUp opens the first connection (which switches a new file to
+// write-ahead-log mode) and migrates. Two processes that open a new file
+// at once both hold a read lock when they ask for the write lock the
+// switch needs: SQLite answers one of them busy at once, without its
+// busy timeout, rather than deadlock. The loser starts over, as SQLite
+// says to, until the busy timeout's 30 s are spent.
+func (d *DB) setUp(ctx context.Context) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
+		err := d.migrate(ctx)
+		var se *sqlite.Error
+		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+	}
 }
 
 // Close closes the database.
