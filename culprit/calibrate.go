@@ -193,3 +193,20 @@ func mustLog(xs []float64) []float64 {
 	}
 	return out
 }
+
+// AgainstThreshold is what an absolute threshold t says of the
+// endpoints' calibration boots: that the bad endpoint is not bad (no boot
+// of it has its median beyond t), or that the good one is bad too (every
+// boot of it has). Either leaves nothing to search below that threshold.
+func AgainstThreshold(goods, bads [][]float64, t float64) (badIsGood, goodIsBad bool) {
+	beyond := func(boots [][]float64) int {
+		n := 0
+		for _, b := range boots {
+			if median(b) > t {
+				n++
+			}
+		}
+		return n
+	}
+	return len(bads) > 0 && beyond(bads) == 0, len(goods) > 0 && beyond(goods) == len(goods)
+}

@@ -17,6 +17,7 @@ func (s *Search) settle(lead Candidate) {
 		if c != lead.Commit || lead.Probability < s.opt.Confidence {
 			delete(s.confirmFrom, c)
 			delete(s.extra, c)
+			delete(s.stepExtra, c)
 			delete(s.checked, c)
 		}
 	}
@@ -59,6 +60,9 @@ func (s *Search) need(c int, t target) int {
 	}
 	if !t.reverted && t.commit != c && t.commit != goodEndpoint && t.commit != s.d.Len()-1 && s.m.Shows < 1 {
 		n = max(n, min(int(math.Ceil(math.Log(parentMissed)/math.Log(1-s.m.Shows))), maxParentBoots))
+	}
+	if !t.reverted {
+		n += s.stepExtra[c] // the parents, c and the endpoints: steps.go
 	}
 	return n + s.extra[c]
 }

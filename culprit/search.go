@@ -33,9 +33,12 @@ type Search struct {
 	// confirmFrom is, per candidate that reached the confidence, the
 	// boots each kernel of its confirmation had then; extra the fresh
 	// boots more each asks for after a check that failed, and checked
-	// why the last one failed.
+	// why the last one failed; stepExtra the fresh boots more of the
+	// parents and the good endpoint that tell an earlier step
+	// (steps.go).
 	confirmFrom map[int]map[target]int
 	extra       map[int]int
+	stepExtra   map[int]int
 	checked     map[int]string
 	log         []Observation
 	// frozen marks a fork: it takes boots in without learning its model
@@ -61,7 +64,7 @@ func New(d *DAG, m Model, opt Options) (*Search, error) {
 	s := &Search{d: d, m: m, opt: opt,
 		built: make([]bool, d.Len()), skip: make([]bool, d.Len()), boots: make([]int, d.Len()),
 		reverted: map[int]int{}, noRevert: map[int]bool{}, confirmFrom: map[int]map[target]int{},
-		extra: map[int]int{}, checked: map[int]string{}, lastGood: -1, lastBad: -1}
+		extra: map[int]int{}, stepExtra: map[int]int{}, checked: map[int]string{}, lastGood: -1, lastBad: -1}
 	s.w = newWeigher(d, &s.m, opt.Prior, opt.NoCulprit)
 	if opt.FromOne {
 		s.opt.MinSamples, s.leastWhy = leastSamples(s.m, opt.MinSamples, opt.MaxSamples, opt.Costs)
@@ -171,9 +174,9 @@ func (s *Search) Replay(o Observation) {
 		// counts its fresh boots from here: without it, a resumed search
 		// would take the boots of a confirmation under way again. A
 		// confirmation that had all its boots when this one came was
-		// checked, and the check failed.
+		// reviewed, and asked for more.
 		if _, ok := s.confirmNext(lead.Commit); !ok {
-			s.failCheck(lead.Commit)
+			s.review(lead, pc)
 		}
 	}
 	s.observe(o)
@@ -305,21 +308,9 @@ func (s *Search) Next() Step {
 				}
 				break
 			}
-			why := s.check(lead.Commit)
-			if why == "" {
-				by := "it and its parents"
-				if s.opt.Revert && lead.Commit != s.d.Len()-1 && !s.noRevert[lead.Commit] {
-					by = "it, its parents and the bad endpoint without it"
-				}
-				return Step{Kind: Found, Commit: lead.Commit, Probability: lead.Probability, Candidates: leading(pc, conf, 5),
-					Reason: fmt.Sprintf("probability %s after %d boots, confirmed by fresh boots of %s and of both endpoints", Format(lead.Probability), s.total, by)}
+			if end := s.review(lead, pc); end != nil {
+				return *end
 			}
-			if s.extra[lead.Commit] >= maxChecks-1 {
-				return Step{Kind: Inconclusive, Probability: lead.Probability, Candidates: leading(pc, conf, 10),
-					Reason: fmt.Sprintf("%s leads at %s, but the boots do not measure as the model has the two sides: %s", "the most probable commit", Format(lead.Probability), why)}
-			}
-			s.failCheck(lead.Commit)
-			s.checked[lead.Commit] = why
 		}
 	}
 	if c, due := s.controlDue(); due {
@@ -393,4 +384,49 @@ func (s *Search) Shape() []string {
 		out = append(out, fmt.Sprintf("the machine drifted: its level moved by %+.0f %% over the run, and each boot was weighed against the level it had then", 100*(math.Exp(by)-1)))
 	}
 	return out
+}
+
+// review decides a confirmation of the lead that had all its fresh boots:
+// the end (found, or inconclusive when the model's check failed too often
+// or the lead is the later of two steps), or nil with more fresh boots
+// asked for (a check that failed, a step to tell). Next and Replay alike.
+func (s *Search) review(lead Candidate, pc []float64) *Step {
+	conf := s.opt.Confidence
+	c := lead.Commit
+	why := s.check(c)
+	if why == "" {
+		// A parent clearly worse than the good endpoint, once it had
+		// fresh boots more: the lead is a later step. A parent that may
+		// be, or a later step that may show, asks for them.
+		step, t := s.earlierStep(c)
+		_, tl := s.laterStep(c)
+		rounds := s.stepExtra[c]
+		switch {
+		case t >= stepT && rounds > 0, t >= stepDoubt && rounds >= maxStepRounds:
+			return &Step{Kind: Inconclusive, Probability: lead.Probability, Candidates: leading(pc, conf, 10),
+				Reason: fmt.Sprintf("the most probable commit leads at %s, but %s", Format(lead.Probability), step)}
+		case step != "" && rounds < maxStepRounds, tl >= laterMaybe && tl < stepT && rounds < maxLaterRounds:
+			s.stepExtra[c]++
+			return nil
+		}
+		by := "it and its parents"
+		if s.opt.Revert && c != s.d.Len()-1 && !s.noRevert[c] {
+			by = "it, its parents and the bad endpoint without it"
+		}
+		reason := fmt.Sprintf("probability %s after %d boots, confirmed by fresh boots of %s and of both endpoints", Format(lead.Probability), s.total, by)
+		switch later, t := s.laterStep(c); {
+		case t >= stepT:
+			reason += "; " + later
+		case t >= stepDoubt:
+			reason += "; perhaps " + later
+		}
+		return &Step{Kind: Found, Commit: c, Probability: lead.Probability, Candidates: leading(pc, conf, 5), Reason: reason}
+	}
+	if s.extra[c] >= maxChecks-1 {
+		return &Step{Kind: Inconclusive, Probability: lead.Probability, Candidates: leading(pc, conf, 10),
+			Reason: fmt.Sprintf("%s leads at %s, but the boots do not measure as the model has the two sides: %s", "the most probable commit", Format(lead.Probability), why)}
+	}
+	s.failCheck(c)
+	s.checked[c] = why
+	return nil
 }

@@ -101,8 +101,9 @@ type Hooks struct {
 	// search on the model the boots so far give (nil before, or when the
 	// range cannot be had yet): its first step is what to build ahead.
 	Calibrating func(round int, provisional func() *culprit.Search)
-	// Stop ends calibration early with a reason (the job's absolute
-	// threshold settles it), "" to go on.
+	// Stop ends calibration, when it has all its boots, as not
+	// reproduced with a reason (the job's absolute threshold says so,
+	// culprit.AgainstThreshold), "" to take calibration's model.
 	Stop func(goods, bads [][]float64) string
 	// Calibrated hears calibration's end: its model, or the error that
 	// says the regression is not reproduced.
@@ -216,7 +217,11 @@ func calibrate(ctx context.Context, m Machine, opt Options, res *Result, order *
 	n := max(opt.CalibrationSamples, 1)
 	fixed := func(v []float64) bool { return len(v) < n }
 	for round := 0; ; round++ {
-		if opt.Hooks.Stop != nil {
+		model, more, err := culprit.Calibrate(res.Goods, res.Bads, opt.Least, culprit.FitOptions{})
+		if !more && opt.Hooks.Stop != nil {
+			// Asked when calibration has all its boots, not before: an
+			// intermittent regression may not show on the bad endpoint's
+			// first three.
 			if why := opt.Hooks.Stop(res.Goods, res.Bads); why != "" {
 				res.NotReproduced = why
 				if opt.Hooks.Calibrated != nil {
@@ -225,7 +230,6 @@ func calibrate(ctx context.Context, m Machine, opt Options, res *Result, order *
 				return culprit.Model{}, false, nil
 			}
 		}
-		model, more, err := culprit.Calibrate(res.Goods, res.Bads, opt.Least, culprit.FitOptions{})
 		if !more {
 			res.Model = model
 			if opt.Hooks.Calibrated != nil {

@@ -23,6 +23,9 @@ type lineLab struct {
 	booted     []Kernel
 	records    []Record // what a run journals: each boot, in order
 	failAt     int
+	// hidden are boots (by their index) at which a bad kernel measures
+	// as a good one: an intermittent regression.
+	hidden map[int]bool
 }
 
 var errLabDown = errors.New("the lab host went away")
@@ -38,7 +41,7 @@ func (l *lineLab) Boot(_ context.Context, k Kernel, more func([]float64) bool) (
 		bad = k.Commit != l.culprit
 	}
 	level := l.good
-	if bad {
+	if bad && !l.hidden[at] {
 		level = l.bad
 	}
 	rng := rand.New(rand.NewPCG(l.seed, uint64(at)))
@@ -123,5 +126,43 @@ func TestAlikeEndpointsAreNotReproduced(t *testing.T) {
 		if k.Why != Calibrating {
 			t.Fatalf("booted %+v after calibration said not reproduced", k)
 		}
+	}
+}
+
+// TestTheThresholdWaitsForCalibrationsBoots: an absolute threshold says
+// "not reproduced" only when calibration has all its boots — a bad
+// endpoint whose first three boots do not show an intermittent
+// regression is booted again, and the culprit is found.
+func TestTheThresholdWaitsForCalibrationsBoots(t *testing.T) {
+	l := &lineLab{n: 200, culprit: 77, good: math.Log(7000), bad: math.Log(15000), seed: 3, failAt: -1,
+		hidden: map[int]bool{0: true, 2: true, 4: true}}
+	opt := options(l, nil)
+	stops := 0
+	opt.Hooks.Stop = func(goods, bads [][]float64) string {
+		stops++
+		if badIsGood, goodIsBad := culprit.AgainstThreshold(goods, bads, math.Sqrt(7000*15000)); badIsGood || goodIsBad {
+			return "the threshold says no regression"
+		}
+		return ""
+	}
+	res, err := Run(context.Background(), l, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.NotReproduced != "" || res.End.Kind != culprit.Found || res.End.Commit != l.culprit || stops != 1 {
+		t.Fatalf("not reproduced %q, end %+v, the threshold asked %d times after %d calibration boots: want %d found, the threshold asked once",
+			res.NotReproduced, res.End, stops, len(res.Goods)+len(res.Bads), l.culprit)
+	}
+	// Three boots of each that do not show it end as the threshold says.
+	l = &lineLab{n: 200, culprit: 77, good: math.Log(7000), bad: math.Log(7000), seed: 3, failAt: -1}
+	opt = options(l, nil)
+	opt.Hooks.Stop = func(goods, bads [][]float64) string {
+		if badIsGood, _ := culprit.AgainstThreshold(goods, bads, math.Sqrt(7000*15000)); badIsGood {
+			return "the threshold says no regression"
+		}
+		return ""
+	}
+	if res, err := Run(context.Background(), l, opt); err != nil || res.NotReproduced != "the threshold says no regression" {
+		t.Fatalf("%+v, %v: want the threshold's not reproduced", res, err)
 	}
 }

@@ -30,6 +30,13 @@ func WriteSimulation(w io.Writer, res *simulate.Result) error {
 		fmt.Fprintf(w, "%d simulated bisections of %d commits (seed %d): good kernels %s, bad %s, threshold %s\n",
 			res.Runs, res.Commits, res.Seed, v(res.Good), v(res.Bad), v(res.Threshold))
 		fmt.Fprintf(w, "noise: %s\n", res.Noise)
+		if res.FirstStep > 0 {
+			fmt.Fprintf(w, "two steps: the first bad commit takes a kernel to %s, a later one on to %s; right is naming the first\n", v(res.FirstStep), v(res.Bad))
+		}
+		if res.Merges > 0 || res.Broken > 0 || res.NoRevert > 0 {
+			fmt.Fprintf(w, "range: %g %% of the mainline's commits merge a topic branch; %g %% of the commits do not build; %g %% of the reverts do not apply\n",
+				100*res.Merges, 100*res.Broken, 100*res.NoRevert)
+		}
 		from := ""
 		if res.SearchFromOne {
 			from = " (kbisect's search boots from 1 where calibration finds one sample decisive)"

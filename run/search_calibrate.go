@@ -52,24 +52,15 @@ func (p *posteriorRun) firstAhead(s *culprit.Search) {
 	}
 }
 
-// thresholdSays stops calibration early when the job's absolute threshold
-// settles it: after three boots each, no boot of the bad endpoint beyond
-// the threshold (it is not bad), or every boot of the good one beyond it
-// (the regression is older than the range).
+// thresholdSays ends calibration, once it has its boots, as not
+// reproduced when the job's absolute threshold says so: no boot of the
+// bad endpoint beyond the threshold (it is not bad), or every boot of the
+// good one beyond it (the regression is older than the range).
 func (p *posteriorRun) thresholdSays(good, bad string) string {
-	if p.rule.Kind != noise.Absolute || min(len(p.goods), len(p.bads)) < culprit.MinCalibrationBoots {
+	if p.rule.Kind != noise.Absolute {
 		return ""
 	}
-	t := p.badness([]float64{p.rule.Threshold})[0]
-	beyond := func(boots [][]float64) int {
-		n := 0
-		for _, b := range boots {
-			if noise.Median(b) > t {
-				n++
-			}
-		}
-		return n
-	}
+	badIsGood, goodIsBad := culprit.AgainstThreshold(p.goods, p.bads, p.badness([]float64{p.rule.Threshold})[0])
 	f := func(boots [][]float64) string {
 		var all []float64
 		for _, b := range boots {
@@ -79,10 +70,10 @@ func (p *posteriorRun) thresholdSays(good, bad string) string {
 	}
 	th := noise.FormatValue(p.rule.MetricKind, p.rule.Threshold)
 	switch {
-	case beyond(p.bads) == 0:
+	case badIsGood:
 		return fmt.Sprintf("the bad endpoint %s is not bad: median %s over %d boots, none beyond the threshold %s; the good endpoint %s: median %s. Check the threshold against these numbers, that the workload runs on the isolated CPUs (workload.cpus), and that the kernel booted with the machine's isolation parameters (boot.params) — the bad endpoint is never moved",
 			commitid.Short(bad), f(p.bads), len(p.bads), th, commitid.Short(good), f(p.goods))
-	case beyond(p.goods) == len(p.goods):
+	case goodIsBad:
 		return fmt.Sprintf("the good endpoint %s is bad too: median %s over %d boots, each beyond the threshold %s; the regression is older than it: give an older --good (verdict.search: rule with --find-good walks back along the release tags)",
 			commitid.Short(good), f(p.goods), len(p.goods), th)
 	}

@@ -39,6 +39,14 @@ type SimulateOptions struct {
 	// the shapes of a night a run must survive ("": none).
 	Drift, Intermittent, SpikesBad string
 	BootAR                         float64
+	// Merges, Broken and NoRevert are the range's shape beyond a line of
+	// commits that all build: the shares of merges, of commits that do
+	// not build and of those whose revert does not apply ("": none);
+	// Merges is a share of the mainline's commits.
+	Merges, Broken, NoRevert string
+	// FirstStep is the level of a regression's first step, written as
+	// --good is ("": one step).
+	FirstStep string
 	// Exec simulates run --exec --confidence on a pass/fail test: good
 	// commits fail FailGood of their runs, bad ones FailBad (shares as
 	// written); MaxRuns is its budget.
@@ -113,6 +121,13 @@ func SimulateConfig(ctx context.Context, o SimulateOptions) (simulate.Config, er
 		}
 		cfg.Threshold = v
 	}
+	if o.FirstStep != "" {
+		v, k, err := typicalSample(o.FirstStep)
+		if err != nil || k != cfg.Kind {
+			return cfg, usage.Errorf("--first-step %s: give it as --good and --bad are given", o.FirstStep)
+		}
+		cfg.FirstStep = v
+	}
 	if job != nil {
 		v := job.Verdict
 		least := v.Samples.Min
@@ -126,6 +141,14 @@ func SimulateConfig(ctx context.Context, o SimulateOptions) (simulate.Config, er
 	}
 	if cfg.Noise, err = noiseModel(o, learned); err != nil {
 		return cfg, err
+	}
+	for _, f := range []struct {
+		flag, v string
+		to      *float64
+	}{{"--merges", o.Merges, &cfg.Shape.Merges}, {"--broken", o.Broken, &cfg.Shape.Broken}, {"--no-revert", o.NoRevert, &cfg.Shape.NoRevert}} {
+		if *f.to, err = simnoise.ParsePercent(none(f.v)); err != nil {
+			return cfg, usage.Errorf("%s: %v", f.flag, err)
+		}
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, usage.Errorf("simulate: %v", err)
@@ -145,7 +168,8 @@ func SimulateConfig(ctx context.Context, o SimulateOptions) (simulate.Config, er
 // failure rates on good and bad commits, nothing of boots.
 func simulateExec(o SimulateOptions, cfg simulate.Config) (simulate.Config, error) {
 	for _, f := range []struct{ flag, v string }{{"--good", o.Good}, {"--bad", o.Bad}, {"--job", o.Job}, {"--from-state", o.State},
-		{"--from-history", o.History}, {"--spikes", o.Spikes}, {"--drift", o.Drift}, {"--intermittent", o.Intermittent}} {
+		{"--from-history", o.History}, {"--spikes", o.Spikes}, {"--drift", o.Drift}, {"--intermittent", o.Intermittent},
+		{"--merges", o.Merges}, {"--broken", o.Broken}, {"--no-revert", o.NoRevert}, {"--first-step", o.FirstStep}} {
 		if f.v != "" && f.v != "0%" {
 			return cfg, usage.Errorf("simulate --exec: %s is for boots of a noisy metric; a pass/fail test has --fail-good and --fail-bad", f.flag)
 		}
@@ -220,12 +244,6 @@ func noiseModel(o SimulateOptions, learned *simulate.Learned) (simnoise.Model, e
 	if o.BootSpread != nil {
 		m.BootSpread = *o.BootSpread
 	}
-	none := func(share string) string {
-		if share == "" {
-			return "0%"
-		}
-		return share
-	}
 	var err error
 	if m.BadBoots, err = simnoise.ParsePercent(none(o.BadBoots)); err != nil {
 		return m, usage.Errorf("--bad-boots: %v", err)
@@ -269,4 +287,12 @@ func typicalSample(s string) (float64, string, error) {
 		return 0, "", err
 	}
 	return float64(d.D().Nanoseconds()), noise.KindTime, nil
+}
+
+// none is a share as written, "" read as none.
+func none(share string) string {
+	if share == "" {
+		return "0%"
+	}
+	return share
 }

@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 
 	"kbisect/drive"
@@ -14,19 +15,29 @@ import (
 // what the strategy spent.
 type lab struct {
 	n, culprit int
-	good, bad  float64
-	noise      *simnoise.Run
-	rng        *rand.Rand
-	costs      Costs
-	built      map[int]bool
-	reverts    map[int]bool
-	spent      spent
+	// hist is the range when it is not a line of commits that all
+	// build and revert.
+	hist      *history
+	good, bad float64
+	noise     *simnoise.Run
+	rng       *rand.Rand
+	costs     Costs
+	built     map[int]bool
+	reverts   map[int]bool
+	spent     spent
 	// trace is every boot in order, for pricing a run on a timeline
 	// (the speed benchmark): what spent sums up, one boot at a time.
 	trace []bootRecord
 	// ahead are the kernels the run builds while its next boot is
 	// measured (Config.predict).
 	ahead []kernel
+	// later, when set, is a second step: from the culprit on a kernel is
+	// at middle, from later on at bad (Config.FirstStep).
+	later  int
+	middle float64
+	// host, when set, draws each boot's noise as a simulated host seeded
+	// with it does (Trace); hostBoots counts the boots it drew.
+	host, hostBoots uint64
 }
 
 // Boot is the lab as the loop of package drive sees it: one commit on
@@ -37,6 +48,9 @@ func (l *lab) Boot(_ context.Context, k drive.Kernel, more func([]float64) bool)
 	c := k.Commit
 	if c == drive.BadEndpoint {
 		c = l.n - 1
+	}
+	if why := l.unmeasurable(c, k.Reverted); why != "" {
+		return drive.Boot{Skip: true, Reason: why}, nil
 	}
 	m := l.boot(c, k.Reverted)
 	rec := &l.trace[len(l.trace)-1]
@@ -97,7 +111,28 @@ func newLab(cfg *Config, culprit int, rng *rand.Rand) *lab {
 }
 
 // isBad says whether commit c is bad; the good endpoint is −1.
-func (l *lab) isBad(c int) bool { return c >= l.culprit }
+func (l *lab) isBad(c int) bool {
+	if l.hist != nil {
+		return l.hist.bad(c)
+	}
+	return c >= l.culprit
+}
+
+// unmeasurable says why the kernel cannot be measured ("" when it can):
+// a commit that does not build (its build is spent), a revert that does
+// not apply on the bad endpoint.
+func (l *lab) unmeasurable(c int, reverted bool) string {
+	switch {
+	case l.hist == nil:
+		return ""
+	case reverted && l.hist.reverts != nil && !l.hist.reverts(c):
+		return "the revert does not apply on the bad endpoint"
+	case !reverted && l.hist.broken[c]:
+		l.build(c)
+		return "the kernel does not build"
+	}
+	return ""
+}
 
 // build builds a commit's kernel, once.
 func (l *lab) build(c int) bool {
@@ -131,7 +166,31 @@ func (l *lab) boot(c int, reverted bool) *machine {
 	if bad {
 		level, other = other, level
 	}
-	return &machine{l: l, b: l.noise.Boot(l.rng, level, other, bad), at: len(l.trace) - 1}
+	if l.later > 0 {
+		// Two steps, each effect a factor of its own: the culprit takes
+		// a kernel to middle, the later step on to the bad level.
+		has := func(s int) bool {
+			if reverted {
+				return c != s
+			}
+			return c >= s
+		}
+		switch first, second := has(l.culprit), has(l.later); {
+		case first && !second:
+			level, other, bad = l.middle, l.good, true
+		case !first && second:
+			level, other, bad = l.good*l.bad/l.middle, l.good, true
+		}
+	}
+	rng := l.rng
+	if l.host != 0 {
+		// As internal/simhost draws a boot: its own generator, numbered
+		// by the boots measured so far, at levels in µs.
+		l.hostBoots++
+		rng = rand.New(rand.NewPCG(l.host, 1<<63+l.hostBoots))
+		level, other = level/1000, other/1000
+	}
+	return &machine{l: l, b: l.noise.Boot(rng, level, other, bad), at: len(l.trace) - 1}
 }
 
 // machine is a booted kernel.
@@ -145,6 +204,10 @@ func (m *machine) sample() float64 {
 	m.l.trace[m.at].samples++
 	m.l.spent.samples++
 	m.l.spent.seconds += m.l.costs.Sample
+	if m.l.host != 0 {
+		// Whole µs, as the tracer prints them, in ns.
+		return math.Round(m.b.Sample()) * 1000
+	}
 	return m.b.Sample()
 }
 

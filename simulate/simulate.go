@@ -42,9 +42,23 @@ type Config struct {
 	// Kind is the metric's kind (noise.KindTime, …), for the rule.
 	Kind  string
 	Noise simnoise.Model
+	// Shape is the range's beyond a line of commits that all build and
+	// revert: merges, commits that do not build, reverts that do not
+	// apply. Only kbisect's engine bisects it.
+	Shape Shape
+	// FirstStep, when set, makes two steps of the regression: the
+	// culprit takes a kernel from Good to FirstStep, a later commit
+	// (drawn after it) from FirstStep on to Bad — a regression another
+	// adds to, or (FirstStep beyond Bad) one a later commit partly
+	// fixes. The answer is right when it names the first.
+	FirstStep float64
 	// Threshold is the absolute threshold of the rule and the plain
-	// bisections (default: halfway on a log scale).
+	// bisections (default: halfway on a log scale). Given, it is also a
+	// job's absolute threshold to kbisect's engine, as in run: calibration
+	// ends not reproduced when no boot of the bad endpoint is beyond it,
+	// or every boot of the good one is.
 	Threshold float64
+	halfway   bool // Threshold was not given
 	// MinSamples and MaxSamples bound a boot's samples (default 3 and
 	// 10). When MinSamples is not given, the engine's search boots may
 	// start with one sample (culprit.Options.FromOne), as a job's run
@@ -97,7 +111,7 @@ func (c *Config) Validate() error {
 		return c.validateExec()
 	}
 	if c.Threshold == 0 {
-		c.Threshold = math.Sqrt(c.Good * c.Bad)
+		c.Threshold, c.halfway = math.Sqrt(c.Good*c.Bad), true
 	}
 	switch {
 	case c.Commits < 1 || c.Commits > 1<<20:
@@ -116,6 +130,12 @@ func (c *Config) Validate() error {
 	if err := c.Noise.Validate(); err != nil {
 		return err
 	}
+	if err := c.validateShape(); err != nil {
+		return err
+	}
+	if c.FirstStep != 0 && (!(c.FirstStep > 0) || math.IsInf(c.FirstStep, 0) || c.FirstStep == c.Good || c.FirstStep == c.Bad || !c.Shape.none()) {
+		return fmt.Errorf("--first-step %g: a level other than --good's and --bad's, on a line of commits (no --merges, --broken or --no-revert)", c.FirstStep)
+	}
 	for _, name := range c.Strategies {
 		if c.strategyNamed(name) == nil {
 			return fmt.Errorf("no strategy %q; the strategies are kbisect, rule, git-bisect and median-10", name)
@@ -124,7 +144,36 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// validateShape checks the range's shape: shares below 1 (a range of
+// commits none of which builds has nothing to bisect), and kbisect's
+// engine alone (the default) — the others bisect a line.
+func (c *Config) validateShape() error {
+	for _, f := range []struct {
+		flag string
+		v    float64
+	}{{"--merges", c.Shape.Merges}, {"--broken", c.Shape.Broken}, {"--no-revert", c.Shape.NoRevert}} {
+		if !(f.v >= 0 && f.v < 1) {
+			return fmt.Errorf("%s %g: a share of the commits below 100%%", f.flag, f.v)
+		}
+	}
+	if c.Shape.none() {
+		return nil
+	}
+	if c.Strategies == nil {
+		c.Strategies = []string{"kbisect"}
+	}
+	for _, name := range c.Strategies {
+		if name != "kbisect" {
+			return fmt.Errorf("--strategies %s: with --merges, --broken or --no-revert only kbisect's engine bisects the range (the others bisect a line of commits that all build)", name)
+		}
+	}
+	return nil
+}
+
 func (c *Config) validateExec() error {
+	if !c.Shape.none() {
+		return errors.New("--exec simulates a line of commits: --merges, --broken and --no-revert are for boots")
+	}
 	switch {
 	case c.Commits < 1 || c.Commits > 1<<20:
 		return fmt.Errorf("--commits %d: simulate 1 to %d commits", c.Commits, 1<<20)
@@ -161,14 +210,20 @@ func (c *Config) strategyNamed(name string) *strategy {
 // Result is what every strategy did over the runs. Counts are integers;
 // means are per bisection.
 type Result struct {
-	Runs       int     `json:"runs"`
-	Commits    int     `json:"commits"`
-	Seed       uint64  `json:"seed"`
-	Good       float64 `json:"good"`
-	Bad        float64 `json:"bad"`
-	Kind       string  `json:"kind"`
-	Threshold  float64 `json:"threshold"`
-	Noise      string  `json:"noise"`
+	Runs      int     `json:"runs"`
+	Commits   int     `json:"commits"`
+	Seed      uint64  `json:"seed"`
+	Good      float64 `json:"good"`
+	Bad       float64 `json:"bad"`
+	Kind      string  `json:"kind"`
+	Threshold float64 `json:"threshold"`
+	Noise     string  `json:"noise"`
+	// Merges, Broken and NoRevert are the range's shape (Config.Shape).
+	Merges   float64 `json:"merges,omitempty"`
+	Broken   float64 `json:"broken,omitempty"`
+	NoRevert float64 `json:"no_revert,omitempty"`
+	// FirstStep is the level of a regression's first step (Config).
+	FirstStep  float64 `json:"first_step,omitempty"`
 	MinSamples int     `json:"min_samples"`
 	// SearchFromOne says the engine's search boots start with one sample
 	// where calibration finds one decisive (MinSamples was not given).
@@ -234,9 +289,19 @@ func Run(ctx context.Context, cfg Config, done func(int)) (*Result, error) {
 			defer wg.Done()
 			for run := range jobs {
 				culprit := rand.New(rand.NewPCG(cfg.Seed, uint64(run))).IntN(cfg.Commits)
+				var hist *history
+				if !cfg.Shape.none() {
+					hist = newHistory(cfg.Commits, cfg.Shape, culprit, rand.New(rand.NewPCG(cfg.Seed^0x5851f42d4c957f2d, uint64(run))))
+					culprit = hist.culprit
+				}
 				truth[run] = culprit
+				later := 0
+				if cfg.FirstStep > 0 && culprit < cfg.Commits-1 {
+					later = culprit + 1 + rand.New(rand.NewPCG(cfg.Seed^0x2545f4914f6cdd1d, uint64(run))).IntN(cfg.Commits-1-culprit)
+				}
 				for i, st := range picked {
 					l := newLab(&cfg, culprit, rand.New(rand.NewPCG(cfg.Seed^0x9e3779b97f4a7c15, uint64(run)*64+uint64(i))))
+					l.hist, l.later, l.middle = hist, later, cfg.FirstStep
 					outs[i][run] = st.run(&cfg, l)
 					costs[i][run] = l.spent
 				}
@@ -265,7 +330,7 @@ feed:
 		return nil, err
 	}
 	res := &Result{Runs: cfg.Runs, Commits: cfg.Commits, Seed: cfg.Seed, Good: cfg.Good, Bad: cfg.Bad, Kind: cfg.Kind, Threshold: noise.Tidy(cfg.Kind, cfg.Threshold),
-		Noise: cfg.Noise.String(), MinSamples: cfg.MinSamples, SearchFromOne: cfg.minDefault, MaxSamples: cfg.MaxSamples, Confidence: cfg.Confidence, Costs: cfg.Costs,
+		Noise: cfg.Noise.String(), Merges: cfg.Shape.Merges, Broken: cfg.Shape.Broken, NoRevert: cfg.Shape.NoRevert, FirstStep: cfg.FirstStep, MinSamples: cfg.MinSamples, SearchFromOne: cfg.minDefault, MaxSamples: cfg.MaxSamples, Confidence: cfg.Confidence, Costs: cfg.Costs,
 		Exec: cfg.Exec, FailGood: cfg.FailGood, FailBad: cfg.FailBad}
 	for i, st := range picked {
 		res.Strategies = append(res.Strategies, tally(st, outs[i], costs[i], truth))

@@ -50,52 +50,66 @@ func runEngine(cfg *Config, l *lab) outcome {
 // (Config.predict), which the speed benchmark prices.
 func engineOptions(cfg *Config, l *lab) drive.Options {
 	d := culprit.Chain(l.n)
+	if l.hist != nil && l.hist.dag != nil {
+		d = l.hist.dag
+	}
 	opt := drive.Options{
 		Range: func() (*culprit.DAG, error) { return d, nil },
 		Search: culprit.Options{Confidence: cfg.Confidence, MaxBoots: cfg.MaxBoots, MinSamples: cfg.MinSamples, MaxSamples: cfg.MaxSamples,
 			FromOne: cfg.minDefault, Revert: true, Costs: culprit.Costs(cfg.Costs)},
-		Least: cfg.MinSamples, CalibrationSamples: max(cfg.MinSamples, 5)}
+		Least: cfg.MinSamples, CalibrationSamples: min(max(cfg.MinSamples, 5), cfg.MaxSamples)}
+	if !cfg.halfway {
+		// As run/search_calibrate.go: a job's absolute threshold may
+		// end calibration as not reproduced.
+		opt.Hooks.Stop = func(goods, bads [][]float64) string {
+			switch badIsGood, goodIsBad := culprit.AgainstThreshold(goods, bads, cfg.Threshold); {
+			case badIsGood:
+				return "the bad endpoint is not bad: no boot beyond the threshold"
+			case goodIsBad:
+				return "the good endpoint is bad too: every boot beyond the threshold"
+			}
+			return ""
+		}
+	}
 	if cfg.predict == 0 {
 		return opt
 	}
 	// As run/search.go: a kernel built ahead costs no build when the
 	// search weighs its next boot.
 	var first []kernel
-	opt.Hooks = drive.Hooks{
-		Calibrating: func(round int, provisional func() *culprit.Search) {
-			switch {
-			case round == 0:
-				// The good endpoint builds while the bad one is measured.
-				l.ahead = []kernel{{commit: -1}}
-			case round == 1:
-				// The search's first commit, as the endpoints' first boots
-				// have it, builds while the second round is measured.
-				s := provisional()
-				if s == nil {
-					return
-				}
-				if step := s.Next(); step.Kind == culprit.Measure && !step.Reverted {
-					first = []kernel{{commit: step.Commit}}
-					l.ahead = first
-				}
+	opt.Hooks.Calibrating = func(round int, provisional func() *culprit.Search) {
+		switch {
+		case round == 0:
+			// The good endpoint builds while the bad one is measured.
+			l.ahead = []kernel{{commit: -1}}
+		case round == 1:
+			// The search's first commit, as the endpoints' first boots
+			// have it, builds while the second round is measured.
+			s := provisional()
+			if s == nil {
+				return
 			}
-		},
-		Started: func(s *culprit.Search) {
-			for _, k := range first {
-				s.Built(k.commit)
+			if step := s.Next(); step.Kind == culprit.Measure && !step.Reverted {
+				first = []kernel{{commit: step.Commit}}
+				l.ahead = first
 			}
-		},
-		Before: func(s *culprit.Search, step culprit.Step) {
-			// What comes next if this boot measures good or bad (and
-			// after that, with slots to spare), a revert included.
-			l.ahead = nil
-			for _, a := range s.Ahead(step, cfg.predict) {
-				l.ahead = append(l.ahead, kernel{a.Commit, a.Reverted})
-				if !a.Reverted {
-					s.Built(a.Commit)
-				}
+		}
+	}
+	opt.Hooks.Started = func(s *culprit.Search) {
+		for _, k := range first {
+			s.Built(k.commit)
+		}
+	}
+	opt.Hooks.Before = func(s *culprit.Search, step culprit.Step) {
+		// What comes next if this boot measures good or bad (and after
+		// that, with slots to spare), a revert included.
+		l.ahead = nil
+		for _, a := range s.Ahead(step, cfg.predict) {
+			l.ahead = append(l.ahead, kernel{a.Commit, a.Reverted})
+			if !a.Reverted {
+				s.Built(a.Commit)
 			}
-		},
+		}
 	}
 	return opt
 }

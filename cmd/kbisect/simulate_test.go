@@ -53,6 +53,37 @@ func TestSimulateJSONCountsEveryRun(t *testing.T) {
 	}
 }
 
+// A range with merges, broken builds and reverts that do not apply is
+// bisected by kbisect's engine alone, and the JSON says its shape.
+func TestSimulateBisectsAShapedRange(t *testing.T) {
+	code, stdout, stderr := runCLI(t, context.Background(), "simulate", "--good", "7us", "--bad", "15us", "--commits", "300", "--runs", "10",
+		"--merges", "10%", "--broken", "5%", "--no-revert", "20%", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var out struct {
+		Strategies []struct {
+			Name       string `json:"name"`
+			Right      int    `json:"right"`
+			WrongFound int    `json:"wrong_found"`
+		} `json:"strategies"`
+	}
+	var shape map[string]any
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	_ = json.Unmarshal([]byte(stdout), &shape)
+	if len(out.Strategies) != 1 || out.Strategies[0].Name != "kbisect" || out.Strategies[0].WrongFound != 0 || out.Strategies[0].Right < 8 ||
+		shape["merges"] != 0.1 || shape["broken"] != 0.05 || shape["no_revert"] != 0.2 {
+		t.Errorf("%s", stdout)
+	}
+	code, stdout, stderr = runCLI(t, context.Background(), "simulate", "--good", "7us", "--bad", "15us", "--commits", "300", "--runs", "2",
+		"--merges", "10%", "--broken", "5%")
+	if want := "range: 10 % of the mainline's commits merge a topic branch; 5 % of the commits do not build; 0 % of the reverts do not apply"; code != 0 || !strings.Contains(stdout, want) {
+		t.Errorf("exit %d, no %q in:\n%s%s", code, want, stdout, stderr)
+	}
+}
+
 func TestSimulateTextNamesTheSetting(t *testing.T) {
 	code, stdout, stderr := runCLI(t, context.Background(), "simulate", "--good", "3us", "--bad", "49ms", "--commits", "64", "--runs", "10", "--strategies", "kbisect,git-bisect")
 	if code != 0 {
@@ -68,15 +99,19 @@ func TestSimulateTextNamesTheSetting(t *testing.T) {
 
 func TestSimulateSaysWhichFlagIsWrong(t *testing.T) {
 	for args, want := range map[string]string{
-		"--good 7us --bad x":                     `--bad: "x" is not a duration`,
-		"--good 7us --bad 15":                    "--good 7us and --bad 15: give both as times (7us) or both as numbers",
-		"--good 7us --bad 15us --spikes 5%":      `--spikes: "5%": say how large the spikes are, as in 5%:2-20x`,
-		"--good 7us --bad 15us --bad-boots 60%":  "simulate: bad-boots 0.6 is not between 0 and 0.5",
-		"--good 15us --bad 7us":                  "the bad kernel's samples must be larger than the good one's",
-		"--good 7us --bad 15us --strategies foo": `no strategy "foo"`,
-		"--from-state /nonexistent/run-1":        "--from-state /nonexistent/run-1: no such file or directory",
-		"--good-measure good.json":               "--good-measure and --bad-measure go together",
-		"--good-kernel v6.1 --bad-kernel v6.2":   "--good-kernel and --bad-kernel name kernels of the nightly history: give --from-history DB too",
+		"--good 7us --bad x":                                             `--bad: "x" is not a duration`,
+		"--good 7us --bad 15":                                            "--good 7us and --bad 15: give both as times (7us) or both as numbers",
+		"--good 7us --bad 15us --spikes 5%":                              `--spikes: "5%": say how large the spikes are, as in 5%:2-20x`,
+		"--good 7us --bad 15us --bad-boots 60%":                          "simulate: bad-boots 0.6 is not between 0 and 0.5",
+		"--good 15us --bad 7us":                                          "the bad kernel's samples must be larger than the good one's",
+		"--good 7us --bad 15us --strategies foo":                         `no strategy "foo"`,
+		"--from-state /nonexistent/run-1":                                "--from-state /nonexistent/run-1: no such file or directory",
+		"--good-measure good.json":                                       "--good-measure and --bad-measure go together",
+		"--good-kernel v6.1 --bad-kernel v6.2":                           "--good-kernel and --bad-kernel name kernels of the nightly history: give --from-history DB too",
+		"--good 7us --bad 15us --merges 100%":                            "--merges 1: a share of the commits below 100%",
+		"--good 7us --bad 15us --broken x":                               `--broken: "x" is not a share`,
+		"--good 7us --bad 15us --no-revert 5% --strategies kbisect,rule": "--strategies rule: with --merges, --broken or --no-revert only kbisect's engine bisects the range",
+		"--exec --fail-bad 30% --merges 5%":                              "simulate --exec: --merges is for boots of a noisy metric",
 	} {
 		code, _, stderr := runCLI(t, context.Background(), append([]string{"simulate"}, strings.Fields(args)...)...)
 		if code != 2 || !strings.Contains(stderr, want) {

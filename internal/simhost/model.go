@@ -28,6 +28,12 @@ type NoiseModel struct {
 	// other kernel's is Good. Both 0: a kernel's other side is its own
 	// level (bad boots and flips change nothing).
 	Good, Bad time.Duration
+	// Exact makes each measurement's trace carry the drawn level itself,
+	// to the µs the tracer prints, as every period's noise and longest
+	// single noise on every CPU: what a job's metric reads is the draw.
+	// A simulation that draws as the host does (simulate.Trace) then
+	// measures what a run on the host measures.
+	Exact bool
 }
 
 // bootStream numbers the generators of the boots' draws apart from the

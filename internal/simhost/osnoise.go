@@ -162,7 +162,7 @@ func (h *Host) osnoise(script string, c net.Conn, stdout, stderr io.Writer) int 
 	h.mu.Lock()
 	start := h.uptime
 	h.uptime += float64(run.secs) + 0.2
-	modelled := h.noise.modelled()
+	modelled, exact := h.noise.modelled(), h.noise.Exact
 	var drawn float64
 	var side time.Duration
 	if modelled {
@@ -183,7 +183,12 @@ func (h *Host) osnoise(script string, c net.Conn, stdout, stderr io.Writer) int 
 	} else {
 		sample, storm = measurementLevel(rng, max(level, floor), stormFrom)
 	}
-	trace := osnoiseTrace(rng, run, sample, storm, isolated, start, 1000+(n*97)%30000)
+	var trace []byte
+	if modelled && exact {
+		trace = exactTrace(run, sample, start, 1000+(n*97)%30000)
+	} else {
+		trace = osnoiseTrace(rng, run, sample, storm, isolated, start, 1000+(n*97)%30000)
+	}
 	if drop {
 		_, _ = stdout.Write(trace[:len(trace)/2])
 		c.Close()
@@ -245,6 +250,24 @@ func osnoiseTrace(rng *rand.Rand, run osnoiseRun, sample float64, storm bool, is
 			fmt.Fprintf(&b, "%16s-%-7d [%03d] ....1 %12.6f: %d %10d %3d.%05d %7d %6d %6d %6d %6d %6d\n",
 				"<...>", pid+i, cpu, ts, run.runtime, pr.noise, avail/100000, avail%100000,
 				pr.maxSingle, pr.hw, pr.nmi, pr.irq, pr.sirq, pr.thread)
+		}
+	}
+	return b.Bytes()
+}
+
+// exactTrace is the trace of one measurement under an exact noise model:
+// on every CPU, every period's noise is one interruption of sample µs.
+func exactTrace(run osnoiseRun, sample float64, start float64, pid int) []byte {
+	var b bytes.Buffer
+	b.WriteString(traceHeader)
+	us := min(int64(math.Round(sample)), run.runtime*95/100)
+	avail := (run.runtime - us) * 100 * 100000 / run.runtime
+	periods := run.secs * 1000000 / run.period
+	for p := int64(0); p < periods; p++ {
+		for i, cpu := range run.cpus {
+			ts := start + float64(p*run.period+run.runtime)/1e6 + float64(i)*0.000019
+			fmt.Fprintf(&b, "%16s-%-7d [%03d] ....1 %12.6f: %d %10d %3d.%05d %7d %6d %6d %6d %6d %6d\n",
+				"<...>", pid+i, cpu, ts, run.runtime, us, avail/100000, avail%100000, us, 0, 0, 1, 0, 0)
 		}
 	}
 	return b.Bytes()

@@ -1,0 +1,160 @@
+package culprit
+
+import (
+	"fmt"
+	"math"
+)
+
+// A range may hold two steps: a regression and a later commit that adds
+// to it, or partly fixes it. The two-sided model then puts the commits
+// between the steps on whichever side they sit nearer, and the search
+// names the step that crossed the middle — the later one, when the first
+// step was the smaller. What a confirmation's boots say of that: a parent
+// of the candidate that measures clearly worse than the good endpoint
+// (an earlier step: the candidate is not the first commit that made it
+// worse), or a candidate that measures clearly unlike the bad endpoint (a
+// later step, to list beside the answer).
+
+// minStepSpan is the least distance between the good and the bad level,
+// in spreads within a boot, at which steps are told: nearer (a regression
+// near the noise floor, or in how often it spikes) a step's share of it
+// is lost in the boots' scatter.
+const minStepSpan = 2
+
+// stepShare is the least part of the way from the good level to the bad
+// one a kernel must sit from its side's endpoint to be a step of its own:
+// below it, what the levels' drift and scatter leave is no step.
+const stepShare = 0.2
+
+// stepT is the least distance, in standard errors, between two kernels'
+// boot levels that shows a step; stepMaybe the least that suggests one
+// (fresh boots more then tell). With the few boots of a confirmation, t
+// has heavy tails: stepShare keeps chance steps off ordinary runs
+// (measured in docs/bisection.md, "Two steps in one range").
+const (
+	stepT     = 4.5
+	stepMaybe = 1
+	stepDoubt = 3
+)
+
+// level is a boot's level: the mean of its samples' logs within three
+// spreads of their median (a spike is not the level), less the machine's
+// drift at the boot.
+func (b *weighed) level(spread float64) float64 {
+	m := median(b.r.ys)
+	sum, n := 0.0, 0
+	for _, y := range b.r.ys {
+		if math.Abs(y-m) <= 3*spread {
+			sum += y
+			n++
+		}
+	}
+	return sum/float64(n) - b.drift
+}
+
+// levels are the boot levels of a kernel, in order.
+func (s *Search) levels(k kernel) []float64 {
+	var out []float64
+	for _, b := range s.w.boots {
+		if b.kernel == k && !b.r.empty() {
+			out = append(out, b.level(s.m.Spread))
+		}
+	}
+	return out
+}
+
+// stepFrom compares a kernel's boots with an endpoint's: how far (log)
+// its level sits from the endpoint's, and how many standard errors that
+// is (Welch's t; each kernel's variance its boots', not the model's: a
+// model learned across two steps has its spreads widened by them) — 0
+// when either has fewer than two boots, or the distance is less than a
+// step's share of the way from good to bad.
+func (s *Search) stepFrom(k, endpoint kernel) (d, t float64) {
+	a, e := s.levels(k), s.levels(endpoint)
+	if len(a) < 2 || len(e) < 2 {
+		return 0, 0
+	}
+	ma, va := meanVar(a)
+	me, ve := meanVar(e)
+	d = ma - me
+	span := math.Abs(s.m.Bad - s.m.Good)
+	if span < minStepSpan*s.m.Spread || math.Abs(d) < stepShare*span {
+		return d, 0
+	}
+	return d, math.Abs(d) / math.Sqrt(va/float64(len(a))+ve/float64(len(e))+1e-12)
+}
+
+// earlierStep says, when a parent of candidate c measures worse than the
+// good endpoint by a step's share of the way, that c may not be the first
+// commit that made it worse ("" when no parent does), and how many
+// standard errors apart the two are: stepT shows it beyond doubt,
+// stepMaybe only suggests it (fresh boots more of the parent and the
+// good endpoint will tell), stepDoubt after those is doubt enough not to
+// name c.
+func (s *Search) earlierStep(c int) (string, float64) {
+	toBad := math.Copysign(1, s.m.Bad-s.m.Good)
+	for _, p := range s.d.parents[c] {
+		parent := kernel{commit: int(p)}
+		d, t := s.stepFrom(parent, kernel{commit: goodEndpoint})
+		if d*toBad <= 0 || t < stepMaybe {
+			continue
+		}
+		a, e := s.levels(parent), s.levels(kernel{commit: goodEndpoint})
+		return fmt.Sprintf("its parent measures %s the good endpoint (%d boots against %d, %.1f standard errors apart): an earlier commit made it worse first, and the candidate is the later of two steps; "+
+			"bisect the earlier one with the parent as the bad revision", pct(d), len(a), len(e), t), t
+	}
+	return "", 0
+}
+
+// maxStepRounds bounds the rounds of fresh boots an earlier step that
+// the boots only suggest asks for.
+const maxStepRounds = 10
+
+// laterStep says, of a found candidate c, whether it measures unlike
+// the bad endpoint: a later commit of the range made the regression
+// worse, or partly fixed it ("" when it does not), and how many standard
+// errors apart the two are (stepT shows it, stepDoubt suggests it;
+// laterMaybe asks for fresh boots more, up to maxLaterRounds).
+func (s *Search) laterStep(c int) (string, float64) {
+	if c == s.d.Len()-1 {
+		return "", 0
+	}
+	d, t := s.stepFrom(kernel{commit: c}, kernel{commit: s.d.Len() - 1})
+	if t < stepMaybe {
+		return "", 0
+	}
+	what := "made it worse again"
+	if d*math.Copysign(1, s.m.Bad-s.m.Good) > 0 {
+		what = "partly fixed it"
+	}
+	return fmt.Sprintf("a later step: the candidate measures %s the bad endpoint (%.1f standard errors apart), so a later commit of the range %s", pct(d), t, what), t
+}
+
+// laterMaybe is the least distance, in standard errors, at which a later
+// step asks for fresh boots, and maxLaterRounds bounds their rounds: it is
+// listed beside the answer, not the answer, and spends fewer.
+const (
+	laterMaybe     = 2.5
+	maxLaterRounds = 4
+)
+
+// pct says a difference of log levels as a share: "28 % above".
+func pct(d float64) string {
+	if d >= 0 {
+		return fmt.Sprintf("%.0f %% above", 100*(math.Exp(d)-1))
+	}
+	return fmt.Sprintf("%.0f %% below", 100*(1-math.Exp(d)))
+}
+
+func meanVar(xs []float64) (float64, float64) {
+	m := 0.0
+	for _, x := range xs {
+		m += x
+	}
+	m /= float64(len(xs))
+	v := 0.0
+	for _, x := range xs {
+		v += (x - m) * (x - m)
+	}
+	return m, v / float64(len(xs)-1)
+}

@@ -1,0 +1,59 @@
+package simulate
+
+import (
+	"context"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"kbisect/culprit"
+	"kbisect/drive"
+)
+
+// Two steps in one range: a first one to 9 µs and a later one on to
+// 15 µs puts the commits between them nearer the good side, and the
+// search converges on the later step — whose parent then measures worse
+// than the good endpoint, so it is not named; a first step most of the
+// way (or past the bad level, partly fixed later) is named, with the
+// later step listed.
+func TestTwoStepsInOneRange(t *testing.T) {
+	for _, c := range []struct {
+		middle float64
+		want   string
+	}{{9000, "earlier"}, {12500, "made it worse again"}, {24000, "partly fixed it"}} {
+		cfg := Config{Commits: 1024, Runs: 1, Good: 7000, Bad: 15000, Noise: mustNoise(t, "spread=0.2"), FirstStep: c.middle}
+		if err := cfg.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		named, later, wrong := 0, 0, 0
+		const runs = 12
+		for r := 0; r < runs; r++ {
+			first := 100 + 61*r
+			l := newLab(&cfg, first, rand.New(rand.NewPCG(uint64(r), 33)))
+			l.later, l.middle = first+150, c.middle
+			res, err := drive.Run(context.Background(), l, engineOptions(&cfg, l))
+			if err != nil {
+				t.Fatal(err)
+			}
+			end := res.End
+			switch {
+			case end.Kind == culprit.Found && end.Commit == first:
+				named++
+				if strings.Contains(end.Reason, "a later step: the candidate measures") && strings.Contains(end.Reason, c.want) {
+					later++
+				}
+			case end.Kind == culprit.Found:
+				wrong++
+			case end.Kind == culprit.Inconclusive && strings.Contains(end.Reason, "the later of two steps"):
+				later++
+			}
+		}
+		t.Logf("first step to %g: %d named, %d said two steps, %d wrong of %d", c.middle, named, later, wrong, runs)
+		switch {
+		case c.want == "earlier" && (wrong > 1 || later < runs-2):
+			t.Errorf("first step to %g (nearer the good side): %d wrong, %d said two steps; want the later step not named", c.middle, wrong, later)
+		case c.want != "earlier" && (wrong > 0 || named < runs-1 || later < runs-3):
+			t.Errorf("first step to %g: %d named, %d listed the later step, %d wrong; want the first named and the later listed", c.middle, named, later, wrong)
+		}
+	}
+}
