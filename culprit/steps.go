@@ -15,11 +15,12 @@ import (
 // worse), or a candidate that measures clearly unlike the bad endpoint (a
 // later step, to list beside the answer).
 
-// minStepSpan is the least distance between the good and the bad level,
-// in spreads within a boot, at which steps are told: nearer (a regression
-// near the noise floor, or in how often it spikes) a step's share of it
-// is lost in the boots' scatter.
-const minStepSpan = 2
+// minStepSpan is the least distance (log) between the good and the bad
+// level at which steps are told, a regression of 28 %: nearer (near the
+// noise floor, or a regression in how often it spikes) a step's share of
+// it is lost in the boots' scatter. Not in spreads within a boot: a model
+// learned across two steps has its spread widened by them.
+const minStepSpan = 0.25
 
 // stepShare is the least part of the way from the good level to the bad
 // one a kernel must sit from its side's endpoint to be a step of its own:
@@ -78,7 +79,7 @@ func (s *Search) stepFrom(k, endpoint kernel) (d, t float64) {
 	me, ve := meanVar(e)
 	d = ma - me
 	span := math.Abs(s.m.Bad - s.m.Good)
-	if span < minStepSpan*s.m.Spread || math.Abs(d) < stepShare*span {
+	if span < minStepSpan || math.Abs(d) < stepShare*span {
 		return d, 0
 	}
 	return d, math.Abs(d) / math.Sqrt(va/float64(len(a))+ve/float64(len(e))+1e-12)

@@ -15,12 +15,15 @@ import (
 // search converges on the later step — whose parent then measures worse
 // than the good endpoint, so it is not named; a first step most of the
 // way (or past the bad level, partly fixed later) is named, with the
-// later step listed.
+// later step listed (a later step of 20 % in half the runs or more: it
+// is told by the boots a confirmation has, and a few more).
 func TestTwoStepsInOneRange(t *testing.T) {
 	for _, c := range []struct {
 		middle float64
 		want   string
-	}{{9000, "earlier"}, {12500, "made it worse again"}, {24000, "partly fixed it"}} {
+		// listed is the least of the runs that say two steps.
+		listed int
+	}{{9000, "earlier", 10}, {12500, "made it worse again", 6}, {24000, "partly fixed it", 11}} {
 		cfg := Config{Commits: 1024, Runs: 1, Good: 7000, Bad: 15000, Noise: mustNoise(t, "spread=0.2"), FirstStep: c.middle}
 		if err := cfg.Validate(); err != nil {
 			t.Fatal(err)
@@ -50,9 +53,9 @@ func TestTwoStepsInOneRange(t *testing.T) {
 		}
 		t.Logf("first step to %g: %d named, %d said two steps, %d wrong of %d", c.middle, named, later, wrong, runs)
 		switch {
-		case c.want == "earlier" && (wrong > 1 || later < runs-2):
+		case c.want == "earlier" && (wrong > 1 || later < c.listed):
 			t.Errorf("first step to %g (nearer the good side): %d wrong, %d said two steps; want the later step not named", c.middle, wrong, later)
-		case c.want != "earlier" && (wrong > 0 || named < runs-1 || later < runs-3):
+		case c.want != "earlier" && (wrong > 0 || named < runs-1 || later < c.listed):
 			t.Errorf("first step to %g: %d named, %d listed the later step, %d wrong; want the first named and the later listed", c.middle, named, later, wrong)
 		}
 	}
