@@ -82,6 +82,11 @@ func TestSimulateBisectsAShapedRange(t *testing.T) {
 	if want := "range: 10 % of the mainline's commits merge a topic branch; 5 % of the commits do not build; 0 % of the reverts do not apply"; code != 0 || !strings.Contains(stdout, want) {
 		t.Errorf("exit %d, no %q in:\n%s%s", code, want, stdout, stderr)
 	}
+	code, stdout, stderr = runCLI(t, context.Background(), "simulate", "--good", "7us", "--bad", "15us", "--commits", "64", "--runs", "2",
+		"--first-step", "10us", "--strategies", "kbisect")
+	if want := "two steps: the first bad commit takes a kernel to 10 µs, a later one on to 15 µs; right is naming the first"; code != 0 || !strings.Contains(stdout, want) {
+		t.Errorf("exit %d, no %q in:\n%s%s", code, want, stdout, stderr)
+	}
 }
 
 func TestSimulateTextNamesTheSetting(t *testing.T) {
@@ -111,6 +116,8 @@ func TestSimulateSaysWhichFlagIsWrong(t *testing.T) {
 		"--good 7us --bad 15us --merges 100%":                            "--merges 1: a share of the commits below 100%",
 		"--good 7us --bad 15us --broken x":                               `--broken: "x" is not a share`,
 		"--good 7us --bad 15us --no-revert 5% --strategies kbisect,rule": "--strategies rule: with --merges, --broken or --no-revert only kbisect's engine bisects the range",
+		"--good 7us --bad 15us --first-step 15us":                        "--first-step 15000: a level other than --good's and --bad's",
+		"--good 7us --bad 15us --first-step 9":                           "--first-step 9: give it as --good and --bad are given",
 		"--exec --fail-bad 30% --merges 5%":                              "simulate --exec: --merges is for boots of a noisy metric",
 	} {
 		code, _, stderr := runCLI(t, context.Background(), append([]string{"simulate"}, strings.Fields(args)...)...)
