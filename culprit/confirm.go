@@ -199,6 +199,40 @@ func (s *Search) check(c int) string {
 	return fmt.Sprintf("%s measure unlike the model's sides (a chance of %.1g under it)%s", strings.Join(parts, ", "), chiSquareTail(-2*total, 2*k), s.suspect(ws[0].t, c))
 }
 
+// revertStillBad says, when most of the fresh boots of the bad endpoint
+// without c read bad, that the revert does not take the regression away
+// ("" when it does, or there is no revert). The check above weighs each
+// boot by the model, and a model whose refits took contradictions for
+// boots on the wrong side (a boot level that wanders for many boots can
+// do that) lets such a revert pass; a strict majority of its boots on the
+// bad side is never what the culprit's revert measures, but for boots on
+// the wrong side (5 % of them: both of two in 1 run of 400).
+func (s *Search) revertStillBad(c int) string {
+	from := s.confirmFrom[c]
+	t := target{commit: c, reverted: true}
+	fresh := s.count(t) - from[t]
+	if !s.opt.Revert || fresh <= 0 {
+		return ""
+	}
+	var seen []*weighed
+	for _, b := range s.w.boots {
+		if b.kernel == (kernel{commit: c, reverted: true}) && !b.r.empty() {
+			seen = append(seen, b)
+		}
+	}
+	bad, n := 0, 0
+	for _, b := range seen[max(len(seen)-fresh, 0):] {
+		n++
+		if s.m.quickEvidence(expAll(b.r.ys), b.drift) > 0 {
+			bad++
+		}
+	}
+	if n == 0 || 2*bad <= n {
+		return ""
+	}
+	return fmt.Sprintf("the bad endpoint without the candidate measures bad on %d of its %d fresh boots: the revert does not take the regression away", bad, n)
+}
+
 // unlike names a kernel of c's confirmation as its role.
 func (s *Search) unlike(c int, t target) string {
 	switch {

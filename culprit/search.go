@@ -393,7 +393,10 @@ func (s *Search) Shape() []string {
 func (s *Search) review(lead Candidate, pc []float64) *Step {
 	conf := s.opt.Confidence
 	c := lead.Commit
-	why := s.check(c)
+	why := s.revertStillBad(c)
+	if why == "" {
+		why = s.check(c)
+	}
 	if why == "" {
 		// A parent clearly worse than the good endpoint, once it had
 		// fresh boots more: the lead is a later step. A parent that may

@@ -29,7 +29,9 @@ const stepShare = 0.2
 
 // stepT is the least distance, in standard errors, between two kernels'
 // boot levels that shows a step; stepMaybe the least that suggests one
-// (fresh boots more then tell). With the few boots of a confirmation, t
+// (fresh boots more then tell); stepDoubt the least that, once the rounds
+// of fresh boots are spent, is doubt enough not to name the candidate (or
+// lists a later step as "perhaps"). With the few boots of a confirmation, t
 // has heavy tails: stepShare keeps chance steps off ordinary runs
 // (measured in docs/bisection.md, "Two steps in one range").
 const (
@@ -49,6 +51,9 @@ func (b *weighed) level(spread float64) float64 {
 			sum += y
 			n++
 		}
+	}
+	if n == 0 {
+		return m - b.drift // the two middle samples far apart: their mean
 	}
 	return sum/float64(n) - b.drift
 }
