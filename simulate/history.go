@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"fmt"
 	"math/rand/v2"
 
 	"kbisect/culprit"
@@ -52,7 +53,7 @@ func (s Shape) none() bool { return s == Shape{} }
 // newHistory draws a range of n commits of the shape, its first bad
 // commit one that builds and is not a merge, from rng: pick, unless it
 // cannot be.
-func newHistory(n int, s Shape, pick int, rng *rand.Rand) *history {
+func newHistory(n int, s Shape, pick int, rng *rand.Rand) (*history, error) {
 	parents := make([][]int, 0, n)
 	merge := map[int]bool{}
 	var mainline []int // the mainline's commits, in order
@@ -88,7 +89,7 @@ func newHistory(n int, s Shape, pick int, rng *rand.Rand) *history {
 	}
 	d, err := culprit.NewDAG(parents)
 	if err != nil {
-		panic("simulate: a generated history is not a DAG: " + err.Error()) // parents come first by construction
+		return nil, fmt.Errorf("simulate: a generated history is not a DAG: %w", err)
 	}
 	h := &history{dag: d, broken: map[int]bool{}}
 	for c := 0; c < n-1; c++ {
@@ -117,5 +118,5 @@ func newHistory(n int, s Shape, pick int, rng *rand.Rand) *history {
 	default:
 		h.culprit = n - 1 // every other commit is broken; the last builds
 	}
-	return h
+	return h, nil
 }

@@ -14,7 +14,10 @@ import (
 func TestAHistoryHasItsShape(t *testing.T) {
 	const n = 4000
 	s := Shape{Merges: 0.1, Broken: 0.05, NoRevert: 0.2}
-	h := newHistory(n, s, 123, rand.New(rand.NewPCG(1, 2)))
+	h, err := newHistory(n, s, 123, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if h.dag.Len() != n || h.dag.IsChain() {
 		t.Fatalf("%d commits, a chain %v", h.dag.Len(), h.dag.IsChain())
 	}

@@ -283,6 +283,7 @@ func Run(ctx context.Context, cfg Config, done func(int)) (*Result, error) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	finished := 0
+	var failed error // a history that could not be drawn
 	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
 		wg.Add(1)
 		go func() {
@@ -291,8 +292,14 @@ func Run(ctx context.Context, cfg Config, done func(int)) (*Result, error) {
 				culprit := rand.New(rand.NewPCG(cfg.Seed, uint64(run))).IntN(cfg.Commits)
 				var hist *history
 				if !cfg.Shape.none() {
-					hist = newHistory(cfg.Commits, cfg.Shape, culprit, rand.New(rand.NewPCG(cfg.Seed^0x5851f42d4c957f2d, uint64(run))))
-					culprit = hist.culprit
+					h, err := newHistory(cfg.Commits, cfg.Shape, culprit, rand.New(rand.NewPCG(cfg.Seed^0x5851f42d4c957f2d, uint64(run))))
+					if err != nil {
+						mu.Lock()
+						failed = err
+						mu.Unlock()
+						continue
+					}
+					hist, culprit = h, h.culprit
 				}
 				truth[run] = culprit
 				later := 0
@@ -326,6 +333,9 @@ feed:
 	}
 	close(jobs)
 	wg.Wait()
+	if err == nil {
+		err = failed
+	}
 	if err != nil {
 		return nil, err
 	}
