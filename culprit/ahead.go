@@ -86,7 +86,7 @@ func (s *Search) fork() *Search {
 	for c, from := range s.confirmFrom {
 		f.confirmFrom[c] = maps.Clone(from)
 	}
-	f.extra, f.stepExtra, f.checked = maps.Clone(s.extra), maps.Clone(s.stepExtra), maps.Clone(s.checked)
+	f.extra, f.stepExtra, f.laterExtra, f.checked = maps.Clone(s.extra), maps.Clone(s.stepExtra), maps.Clone(s.laterExtra), maps.Clone(s.checked)
 	f.log = slices.Clone(s.log)
 	return &f
 }

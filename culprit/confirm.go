@@ -18,6 +18,7 @@ func (s *Search) settle(lead Candidate) {
 			delete(s.confirmFrom, c)
 			delete(s.extra, c)
 			delete(s.stepExtra, c)
+			delete(s.laterExtra, c)
 			delete(s.checked, c)
 		}
 	}
@@ -61,8 +62,12 @@ func (s *Search) need(c int, t target) int {
 	if !t.reverted && t.commit != c && t.commit != goodEndpoint && t.commit != s.d.Len()-1 && s.m.Shows < 1 {
 		n = max(n, min(int(math.Ceil(math.Log(parentMissed)/math.Log(1-s.m.Shows))), maxParentBoots))
 	}
-	if !t.reverted {
-		n += s.stepExtra[c] // the parents, c and the endpoints: steps.go
+	switch {
+	case t.reverted:
+	case t.commit == c || t.commit == s.d.Len()-1:
+		n += s.laterExtra[c] // c and the bad endpoint tell a later step: steps.go
+	default:
+		n += s.stepExtra[c] // the parents and the good endpoint, an earlier one
 	}
 	return n + s.extra[c]
 }

@@ -34,11 +34,12 @@ type Search struct {
 	// boots each kernel of its confirmation had then; extra the fresh
 	// boots more each asks for after a check that failed, and checked
 	// why the last one failed; stepExtra the fresh boots more of the
-	// parents and the good endpoint that tell an earlier step
-	// (steps.go).
+	// parents and the good endpoint that tell an earlier step, laterExtra
+	// those of it and the bad endpoint that tell a later one (steps.go).
 	confirmFrom map[int]map[target]int
 	extra       map[int]int
 	stepExtra   map[int]int
+	laterExtra  map[int]int
 	checked     map[int]string
 	log         []Observation
 	// frozen marks a fork: it takes boots in without learning its model
@@ -64,7 +65,7 @@ func New(d *DAG, m Model, opt Options) (*Search, error) {
 	s := &Search{d: d, m: m, opt: opt,
 		built: make([]bool, d.Len()), skip: make([]bool, d.Len()), boots: make([]int, d.Len()),
 		reverted: map[int]int{}, noRevert: map[int]bool{}, confirmFrom: map[int]map[target]int{},
-		extra: map[int]int{}, stepExtra: map[int]int{}, checked: map[int]string{}, lastGood: -1, lastBad: -1}
+		extra: map[int]int{}, stepExtra: map[int]int{}, laterExtra: map[int]int{}, checked: map[int]string{}, lastGood: -1, lastBad: -1}
 	s.w = newWeigher(d, &s.m, opt.Prior, opt.NoCulprit)
 	if opt.FromOne {
 		s.opt.MinSamples, s.leastWhy = leastSamples(s.m, opt.MinSamples, opt.MaxSamples, opt.Costs)
@@ -408,8 +409,11 @@ func (s *Search) review(lead Candidate, pc []float64) *Step {
 		case t >= stepT && rounds > 0, t >= stepDoubt && rounds >= maxStepRounds:
 			return &Step{Kind: Inconclusive, Probability: lead.Probability, Candidates: leading(pc, conf, 10),
 				Reason: fmt.Sprintf("the most probable commit leads at %s, but %s", Format(lead.Probability), step)}
-		case step != "" && rounds < maxStepRounds, tl >= laterMaybe && tl < stepT && rounds < maxLaterRounds:
+		case step != "" && rounds < maxStepRounds:
 			s.stepExtra[c]++
+			return nil
+		case tl >= laterMaybe && tl < stepT && s.laterExtra[c] < maxLaterRounds:
+			s.laterExtra[c]++
 			return nil
 		}
 		by := "it and its parents"

@@ -70,24 +70,27 @@ func (s *Search) levels(k kernel) []float64 {
 }
 
 // stepFrom compares a kernel's boots with an endpoint's: how far (log)
-// its level sits from the endpoint's, and how many standard errors that
-// is (Welch's t; each kernel's variance its boots', not the model's: a
-// model learned across two steps has its spreads widened by them) — 0
-// when either has fewer than two boots, or the distance is less than a
-// step's share of the way from good to bad.
-func (s *Search) stepFrom(k, endpoint kernel) (d, t float64) {
+// its level sits from the endpoint's, how many standard errors that is
+// (Welch's t; each kernel's variance its boots', not the model's: a
+// model learned across two steps has its spreads widened by them), and
+// how many standard errors the distance falls short of a step's share of
+// the way from good to bad (0 or less: it is a step's share) — t 0 when
+// either has fewer than two boots or the regression is too small for
+// steps to be told.
+func (s *Search) stepFrom(k, endpoint kernel) (d, t, short float64) {
 	a, e := s.levels(k), s.levels(endpoint)
 	if len(a) < 2 || len(e) < 2 {
-		return 0, 0
+		return 0, 0, 0
 	}
 	ma, va := meanVar(a)
 	me, ve := meanVar(e)
 	d = ma - me
 	span := math.Abs(s.m.Bad - s.m.Good)
-	if span < minStepSpan || math.Abs(d) < stepShare*span {
-		return d, 0
+	if span < minStepSpan {
+		return d, 0, 0
 	}
-	return d, math.Abs(d) / math.Sqrt(va/float64(len(a))+ve/float64(len(e))+1e-12)
+	se := math.Sqrt(va/float64(len(a)) + ve/float64(len(e)) + 1e-12)
+	return d, math.Abs(d) / se, (stepShare*span - math.Abs(d)) / se
 }
 
 // earlierStep says, when a parent of candidate c measures worse than the
@@ -96,18 +99,26 @@ func (s *Search) stepFrom(k, endpoint kernel) (d, t float64) {
 // standard errors apart the two are: stepT shows it beyond doubt,
 // stepMaybe only suggests it (fresh boots more of the parent and the
 // good endpoint will tell), stepDoubt after those is doubt enough not to
-// name c.
+// name c. A parent apart from the good endpoint beyond doubt (stepDoubt)
+// whose distance is short of a step's share by less than a standard
+// error may still be one — the learned levels a step between them pulled
+// towards each other, or its few boots fell low: it asks for fresh boots
+// (stepMaybe) and is told no step only once they put it short by more.
 func (s *Search) earlierStep(c int) (string, float64) {
 	toBad := math.Copysign(1, s.m.Bad-s.m.Good)
 	for _, p := range s.d.parents[c] {
 		parent := kernel{commit: int(p)}
-		d, t := s.stepFrom(parent, kernel{commit: goodEndpoint})
-		if d*toBad <= 0 || t < stepMaybe {
+		d, t, short := s.stepFrom(parent, kernel{commit: goodEndpoint})
+		if d*toBad <= 0 || t < stepMaybe || short > 1 {
 			continue
 		}
 		a, e := s.levels(parent), s.levels(kernel{commit: goodEndpoint})
-		return fmt.Sprintf("its parent measures %s the good endpoint (%d boots against %d, %.1f standard errors apart): an earlier commit made it worse first, and the candidate is the later of two steps; "+
-			"bisect the earlier one with the parent as the bad revision", pct(d), len(a), len(e), t), t
+		why := fmt.Sprintf("its parent measures %s the good endpoint (%d boots against %d, %.1f standard errors apart): an earlier commit made it worse first, and the candidate is the later of two steps; "+
+			"bisect the earlier one with the parent as the bad revision", pct(d), len(a), len(e), t)
+		if short > 0 {
+			t = stepMaybe // fresh boots more, but no decision yet
+		}
+		return why, t
 	}
 	return "", 0
 }
@@ -125,8 +136,8 @@ func (s *Search) laterStep(c int) (string, float64) {
 	if c == s.d.Len()-1 {
 		return "", 0
 	}
-	d, t := s.stepFrom(kernel{commit: c}, kernel{commit: s.d.Len() - 1})
-	if t < stepMaybe {
+	d, t, short := s.stepFrom(kernel{commit: c}, kernel{commit: s.d.Len() - 1})
+	if t < stepMaybe || short > 0 {
 		return "", 0
 	}
 	what := "made it worse again"
