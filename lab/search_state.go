@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"kbisect/internal/atomicfile"
+	"kbisect/progress"
 	"kbisect/verdict"
 )
 
@@ -140,6 +141,28 @@ type SearchSummary struct {
 	Shape []string `json:"shape,omitempty"`
 	// RangeCommits is how many commits the range holds.
 	RangeCommits int `json:"range_commits"`
+	// Forecast is, while the search goes, where it expected to end as
+	// its last step began.
+	Forecast *SearchForecast `json:"forecast,omitempty"`
+}
+
+// SearchForecast is a search's forecast of its end (culprit.Forecast):
+// the boots left, the step beginning at At included, and the seconds they
+// take, each the median of the searches it ran ahead and the range that
+// holds most of them.
+type SearchForecast struct {
+	At          time.Time `json:"at"`
+	Boots       int       `json:"boots"`
+	BootsLow    int       `json:"boots_low"`
+	BootsHigh   int       `json:"boots_high"`
+	Seconds     float64   `json:"seconds"`
+	SecondsLow  float64   `json:"seconds_low"`
+	SecondsHigh float64   `json:"seconds_high"`
+}
+
+// String is the forecast in words, as a step's line says it.
+func (f SearchForecast) String() string {
+	return progress.Forecast{Boots: f.Boots, BootsLow: f.BootsLow, BootsHigh: f.BootsHigh, Seconds: f.Seconds, SecondsLow: f.SecondsLow, SecondsHigh: f.SecondsHigh}.String()
 }
 
 // SearchCandidate is a commit and its probability of being the first

@@ -74,9 +74,52 @@ type Step struct {
 	// Run counts, for a bisection that runs commits again (a flaky
 	// test: run --exec --confidence), which run of this commit this is,
 	// from 1; Probability is then the most probable first bad commit's
-	// probability so far. 0 for git's bisection.
+	// probability so far (and in kbisect's posterior search too). 0 for
+	// git's bisection.
 	Run         int
 	Probability float64
+	// Boots is, for kbisect's posterior search, its boots so far.
+	Boots int
+	// Forecast is where a search that forecasts its own end (kbisect's
+	// posterior search) expects it; zero when it does not.
+	Forecast Forecast
+}
+
+// Forecast is the boots a search expects to take until its answer (the
+// one it starts now included), and the seconds they take: the median of
+// the searches it ran ahead, and the range that holds most of them.
+type Forecast struct {
+	Boots, BootsLow, BootsHigh       int
+	Seconds, SecondsLow, SecondsHigh float64
+}
+
+// String is the forecast in the words of a step's line: "~18 boots
+// left (12–30), answer in 2 h 10 m (1 h 40 m – 3 h)".
+func (f Forecast) String() string {
+	if f.Boots <= 0 {
+		return ""
+	}
+	s := fmt.Sprintf("~%d boot%s left", f.Boots, plural(f.Boots))
+	if f.BootsLow != f.Boots || f.BootsHigh != f.Boots {
+		s += fmt.Sprintf(" (%d–%d)", f.BootsLow, f.BootsHigh)
+	}
+	return s + fmt.Sprintf(", answer in %s (%s – %s)", span(f.Seconds), span(f.SecondsLow), span(f.SecondsHigh))
+}
+
+// span is a time left, as a person rounds it: 2 h 10 m, 45 m, 50 s.
+func span(seconds float64) string {
+	d := time.Duration(seconds * float64(time.Second))
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%d s", int(d.Round(time.Second).Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%d m", int(d.Round(time.Minute).Minutes()))
+	}
+	d = d.Round(5 * time.Minute)
+	if m := int(d.Minutes()) % 60; m != 0 {
+		return fmt.Sprintf("%d h %d m", int(d.Hours()), m)
+	}
+	return fmt.Sprintf("%d h", int(d.Hours()))
 }
 
 // Sink hears the events. Emit is called from any goroutine.

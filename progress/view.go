@@ -34,6 +34,9 @@ type View struct {
 	spent          []time.Duration // per tested step
 	shown          bool
 	label          string // of the commit on the status line
+	// forecast is the search's own, when it forecasts its end: the
+	// status line's step count and ETA are then its.
+	forecast Forecast
 }
 
 // NewTerminal is the view for a terminal.
@@ -78,12 +81,20 @@ func (v *View) Emit(e Event) {
 
 func (v *View) testing(e Event) {
 	v.step++
-	v.estimate = e.Step.Estimate
+	v.estimate, v.forecast = e.Step.Estimate, e.Step.Forecast
+	if f := e.Step.Forecast; f.Boots > 0 {
+		v.estimate = f.Boots - 1
+	}
 	v.commit, v.subject, v.samples, v.phase, v.label = e.Commit, e.Subject, 0, "build", e.Label
 	v.stepStart = v.now()
 	if e.Text != "" {
-		// A search that is not git's says where it stands its own way.
-		v.line(e, "%s\n[%s] %s", e.Text, e.Commit, e.Subject)
+		// A search that is not git's says where it stands its own way,
+		// and where it expects to end.
+		text := e.Text
+		if f := e.Step.Forecast.String(); f != "" {
+			text += "; " + f
+		}
+		v.line(e, "%s\n[%s] %s", text, e.Commit, e.Subject)
 		return
 	}
 	left := fmt.Sprintf("%d revision%s left to test after this (roughly %d step%s)", e.Step.Left, plural(e.Step.Left), e.Step.Estimate, plural(e.Step.Estimate))
@@ -167,7 +178,12 @@ func (v *View) draw() {
 		fmt.Fprintf(&b, " | %d sample%s, last %s", v.samples, plural(v.samples), v.value)
 	}
 	fmt.Fprintf(&b, " | %s", clock(v.now().Sub(v.start)))
-	if eta, ok := v.eta(); ok {
+	if f := v.forecast; f.Boots > 0 {
+		// The search's own forecast, made as the step began.
+		in := v.now().Sub(v.stepStart)
+		left := func(s float64) time.Duration { return max(time.Duration(s*float64(time.Second))-in, 0) }
+		fmt.Fprintf(&b, ", ETA %s (%s–%s)", clock(left(f.Seconds)), clock(left(f.SecondsLow)), clock(left(f.SecondsHigh)))
+	} else if eta, ok := v.eta(); ok {
 		fmt.Fprintf(&b, ", ETA %s", clock(eta))
 	}
 	fmt.Fprint(v.w, b.String())

@@ -140,3 +140,36 @@ func TestATracedCommandReadsAsShXShowsIt(t *testing.T) {
 		}
 	}
 }
+
+// A search that forecasts its end (kbisect's posterior) has its step
+// count and ETA from the forecast, not from git's numbers, and says it on
+// the step's line, on a terminal and off one.
+func TestAForecastGivesTheStepCountAndTheETA(t *testing.T) {
+	f := Forecast{Boots: 18, BootsLow: 12, BootsHigh: 30, Seconds: 7800, SecondsLow: 6000, SecondsHigh: 10800}
+	testing := Event{Kind: Testing, Commit: commit, Subject: "eventpoll: Replace rwlock with spinlock",
+		Text: "Measuring boot 1 of this commit (7 boots so far; leading: 0123456789ab at 0.31)", Step: Step{Forecast: f}}
+	const said = "Measuring boot 1 of this commit (7 boots so far; leading: 0123456789ab at 0.31); ~18 boots left (12–30), answer in 2 h 10 m (1 h 40 m – 3 h)"
+
+	var b bytes.Buffer
+	v := NewTerminal(&b)
+	clock := time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC)
+	v.now, v.start = func() time.Time { return clock }, clock
+	v.Emit(testing)
+	clock = clock.Add(10 * time.Minute)
+	v.Emit(Event{Kind: Phase, Commit: commit, Phase: "boot"})
+	out := b.String()
+	for _, s := range []string{said + "\n", "[step 1/~18] boot    0123456789ab", "| 10:00, ETA 2:00:00 (1:30:00–2:50:00)"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("the terminal lacks %q:\n%q", s, out)
+		}
+	}
+
+	b.Reset()
+	NewLines(&b).Emit(testing)
+	if !strings.Contains(b.String(), said+"\n") {
+		t.Errorf("the line off a terminal lacks the forecast: %q", b.String())
+	}
+	if got := (Forecast{Boots: 1, BootsLow: 1, BootsHigh: 1, Seconds: 40, SecondsLow: 40, SecondsHigh: 45}).String(); got != "~1 boot left, answer in 40 s (40 s – 45 s)" {
+		t.Errorf("a last boot: %q", got)
+	}
+}

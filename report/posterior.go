@@ -96,6 +96,13 @@ func (r *Run) posteriorText() string {
 		}
 		lead = append(lead, fmt.Sprintf("%s %s", commitid.Short(c.Commit), prob(c.Probability)))
 	}
+	if r.Result.Kind == "" && s.Result == "" {
+		text := fmt.Sprintf("After %s, leading: %s.%s", boots, strings.Join(lead, ", "), shape)
+		if f := s.Forecast; f != nil {
+			text += fmt.Sprintf(" As its last step began (%s) the search expected %s.", f.At.Local().Format("15:04 MST"), f)
+		}
+		return text
+	}
 	return fmt.Sprintf("No commit reached probability %g after %s: %s. Leading: %s.%s", s.Confidence, boots, s.Reason, strings.Join(lead, ", "), shape)
 }
 

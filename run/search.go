@@ -54,6 +54,9 @@ type posteriorRun struct {
 	// did not); hookErr the first error a hook met.
 	stopped string
 	hookErr error
+	// forecast is where the search expects to end, as the step that
+	// begins now (Hooks.Before) sees it.
+	forecast lab.SearchForecast
 	// rangeErr is why the range could not be listed.
 	rangeErr error
 }
@@ -175,8 +178,12 @@ func (p *posteriorRun) hooks() drive.Hooks {
 			sec := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)).Round(time.Second) }
 			r.ev.line("costs as the lab measured them so far: a build %s, a boot %s, a sample %s", sec(c.Build), sec(c.Boot), sec(c.Sample))
 		},
-		Before: func(*culprit.Search, culprit.Step) {
-			// The boots so far, summed up before the next is measured.
+		Before: func(s *culprit.Search, _ culprit.Step) {
+			// Where the search expects to end, and the boots so far,
+			// summed up before the next is measured.
+			f := s.Forecast(forecastRuns)
+			p.forecast = lab.SearchForecast{At: time.Now().UTC(), Boots: f.Boots, BootsLow: f.BootsLow, BootsHigh: f.BootsHigh,
+				Seconds: f.Seconds, SecondsLow: f.SecondsLow, SecondsHigh: f.SecondsHigh}
 			p.keep(lab.WriteSearchSummary(r.stateDir, p.summary(nil)))
 		},
 		Costs: p.costs,

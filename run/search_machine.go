@@ -102,8 +102,11 @@ func (p *posteriorRun) boot(ctx context.Context, step culprit.Step, more func([]
 	if step.Confirming {
 		what += ", confirming"
 	}
+	fc := p.forecast
 	r.ev.sink.Emit(progress.Event{Kind: progress.Testing, Commit: built, Subject: r.ev.subject(commit),
-		Text: fmt.Sprintf("Measuring %s (%d boots so far; leading: %s at %s)", what, p.search.Boots(), commitid.Short(p.rng.Commits[lead.Commit].String()), culprit.Format(lead.Probability))})
+		Text: fmt.Sprintf("Measuring %s (%d boots so far; leading: %s at %s)", what, p.search.Boots(), commitid.Short(p.rng.Commits[lead.Commit].String()), culprit.Format(lead.Probability)),
+		Step: progress.Step{Boots: p.search.Boots(), Probability: lead.Probability, Forecast: progress.Forecast{Boots: fc.Boots, BootsLow: fc.BootsLow, BootsHigh: fc.BootsHigh,
+			Seconds: fc.Seconds, SecondsLow: fc.SecondsLow, SecondsHigh: fc.SecondsHigh}}})
 	p.planAhead(ctx, built, step)
 	began := time.Now()
 	sub := fmt.Sprintf("boot-%d", p.search.Boots()+1)
@@ -143,3 +146,8 @@ func (p *posteriorRun) boot(ctx context.Context, step culprit.Step, more func([]
 		Text: fmt.Sprintf("this boot: median %s, %.0f:1 for %s", noise.FormatValue(p.rule.MetricKind, noise.Median(ev.Values)), math.Exp(math.Abs(lam)), side)})
 	return drive.Boot{Samples: samples}, nil
 }
+
+// forecastRuns is how many searches each step's forecast runs ahead (a
+// few seconds on 8,192 commits, against the minutes a boot takes; the
+// range they give is measured in simulate's TestForecastHoldsWhatTheRestTakes).
+const forecastRuns = 30

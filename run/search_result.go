@@ -143,6 +143,10 @@ func (p *posteriorRun) summary(end *culprit.Step) *lab.SearchSummary {
 		s.Commits = append(s.Commits, sc)
 	}
 	s.Shape = p.search.Shape()
+	if end == nil && p.forecast.Boots > 0 {
+		f := p.forecast
+		s.Forecast = &f
+	}
 	if end != nil {
 		s.Reason = end.Reason
 		switch end.Kind {

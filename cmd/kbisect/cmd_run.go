@@ -40,6 +40,10 @@ type runOptions struct {
 	NoBuildAhead bool
 	// Verbose prints every command as it starts.
 	Verbose bool
+	// Progress is how the run tells how it goes on stderr: auto (a
+	// status line on a terminal, time-stamped lines elsewhere), lines,
+	// or json (one object a line).
+	Progress string
 	// ReportDir is where the reports go instead of the job's report.dir
 	// (nightly: each incident's own state directory).
 	ReportDir string
@@ -76,6 +80,7 @@ func runCommand() *cli.Command {
 			&cli.IntFlag{Name: "max-runs", Usage: "with --confidence: the budget of test runs (default: 20 per step git would take, plus 20)"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object on stdout at the end"},
 			verboseFlag(),
+			&cli.StringFlag{Name: "progress", Value: "auto", Usage: "how the run tells how it goes on stderr: auto (a status line on a terminal, time-stamped lines elsewhere), lines, or json (one JSON object a line: each step's commit, boot, the leader's probability, and the boots and seconds left with their range)"},
 			&cli.BoolFlag{Name: "retry-skips", Usage: "with --job, resuming a state directory: measure the commits it skipped again (after a lab fault an older kbisect recorded as a skip was fixed)"},
 			&cli.BoolFlag{Name: "no-build-ahead", Usage: "with --job: do not build the next commits while one is measured"},
 			&cli.BoolFlag{Name: "find-good", Usage: "with --job: when the good endpoint measures bad, walk back along its release tags to one that measures good and bisect from there (default: on a terminal, or find_good.enabled)"},
@@ -103,6 +108,7 @@ func runCommand() *cli.Command {
 				NoBuildAhead: c.Bool("no-build-ahead"),
 				RetrySkips:   c.Bool("retry-skips"),
 				Verbose:      c.Bool("verbose"),
+				Progress:     c.String("progress"),
 				FindGood:     c.Bool("find-good"),
 				FindGoodSet:  c.IsSet("find-good"),
 			}
@@ -114,6 +120,11 @@ func runCommand() *cli.Command {
 func (o *runOptions) validate() error {
 	if len(o.Jobs) > 0 {
 		o.Job = o.Jobs[0]
+	}
+	switch o.Progress {
+	case "", "auto", "lines", "json":
+	default:
+		return usagef("run: --progress %q: give auto, lines or json", o.Progress)
 	}
 	switch {
 	case len(o.Args) > 0:
@@ -151,14 +162,23 @@ func runRun(ctx context.Context, o runOptions, stdout, stderr io.Writer) error {
 		err = resumable(ctx, err, res.JSON.StateDir, commandLine(o.Line, res.JSON.StateDir))
 		return answer(o.JSON, res, err, stdout, func() { res.Report.WriteText(ctx, stdout) })
 	}
-	ctx = traceTo(ctx, o.Verbose, stderr)
-	cmdOut := stdout
-	if o.JSON {
+	var view progress.Sink = progress.NewGit(stderr)
+	messages := stderr
+	if o.Progress == "json" {
+		view = progress.NewJSON(stderr)
+		messages = progress.Lines(view)
+	}
+	ctx = traceInto(ctx, o.Verbose, view)
+	cmdOut, cmdErr := stdout, stderr
+	switch {
+	case o.Progress == "json":
+		cmdOut, cmdErr = messages, messages // the test's lines as events too
+	case o.JSON:
 		cmdOut = stderr // stdout holds the one JSON object
 	}
 	res, err := run.Exec(ctx, run.ExecOptions{Range: o.bisectRange(), Repo: o.Repo, Exec: o.Exec, State: o.State,
 		Confidence: o.Confidence, MaxRuns: o.MaxRuns,
-		Stdout: cmdOut, Stderr: stderr, Messages: stderr, Progress: progress.NewGit(stderr)})
+		Stdout: cmdOut, Stderr: cmdErr, Messages: messages, Progress: view})
 	defer res.Close()
 	err = resumable(ctx, err, res.JSON.StateDir, commandLine(o.Line, res.JSON.StateDir))
 	return answer(o.JSON, res, err, stdout, func() { report.WriteGitResult(ctx, stdout, res.Graph, res.Bisection) })
@@ -166,10 +186,20 @@ func runRun(ctx context.Context, o runOptions, stdout, stderr io.Writer) error {
 
 // runJob runs a bisection of kernels with its view on stderr.
 func runJob(ctx context.Context, o runOptions, stderr io.Writer) (*run.Result, error) {
-	view := newView(stderr)
+	var view progress.Sink
+	messages := stderr
+	switch o.Progress {
+	case "json":
+		view = progress.NewJSON(stderr)
+		messages = progress.Lines(view)
+	case "lines":
+		view = progress.NewLines(stderr)
+	default:
+		view = newView(stderr)
+	}
 	ctx = traceInto(ctx, o.Verbose, view)
 	jo := run.JobOptions{Range: o.bisectRange(), Jobs: o.Jobs, Command: commandLine(o.Line, ""), Reproduce: o.Reproduce, State: o.State, NoBuildAhead: o.NoBuildAhead, RetrySkips: o.RetrySkips,
-		ReportDir: o.ReportDir, Messages: stderr, Interactive: tty.Interactive(stderr) && os.Getenv("CI") == "", Progress: view}
+		ReportDir: o.ReportDir, Messages: messages, Interactive: tty.Interactive(stderr) && os.Getenv("CI") == "" && o.Progress != "json", Progress: view}
 	if len(jo.Jobs) == 0 {
 		jo.Jobs = []string{o.Job}
 	}

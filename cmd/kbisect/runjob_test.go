@@ -70,6 +70,12 @@ func TestRunJobFindsThePlantedRegressionOnTheSimulatedLab(t *testing.T) {
 		}
 	}
 
+	// Every step's line, off a terminal, says where the search expects
+	// to end: the boots left and when the answer comes.
+	if steps := regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d Measuring [^\n]*; ~\d+ boots? left( \(\d+–\d+\))?, answer in [^\n]* \([^\n]* – [^\n]*\)$`).FindAllString(stderr, -1); len(steps) < 5 {
+		t.Errorf("%d steps said where the search expects to end:\n%s", len(steps), stderr)
+	}
+
 	// Prose keeps to a mail's 72 columns (the per-CPU tables keep the
 	// seed report's layout).
 	for _, line := range strings.Split(stdout, "\n") {
@@ -214,14 +220,14 @@ func signalAt(t *testing.T, bin string, args []string, what string, nth int, sig
 }
 
 // An interrupted run says the command that resumes it; kbisect report
-// says it stopped and is not running, with that command, which then
-// finds the answer.
+// says it stopped and is not running, with that command, and where the
+// search stood and expected to end; the command then finds the answer.
 func TestAnInterruptedRunSaysHowToResumeIt(t *testing.T) {
 	bin := buildKbisect(t)
 	l := simLab(t, simlab.Options{Seed: 6, Commits: 80})
 	state := filepath.Join(t.TempDir(), "state")
 	args := []string{"run", "--job", l.JobFile, "--good", l.Tree.Good, "--bad", l.Tree.Bad, "--state", state}
-	seen, code := signalAt(t, bin, args, "sample 2:", 4, syscall.SIGINT)
+	seen, code := signalAt(t, bin, args, "Measuring ", 3, syscall.SIGINT)
 	resume := strings.Join(append([]string{bin}, args...), " ")
 	if code != exitInterrupted || !strings.Contains(seen, "kbisect: nothing measured is lost: the state is in "+state+"; the same command resumes it:\n  "+resume+"\n") {
 		t.Fatalf("interrupted: exit %d\n%s", code, seen)
@@ -229,6 +235,9 @@ func TestAnInterruptedRunSaysHowToResumeIt(t *testing.T) {
 	code, out, errText := runCLI(t, context.Background(), "report", "--state", state)
 	if code != exitOK || !strings.Contains(out, ", not running: no answer yet; resume it with: "+resume+"\n") {
 		t.Fatalf("report on the stopped run: exit %d\n%s\n%s", code, out, errText)
+	}
+	if folded := strings.Join(strings.Fields(out), " "); !regexp.MustCompile(`After \d+ boots \(and \d+ of the endpoints, which taught the model\), leading: [0-9a-f]{12} [0-9.]+.* As its last step began \(\d\d:\d\d [A-Z]+\) the search expected ~\d+ boots? left.*, answer in `).MatchString(folded) {
+		t.Errorf("the report of a run stopped mid-search does not say where it stood and expected to end:\n%s", out)
 	}
 	got, err := exec.Command("sh", "-c", resume).Output()
 	if !strings.HasPrefix(string(got), l.Tree.Expected.FirstBad+" is the first bad commit") {

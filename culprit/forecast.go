@@ -1,0 +1,121 @@
+package culprit
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+)
+
+// Forecast is what the rest of a search is likely to cost: the boots
+// left until it ends (the boot it asks for next included) and the
+// seconds they take at the lab's costs, builds included — each as the
+// median of the searches run ahead and the range that holds the middle
+// 90 % of their boots, 95 % of their seconds: wider than the 80 % they
+// are meant to hold of what the real search does, which a few dozen runs
+// ahead on a model that is not the machine hold less of than of
+// themselves (its seconds least: the model's boots, more scattered than
+// a machine's often are, ask for more samples than the machine's do).
+type Forecast struct {
+	Boots, BootsLow, BootsHigh       int
+	Seconds, SecondsLow, SecondsHigh float64
+	// Runs is how many searches were run ahead.
+	Runs int
+}
+
+// Forecast runs the rest of the search ahead, runs times, on copies of
+// it: each draws a culprit from the posterior as it stands (or none, at
+// its probability), and boots from the model on the side that culprit
+// puts each kernel, until the copy ends as the search would (found,
+// inconclusive, not reproduced, or its budget spent). The copies never
+// learn their model again and the machine does not drift further, so
+// the range is what the model believes, not what a lab that breaks it
+// may do. The search itself is not changed; the same search forecasts
+// the same.
+func (s *Search) Forecast(runs int) Forecast {
+	if runs < 1 {
+		runs = 1
+	}
+	pc, none := s.Probabilities()
+	rng := rand.New(rand.NewPCG(uint64(s.runBoots)+1, uint64(s.total)+0x5eed))
+	boots := make([]float64, runs)
+	secs := make([]float64, runs)
+	for i := range runs {
+		boots[i], secs[i] = s.runAhead(rng, drawCulprit(rng, pc, none))
+	}
+	lo, mid, hi := quantiles(boots, 0.05)
+	slo, smid, shi := quantiles(secs, 0.025)
+	return Forecast{Boots: int(math.Round(mid)), BootsLow: int(math.Floor(lo)), BootsHigh: int(math.Ceil(hi)),
+		Seconds: smid, SecondsLow: slo, SecondsHigh: shi, Runs: runs}
+}
+
+// runAhead runs a copy of the search to its end with culprit x (-1: no
+// commit of the range is bad): the boots it took and their seconds.
+func (s *Search) runAhead(rng *rand.Rand, x int) (float64, float64) {
+	f := s.fork()
+	c := f.opt.Costs
+	boots, secs := 0, 0.0
+	for limit := f.opt.MaxBoots - f.total + 1; boots < limit; boots++ {
+		step := f.Next()
+		if step.Kind != Measure {
+			break
+		}
+		var bad bool
+		switch {
+		case step.Commit == goodEndpoint:
+		case step.Reverted:
+			bad = x >= 0 && step.Commit != x
+			if f.reverted[step.Commit] == 0 {
+				secs += c.Build
+			}
+		default:
+			bad = x >= 0 && f.d.IsAncestor(x, step.Commit)
+			if !f.built[step.Commit] {
+				secs += c.Build
+			}
+		}
+		ys := f.m.drawBoot(rng, bad, max(f.opt.MaxSamples, 1))
+		if dr, _ := f.drift.at(f.runBoots); dr != 0 {
+			for k := range ys {
+				ys[k] *= math.Exp(dr)
+			}
+		}
+		n := 1
+		for n < len(ys) && f.More(ys[:n]) {
+			n++
+		}
+		secs += c.Boot + float64(n)*c.Sample
+		f.observe(Observation{Commit: step.Commit, Reverted: step.Reverted, Confirming: step.Confirming, Samples: ys[:n]})
+	}
+	return float64(boots), secs
+}
+
+// drawCulprit draws the first bad commit from the posterior: -1 for none.
+func drawCulprit(rng *rand.Rand, pc []float64, none float64) int {
+	u := rng.Float64()
+	if u < none {
+		return -1
+	}
+	u -= none
+	for c, p := range pc {
+		if u < p {
+			return c
+		}
+		u -= p
+	}
+	return len(pc) - 1
+}
+
+// quantiles are the median of xs (sorted in place) and the quantiles
+// tail and 1−tail, interpolated.
+func quantiles(xs []float64, tail float64) (lo, mid, hi float64) {
+	slices.Sort(xs)
+	at := func(q float64) float64 {
+		f := q * float64(len(xs)-1)
+		k := int(f)
+		if k >= len(xs)-1 {
+			return xs[len(xs)-1]
+		}
+		return xs[k] + (f-float64(k))*(xs[k+1]-xs[k])
+	}
+	return at(tail), at(0.5), at(1 - tail)
+}

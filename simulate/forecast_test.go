@@ -1,0 +1,94 @@
+package simulate
+
+import (
+	"context"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+
+	"kbisect/culprit"
+	"kbisect/drive"
+)
+
+// forecastCoverage runs seeded bisections twice: once to learn how many
+// search boots and seconds each takes, then again, the same boots, with
+// the search's forecast taken at a quarter, half and three quarters of
+// its boots. It counts how often the boots and seconds really left lie
+// within the forecast's range.
+func forecastCoverage(t *testing.T, noise string, commits, runs, ahead int) (inBoots, inSecs, points int) {
+	t.Helper()
+	cfg := Config{Commits: commits, Runs: runs, Seed: 1, Good: 7000, Bad: 15000, Noise: mustNoise(t, noise)}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for run := range runs {
+		want := rand.New(rand.NewPCG(cfg.Seed, uint64(run))).IntN(cfg.Commits)
+		fresh := func() *lab {
+			return newLab(&cfg, want, rand.New(rand.NewPCG(cfg.Seed^0x9e3779b97f4a7c15, uint64(run)*64)))
+		}
+		l := fresh()
+		opt := engineOptions(&cfg, l)
+		res, err := drive.Run(context.Background(), l, opt)
+		if err != nil || res.Search == nil {
+			continue // not reproduced at calibration: nothing to forecast
+		}
+		total, spent := res.Search.Boots(), l.spent.seconds
+		at := map[int]bool{total / 4: true, total / 2: true, 3 * total / 4: true}
+		type said struct {
+			f        culprit.Forecast
+			boots    int
+			secsThen float64
+		}
+		var forecasts []said
+		l = fresh()
+		opt = engineOptions(&cfg, l)
+		opt.Hooks.Before = func(s *culprit.Search, step culprit.Step) {
+			if at[s.Boots()] {
+				delete(at, s.Boots())
+				forecasts = append(forecasts, said{s.Forecast(ahead), s.Boots(), l.spent.seconds})
+			}
+		}
+		again, err := drive.Run(context.Background(), l, opt)
+		if err != nil || again.Search.Boots() != total || l.spent.seconds != spent {
+			t.Fatalf("run %d: the second pass took %d boots, the first %d: a forecast changed the search", run, again.Search.Boots(), total)
+		}
+		for _, f := range forecasts {
+			left, secs := total-f.boots, spent-f.secsThen
+			points++
+			if left >= f.f.BootsLow && left <= f.f.BootsHigh {
+				inBoots++
+			}
+			// Seconds left counted from the boot's start: the lab's
+			// seconds then.
+			if secs >= f.f.SecondsLow-1 && secs <= f.f.SecondsHigh+1 {
+				inSecs++
+			}
+			if testing.Verbose() && os.Getenv("KBISECT_FORECAST_TRACE") != "" {
+				t.Logf("run %d at boot %d of %d: %d left (forecast %d, %d–%d), %.1f h left (%.1f, %.1f–%.1f)", run, f.boots, total, left,
+					f.f.Boots, f.f.BootsLow, f.f.BootsHigh, secs/3600, f.f.Seconds/3600, f.f.SecondsLow/3600, f.f.SecondsHigh/3600)
+			}
+		}
+	}
+	return inBoots, inSecs, points
+}
+
+// The forecast's range holds the boots the rest of the search really
+// took at least 80 % of the time, at a quarter, half and three quarters
+// of seeded bisections, on the noise its model knows. Its seconds are
+// logged, not held to it: they are the goal not met yet (79 % in 48
+// forecasts a row, docs/bisection.md "How long it takes"). More runs,
+// for the note: KBISECT_FORECAST_RUNS=N.
+func TestForecastHoldsWhatTheRestTakes(t *testing.T) {
+	runs := 5
+	if v := os.Getenv("KBISECT_FORECAST_RUNS"); v != "" {
+		runs, _ = strconv.Atoi(v)
+	}
+	for _, noise := range []string{"spread=0.2,spikes=5%:2-20x", "spread=0.3,spikes=5%:2-20x,bad-boots=5%"} {
+		inBoots, inSecs, points := forecastCoverage(t, noise, 1024, runs, 30)
+		t.Logf("%s: boots left within the forecast's range %d of %d, seconds %d of %d", noise, inBoots, points, inSecs, points)
+		if points < 2*runs || float64(inBoots) < 0.8*float64(points) {
+			t.Errorf("%s: the forecast's range held the boots left %d times of %d: want 80 %%", noise, inBoots, points)
+		}
+	}
+}
