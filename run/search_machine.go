@@ -146,8 +146,3 @@ func (p *posteriorRun) boot(ctx context.Context, step culprit.Step, more func([]
 		Text: fmt.Sprintf("this boot: median %s, %.0f:1 for %s", noise.FormatValue(p.rule.MetricKind, noise.Median(ev.Values)), math.Exp(math.Abs(lam)), side)})
 	return drive.Boot{Samples: samples}, nil
 }
-
-// forecastRuns is how many searches each step's forecast runs ahead (a
-// few seconds on 8,192 commits, against the minutes a boot takes; the
-// range they give is measured in simulate's TestForecastHoldsWhatTheRestTakes).
-const forecastRuns = 30
