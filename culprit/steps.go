@@ -99,11 +99,12 @@ func (s *Search) stepFrom(k, endpoint kernel) (d, t, short float64) {
 // standard errors apart the two are: stepT shows it beyond doubt,
 // stepMaybe only suggests it (fresh boots more of the parent and the
 // good endpoint will tell), stepDoubt after those is doubt enough not to
-// name c. A parent apart from the good endpoint beyond doubt (stepDoubt)
-// whose distance is short of a step's share by less than a standard
-// error may still be one — the learned levels a step between them pulled
-// towards each other, or its few boots fell low: it asks for fresh boots
-// (stepMaybe) and is told no step only once they put it short by more.
+// name c. A parent a standard error or more apart from the good endpoint
+// (stepMaybe) whose distance is short of a step's share by less than one
+// standard error may still be one — the learned levels a step between
+// them pulled towards each other, or its few boots fell low: it asks for
+// fresh boots, and is told no step only once they put it short by more
+// (or the rounds are spent).
 func (s *Search) earlierStep(c int) (string, float64) {
 	toBad := math.Copysign(1, s.m.Bad-s.m.Good)
 	for _, p := range s.d.parents[c] {
