@@ -10,11 +10,9 @@ import (
 // left until it ends (the boot it asks for next included) and the
 // seconds they take at the lab's costs, builds included — each as the
 // median of the searches run ahead and the range that holds the middle
-// 90 % of their boots, 95 % of their seconds: wider than the 80 % they
-// are meant to hold of what the real search does, which a few dozen runs
-// ahead on a model that is not the machine hold less of than of
-// themselves (its seconds least: the model's boots, more scattered than
-// a machine's often are, ask for more samples than the machine's do).
+// 90 % of their boots, 95 % of their seconds. The ranges are wider than
+// the 80 % of real searches they should hold because the model is not
+// the machine: its boots scatter more, and ask for more samples.
 type Forecast struct {
 	Boots, BootsLow, BootsHigh       int
 	Seconds, SecondsLow, SecondsHigh float64

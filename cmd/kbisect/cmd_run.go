@@ -162,12 +162,7 @@ func runRun(ctx context.Context, o runOptions, stdout, stderr io.Writer) error {
 		err = resumable(ctx, err, res.JSON.StateDir, commandLine(o.Line, res.JSON.StateDir))
 		return answer(o.JSON, res, err, stdout, func() { res.Report.WriteText(ctx, stdout) })
 	}
-	var view progress.Sink = progress.NewGit(stderr)
-	messages := stderr
-	if o.Progress == "json" {
-		view = progress.NewJSON(stderr)
-		messages = progress.Lines(view)
-	}
+	view, messages := progressView(o.Progress, stderr, progress.NewGit(stderr))
 	ctx = traceInto(ctx, o.Verbose, view)
 	cmdOut, cmdErr := stdout, stderr
 	switch {
@@ -186,17 +181,7 @@ func runRun(ctx context.Context, o runOptions, stdout, stderr io.Writer) error {
 
 // runJob runs a bisection of kernels with its view on stderr.
 func runJob(ctx context.Context, o runOptions, stderr io.Writer) (*run.Result, error) {
-	var view progress.Sink
-	messages := stderr
-	switch o.Progress {
-	case "json":
-		view = progress.NewJSON(stderr)
-		messages = progress.Lines(view)
-	case "lines":
-		view = progress.NewLines(stderr)
-	default:
-		view = newView(stderr)
-	}
+	view, messages := progressView(o.Progress, stderr, newView(stderr))
 	ctx = traceInto(ctx, o.Verbose, view)
 	jo := run.JobOptions{Range: o.bisectRange(), Jobs: o.Jobs, Command: commandLine(o.Line, ""), Reproduce: o.Reproduce, State: o.State, NoBuildAhead: o.NoBuildAhead, RetrySkips: o.RetrySkips,
 		ReportDir: o.ReportDir, Messages: messages, Interactive: tty.Interactive(stderr) && os.Getenv("CI") == "" && o.Progress != "json", Progress: view}
@@ -230,6 +215,20 @@ func answer(asJSON bool, res *run.Result, err error, stdout io.Writer, text func
 		return &resultError{exitNotReproduced}
 	}
 	return &resultError{exitFailure}
+}
+
+// progressView is the view --progress asks for on w, and where
+// kbisect's own messages go: json makes them events of the view, lines
+// plain lines, auto the command's own view.
+func progressView(mode string, w io.Writer, auto progress.Sink) (progress.Sink, io.Writer) {
+	switch mode {
+	case "json":
+		v := progress.NewJSON(w)
+		return v, progress.Lines(v)
+	case "lines":
+		return progress.NewLines(w), w
+	}
+	return auto, w
 }
 
 // newView is the view of long work on w: a status line on a terminal,
