@@ -1,10 +1,40 @@
 package culprit
 
 import (
+	"maps"
 	"math"
 	"math/rand/v2"
 	"testing"
 )
+
+// bothKinds is a range with merges twice: its ancestors kept as runs of
+// places (whatever their size), and as bitsets. A chain is itself.
+func bothKinds(t testing.TB, parents [][]int) []*DAG {
+	t.Helper()
+	runs, bits := mustDAG(t, parents), mustDAG(t, parents)
+	if runs.chain {
+		return []*DAG{runs}
+	}
+	if runs.anc != nil {
+		runs.anc, runs.words = nil, 0
+		if !runs.spans(math.MaxInt) {
+			t.Fatal("spans gave up without a limit")
+		}
+	}
+	bits.place, bits.at, bits.from, bits.runs = nil, nil, nil, nil
+	bits.bitsets()
+	return []*DAG{runs, bits}
+}
+
+func (d *DAG) kind() string {
+	switch {
+	case d.chain:
+		return "chain"
+	case d.anc != nil:
+		return "bitsets"
+	}
+	return "runs"
+}
 
 // randomParents is a range of n commits with random forks and merges
 // (octopus ones included), every commit an ancestor of the last.
@@ -69,12 +99,18 @@ func TestIsAncestorMatchesBFSOnRandomDAGs(t *testing.T) {
 	for _, n := range []int{1, 2, 40, 63, 64, 65, 130} {
 		for trial := 0; trial < 4; trial++ {
 			parents := randomParents(rng, n)
-			d := mustDAG(t, parents)
-			for b := 0; b < n; b++ {
-				anc := ancestorsByBFS(parents, b)
-				for a := 0; a < n; a++ {
-					if got := d.IsAncestor(a, b); got != anc[a] {
-						t.Fatalf("n=%d trial %d: IsAncestor(%d, %d) = %v, BFS says %v", n, trial, a, b, got, anc[a])
+			for _, d := range bothKinds(t, parents) {
+				for b := 0; b < n; b++ {
+					anc := ancestorsByBFS(parents, b)
+					for a := 0; a < n; a++ {
+						if got := d.IsAncestor(a, b); got != anc[a] {
+							t.Fatalf("n=%d trial %d, %s: IsAncestor(%d, %d) = %v, BFS says %v", n, trial, d.kind(), a, b, got, anc[a])
+						}
+					}
+					seen := map[int]bool{}
+					d.eachAncestor(b, func(c int) { seen[c] = true })
+					if !maps.Equal(seen, anc) {
+						t.Fatalf("n=%d trial %d, %s: eachAncestor(%d) gives %d commits, BFS %d", n, trial, d.kind(), b, len(seen), len(anc))
 					}
 				}
 			}
@@ -89,11 +125,11 @@ func TestBadnessMatchesBruteForceSumOnRandomDAGs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 2))
 	for _, n := range []int{40, 41, 64, 100, 130} {
 		parents := randomParents(rng, n)
-		d := mustDAG(t, parents)
-		if d.IsChain() {
+		if mustDAG(t, parents).IsChain() {
 			t.Fatalf("n=%d: the random range came out linear; the test wants merges", n)
 		}
-		for trial := 0; trial < 5; trial++ {
+		for trial := 0; trial < 10; trial++ {
+			d := bothKinds(t, parents)[trial%2]
 			p := make([]float64, n)
 			total := 0.0
 			for i := range p {
@@ -114,7 +150,7 @@ func TestBadnessMatchesBruteForceSumOnRandomDAGs(t *testing.T) {
 					want += p[c]
 				}
 				if math.Abs(q[x]-want) > 1e-12 {
-					t.Fatalf("n=%d trial %d: badness of %d is %.15g, brute force %.15g", n, trial, x, q[x], want)
+					t.Fatalf("n=%d trial %d, %s: badness of %d is %.15g, brute force %.15g", n, trial, d.kind(), x, q[x], want)
 				}
 			}
 		}
@@ -160,6 +196,40 @@ func TestNewDAGRejectsBrokenRanges(t *testing.T) {
 	} {
 		if _, err := NewDAG(parents); err == nil {
 			t.Errorf("%s: NewDAG(%v) took a broken range", name, parents)
+		}
+	}
+}
+
+// TestSignaturesMatchIsAncestor: the commits a culprit would make bad,
+// among a few measured ones, as the sweep over runs and the bitsets say
+// them, are what IsAncestor says one pair at a time.
+func TestSignaturesMatchIsAncestor(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 4))
+	for _, n := range []int{2, 40, 130, 300} {
+		parents := randomParents(rng, n)
+		for _, d := range bothKinds(t, parents) {
+			for trial := 0; trial < 6; trial++ {
+				var xs []int
+				for x := 0; x < n; x++ {
+					if rng.IntN(n) < 9 || x == n-1 {
+						xs = append(xs, x)
+					}
+				}
+				of, sigs := d.signatures(xs)
+				seen := map[string]bool{}
+				for c := 0; c < n; c++ {
+					sig := sigs[of[c]]
+					for i, x := range xs {
+						if got := sig[i/8]&(1<<(i%8)) != 0; got != d.IsAncestor(c, x) {
+							t.Fatalf("n=%d %s trial %d: commit %d's signature says %v for %d", n, d.kind(), trial, c, got, x)
+						}
+					}
+					seen[sig] = true
+				}
+				if len(seen) != len(sigs) {
+					t.Fatalf("n=%d %s: %d signatures numbered, %d used", n, d.kind(), len(sigs), len(seen))
+				}
+			}
 		}
 	}
 }

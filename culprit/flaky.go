@@ -322,11 +322,23 @@ func (s *Flaky) budget(pc, rate, base []float64) int {
 }
 
 // choose picks the commit whose next run says the most about the
-// culprit. The outcome at x depends on the culprit through whether x is
-// bad (it fails at the bad rate) or good (at the base rate), so the
-// mutual information is h2(P(fail)) − E[h2(its rate)]: sums over each
-// commit's ancestors that DAG.badness makes, and their complements.
+// culprit, and what it tells (gains).
 func (s *Flaky) choose(pc, rate, base []float64) (int, float64) {
+	best, bestGain := -1, 0.0
+	for x, g := range s.gains(pc, rate, base) {
+		if !s.skip[x] && (best < 0 || g > bestGain) {
+			best, bestGain = x, g
+		}
+	}
+	return best, bestGain
+}
+
+// gains is what a run of each commit tells about the culprit. The
+// outcome at x depends on the culprit through whether x is bad (it fails
+// at the bad rate) or good (at the base rate), so the mutual information
+// is h2(P(fail)) − E[h2(its rate)]: sums over each commit's ancestors
+// that DAG.badness makes, and their complements.
+func (s *Flaky) gains(pc, rate, base []float64) []float64 {
 	n := len(pc)
 	failB, spreadB := make([]float64, n), make([]float64, n)
 	failG, spreadG := make([]float64, n), make([]float64, n)
@@ -346,18 +358,13 @@ func (s *Flaky) choose(pc, rate, base []float64) (int, float64) {
 	}
 	qb, qsb := s.d.badness(failB), s.d.badness(spreadB)
 	qg, qsg := s.d.badness(failG), s.d.badness(spreadG)
-	best, bestGain := -1, 0.0
+	g := failB // reused: each x is read before it is written
 	for x := range pc {
-		if s.skip[x] {
-			continue
-		}
 		fail := qb[x] + totG - qg[x]
 		spread := qsb[x] + totSG - qsg[x]
-		if g := h2(math.Min(math.Max(fail, 0), 1)) - spread; best < 0 || g > bestGain {
-			best, bestGain = x, g
-		}
+		g[x] = h2(math.Min(math.Max(fail, 0), 1)) - spread
 	}
-	return best, bestGain
+	return g
 }
 
 // leadingClass is the most probable set of commits no run can tell

@@ -86,27 +86,28 @@ func (w *weigher) groups(measured, reverts []int) []group {
 			}
 		}
 	} else {
-		key := map[string]int{}
-		sig := make([]byte, (len(measured)+7)/8)
+		of, sigs := w.d.signatures(measured)
+		index := make([]int, len(sigs)) // each signature's group, +1
 		for c := 0; c < n; c++ {
-			clear(sig)
-			var bad []int
-			for i, x := range measured {
-				if w.d.IsAncestor(c, x) {
-					sig[i/8] |= 1 << (i % 8)
-					bad = append(bad, i)
+			sig := sigs[of[c]]
+			bad := func() []int {
+				var bad []int
+				for i := range measured {
+					if sig[i/8]&(1<<(i%8)) != 0 {
+						bad = append(bad, i)
+					}
 				}
+				return bad
 			}
 			if own[c] {
-				out = append(out, group{members: []int{c}, mass: w.weight(c) * scale, own: c, bad: bad})
+				out = append(out, group{members: []int{c}, mass: w.weight(c) * scale, own: c, bad: bad()})
 				continue
 			}
-			k := string(sig)
-			gi, ok := key[k]
-			if !ok {
+			gi := index[of[c]] - 1
+			if gi < 0 {
 				gi = len(out)
-				key[k] = gi
-				out = append(out, group{own: -1, bad: bad})
+				index[of[c]] = gi + 1
+				out = append(out, group{own: -1, bad: bad()})
 			}
 			out[gi].members = append(out[gi].members, c)
 			out[gi].mass += w.weight(c) * scale
