@@ -28,8 +28,13 @@ type Forecast struct {
 // learn their model again and the machine does not drift further, so
 // the range is what the model believes, not what a lab that breaks it
 // may do. The search itself is not changed; the same search forecasts
-// the same.
+// the same. A search ahead costs in proportion to the range: over
+// forecastRange commits fewer are run, in proportion, down to 8 (on 2
+// cores, 8 runs on 750,000 commits take 21 s; 30 on 50,000, 8 s).
 func (s *Search) Forecast(runs int) Forecast {
+	if n := s.d.Len(); n > forecastRange {
+		runs = min(runs, max(8, runs*forecastRange/n))
+	}
 	if runs < 1 {
 		runs = 1
 	}
@@ -45,6 +50,10 @@ func (s *Search) Forecast(runs int) Forecast {
 	return Forecast{Boots: int(math.Round(mid)), BootsLow: int(math.Floor(lo)), BootsHigh: int(math.Ceil(hi)),
 		Seconds: smid, SecondsLow: slo, SecondsHigh: shi, Runs: runs}
 }
+
+// forecastRange is the range over which Forecast runs fewer searches
+// ahead.
+const forecastRange = 65536
 
 // runAhead runs a copy of the search to its end with culprit x (-1: no
 // commit of the range is bad): the boots it took and their seconds.
