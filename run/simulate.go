@@ -24,6 +24,10 @@ type SimulateOptions struct {
 	Seed          uint64
 	MaxBoots      int
 	Costs         simulate.Costs
+	// Machines boot at once into one posterior (simulate.Config), their
+	// levels spread log-normal by MachineSpread.
+	Machines      int
+	MachineSpread float64
 	// Good, Bad and Threshold are typical samples as written: a time
 	// with its unit (7us) or a plain number; "" when not given.
 	Good, Bad, Threshold string
@@ -84,6 +88,7 @@ func SimulateConfig(ctx context.Context, o SimulateOptions) (simulate.Config, er
 		o.Messages = io.Discard
 	}
 	cfg := simulate.Config{Commits: o.Commits, Runs: o.Runs, Seed: o.Seed, MaxBoots: o.MaxBoots, Costs: o.Costs, Strategies: o.Strategies,
+		Machines: o.Machines, MachineSpread: o.MachineSpread,
 		MinSamples: o.MinSamples, MaxSamples: o.MaxSamples, Confidence: o.Confidence}
 	if o.Exec {
 		return simulateExec(o, cfg)

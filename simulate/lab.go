@@ -38,6 +38,11 @@ type lab struct {
 	// host, when set, draws each boot's noise as a simulated host seeded
 	// with it does (Trace); hostBoots counts the boots it drew.
 	host, hostBoots uint64
+	// machines draws a pool's machines' levels (Config.Machines).
+	machines *rand.Rand
+	// factor, when set, is the level of the machine that boots (a pool's):
+	// every kernel's level times it.
+	factor float64
 }
 
 // Boot is the lab as the loop of package drive sees it: one commit on
@@ -103,6 +108,8 @@ func (l *lab) mark(p phase) { l.trace[len(l.trace)-1].phase = p }
 type spent struct {
 	builds, boots, samples int
 	seconds                float64
+	// wall, when set, is the wall time of several machines' seconds.
+	wall float64
 }
 
 func newLab(cfg *Config, culprit int, rng *rand.Rand) *lab {
@@ -181,6 +188,9 @@ func (l *lab) boot(c int, reverted bool) *machine {
 		case !first && second:
 			level, other, bad = l.good*l.bad/l.middle, l.good, true
 		}
+	}
+	if l.factor > 0 {
+		level, other = level*l.factor, other*l.factor
 	}
 	rng := l.rng
 	if l.host != 0 {

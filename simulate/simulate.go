@@ -70,6 +70,11 @@ type Config struct {
 	Costs                  Costs
 	// Strategies to run, by name (nil: all).
 	Strategies []string
+	// Machines is how many machines kbisect's engine boots at once (0 or
+	// 1: one), into one posterior; MachineSpread the log-normal spread of
+	// their levels (each machine's factor on every kernel's level).
+	Machines      int
+	MachineSpread float64
 	// Exec simulates run --exec on a pass/fail test instead of boots: a
 	// good commit's run fails with FailGood, a bad one's with FailBad;
 	// kbisect is run --exec --confidence, git-bisect one run a step.
@@ -133,6 +138,9 @@ func (c *Config) Validate() error {
 	if err := c.validateShape(); err != nil {
 		return err
 	}
+	if err := c.validateMachines(); err != nil {
+		return err
+	}
 	if c.FirstStep != 0 && (!(c.FirstStep > 0) || math.IsInf(c.FirstStep, 0) || c.FirstStep == c.Good || c.FirstStep == c.Bad || !c.Shape.none()) {
 		return fmt.Errorf("--first-step %g: a level other than --good's and --bad's, on a line of commits (no --merges, --broken or --no-revert)", c.FirstStep)
 	}
@@ -170,7 +178,32 @@ func (c *Config) validateShape() error {
 	return nil
 }
 
+// validateMachines checks a pool of machines: kbisect's engine alone
+// (the default with several) boots on more than one.
+func (c *Config) validateMachines() error {
+	switch {
+	case c.Machines < 0 || c.Machines > 64:
+		return fmt.Errorf("--machines %d: simulate 1 to 64 machines", c.Machines)
+	case !(c.MachineSpread >= 0 && c.MachineSpread <= 2):
+		return fmt.Errorf("--machine-spread %g: a log-normal spread of the machines' levels, 0 to 2", c.MachineSpread)
+	case c.Machines <= 1:
+		return nil
+	}
+	if c.Strategies == nil {
+		c.Strategies = []string{"kbisect"}
+	}
+	for _, name := range c.Strategies {
+		if name != "kbisect" {
+			return fmt.Errorf("--strategies %s: with --machines %d only kbisect's engine boots on several machines", name, c.Machines)
+		}
+	}
+	return nil
+}
+
 func (c *Config) validateExec() error {
+	if c.Machines > 1 {
+		return fmt.Errorf("--machines %d: --exec simulates one test at a time", c.Machines)
+	}
 	if !c.Shape.none() {
 		return errors.New("--exec simulates a line of commits: --merges, --broken and --no-revert are for boots")
 	}
@@ -223,8 +256,11 @@ type Result struct {
 	Broken   float64 `json:"broken,omitempty"`
 	NoRevert float64 `json:"no_revert,omitempty"`
 	// FirstStep is the level of a regression's first step (Config).
-	FirstStep  float64 `json:"first_step,omitempty"`
-	MinSamples int     `json:"min_samples"`
+	FirstStep float64 `json:"first_step,omitempty"`
+	// Machines and MachineSpread are the pool's (Config), when several.
+	Machines      int     `json:"machines,omitempty"`
+	MachineSpread float64 `json:"machine_spread,omitempty"`
+	MinSamples    int     `json:"min_samples"`
 	// SearchFromOne says the engine's search boots start with one sample
 	// where calibration finds one decisive (MinSamples was not given).
 	SearchFromOne bool `json:"search_from_one"`
@@ -309,6 +345,7 @@ func Run(ctx context.Context, cfg Config, done func(int)) (*Result, error) {
 				for i, st := range picked {
 					l := newLab(&cfg, culprit, rand.New(rand.NewPCG(cfg.Seed^0x9e3779b97f4a7c15, uint64(run)*64+uint64(i))))
 					l.hist, l.later, l.middle = hist, later, cfg.FirstStep
+					l.machines = rand.New(rand.NewPCG(cfg.Seed^0x6a09e667f3bcc908, uint64(run)))
 					outs[i][run] = st.run(&cfg, l)
 					costs[i][run] = l.spent
 				}
@@ -340,7 +377,7 @@ feed:
 		return nil, err
 	}
 	res := &Result{Runs: cfg.Runs, Commits: cfg.Commits, Seed: cfg.Seed, Good: cfg.Good, Bad: cfg.Bad, Kind: cfg.Kind, Threshold: noise.Tidy(cfg.Kind, cfg.Threshold),
-		Noise: cfg.Noise.String(), Merges: cfg.Shape.Merges, Broken: cfg.Shape.Broken, NoRevert: cfg.Shape.NoRevert, FirstStep: cfg.FirstStep, MinSamples: cfg.MinSamples, SearchFromOne: cfg.minDefault, MaxSamples: cfg.MaxSamples, Confidence: cfg.Confidence, Costs: cfg.Costs,
+		Noise: cfg.Noise.String(), Merges: cfg.Shape.Merges, Broken: cfg.Shape.Broken, NoRevert: cfg.Shape.NoRevert, FirstStep: cfg.FirstStep, Machines: cfg.Machines, MachineSpread: cfg.MachineSpread, MinSamples: cfg.MinSamples, SearchFromOne: cfg.minDefault, MaxSamples: cfg.MaxSamples, Confidence: cfg.Confidence, Costs: cfg.Costs,
 		Exec: cfg.Exec, FailGood: cfg.FailGood, FailBad: cfg.FailBad}
 	for i, st := range picked {
 		res.Strategies = append(res.Strategies, tally(st, outs[i], costs[i], truth))
@@ -367,7 +404,11 @@ func tally(st strategy, outs []outcome, costs []spent, truth []int) StrategyResu
 		r.MeanBoots += float64(c.boots)
 		r.MeanBuilds += float64(c.builds)
 		r.MeanSamples += float64(c.samples)
-		r.MeanHours += c.seconds / 3600
+		if c.wall > 0 {
+			r.MeanHours += c.wall / 3600
+		} else {
+			r.MeanHours += c.seconds / 3600
+		}
 	}
 	n := float64(len(outs))
 	r.MeanBoots, r.MeanBuilds, r.MeanSamples, r.MeanHours = noise.Significant(r.MeanBoots/n, 4), noise.Significant(r.MeanBuilds/n, 4),

@@ -35,7 +35,15 @@ var strategies = []strategy{
 // runEngine is kbisect: the loop run --job runs (package drive), on a
 // machine that is the simulated lab.
 func runEngine(cfg *Config, l *lab) outcome {
-	res, err := drive.Run(context.Background(), l, engineOptions(cfg, l))
+	var res drive.Result
+	var err error
+	if cfg.Machines > 1 {
+		p := newPool(l, cfg.Machines, cfg.MachineSpread, l.machines)
+		res, err = drive.RunPool(context.Background(), p, engineOptions(cfg, l))
+		l.spent.wall = p.wall()
+	} else {
+		res, err = drive.Run(context.Background(), l, engineOptions(cfg, l))
+	}
 	switch {
 	case err != nil || res.NotReproduced != "" || res.End.Kind == culprit.NotReproduced:
 		return outcome{kind: "not-reproduced"}

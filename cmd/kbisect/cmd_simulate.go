@@ -49,6 +49,8 @@ func simulateCommand() *cli.Command {
 			&cli.StringFlag{Name: "broken", Value: "0%", Usage: "share of the range's commits whose kernel does not build: skipped (kbisect's engine only)"},
 			&cli.StringFlag{Name: "no-revert", Value: "0%", Usage: "share of the range's commits whose revert does not apply on the bad endpoint (kbisect's engine only)"},
 			&cli.StringFlag{Name: "first-step", Usage: "two steps: the first bad commit takes a kernel from --good to this level, a later commit on to --bad (beyond --bad: a later commit partly fixes it); right is naming the first"},
+			&cli.IntFlag{Name: "machines", Value: 1, Usage: "machines that boot at once into kbisect's one posterior (the wall time is mean_hours)"},
+			&cli.Float64Flag{Name: "machine-spread", Usage: "with --machines: log-normal spread of the machines' levels (each machine's factor on every kernel's level)"},
 			&cli.BoolFlag{Name: "exec", Usage: "simulate run --exec --confidence on a pass/fail test (--fail-good, --fail-bad) instead of boots"},
 			&cli.StringFlag{Name: "fail-good", Usage: "with --exec: the share of a good commit's runs that fail (default 0%)"},
 			&cli.StringFlag{Name: "fail-bad", Usage: "with --exec: the share of a bad commit's runs that fail"},
@@ -80,6 +82,7 @@ func simulateCommand() *cli.Command {
 // simulateOptions are the flags as given.
 func simulateOptions(c *cli.Context) run.SimulateOptions {
 	o := run.SimulateOptions{Commits: c.Int("commits"), Runs: c.Int("runs"), Seed: c.Uint64("seed"), MaxBoots: c.Int("max-boots"),
+		Machines: c.Int("machines"), MachineSpread: c.Float64("machine-spread"),
 		Costs: simulate.Costs{Build: c.Duration("build-cost").Seconds(), Boot: c.Duration("boot-cost").Seconds(), Sample: c.Duration("sample-cost").Seconds()},
 		Good:  c.String("good"), Bad: c.String("bad"), Threshold: c.String("threshold"),
 		BadBoots: c.String("bad-boots"), StrayBoots: c.String("stray-boots"), Spikes: c.String("spikes"), Flips: c.String("flips"),

@@ -1,0 +1,380 @@
+package drive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"kbisect/culprit"
+)
+
+// Pool is several machines of one lab that boot at once: one commit on
+// each. A machine is free until Start gives it a boot, and free again
+// once Wait has returned that boot.
+type Pool interface {
+	// Machines is how many machines the pool has, numbered from 0.
+	Machines() int
+	// Start begins a boot of k on free machine i, taking samples while
+	// more says so.
+	Start(i int, k Kernel, more func(samples []float64) bool)
+	// Wait returns the next boot to end, in the order they end: its
+	// machine and what it made, or the lab's error (the run stops).
+	Wait(ctx context.Context) (int, Boot, error)
+}
+
+// RunPool calibrates on the endpoints, searches the range and confirms
+// the answer with every machine of the pool booting at once, into one
+// posterior. Machines are alike, not the same: each boots both endpoints
+// first, and its samples are taken at the level its own endpoints put it
+// (on the log scale, the midpoint of its good and bad boots against the
+// machines' mean). While other machines measure, a free machine boots
+// what the search is likely to ask for after their boots (culprit's
+// Ahead), not a kernel already being measured, unless nothing else is
+// asked (a confirmation's fresh boots). Boots still under way when the
+// search ends are left to the caller to stop.
+//
+// It does not build ahead or journal (opt.Hooks and opt.History are for
+// Run); opt.Range is asked once, first.
+func RunPool(ctx context.Context, p Pool, opt Options) (Result, error) {
+	var res Result
+	d, err := opt.Range()
+	if err != nil {
+		return res, fmt.Errorf("%w: %w", ErrRange, err)
+	}
+	k := p.Machines()
+	if k < 1 {
+		return res, errors.New("drive: a pool of no machines")
+	}
+	r := &pooled{p: p, d: d, opt: opt, res: &res, level: make([]float64, k), known: make([]bool, k), ends: make([][2][][]float64, k), busy: make([]*poolBoot, k)}
+	if err := r.calibrate(ctx); err != nil || r.s == nil {
+		return res, err
+	}
+	return res, r.search(ctx)
+}
+
+// pooled is one RunPool.
+type pooled struct {
+	p   Pool
+	d   *culprit.DAG
+	opt Options
+	res *Result
+	s   *culprit.Search
+	// level is each machine's offset on the log scale against ref, known
+	// once it has boots of both endpoints; ends are those boots, raw
+	// (good, bad). ref is the machines' mean when calibration ends.
+	level []float64
+	known []bool
+	ref   float64
+	ends  [][2][][]float64
+	// order are the endpoints' boots in the order they ended.
+	order []endBoot
+	// busy is what each machine is booting (nil: free).
+	busy []*poolBoot
+}
+
+// endBoot is an endpoint's boot on a machine.
+type endBoot struct {
+	machine, commit int
+	samples         []float64
+}
+
+// poolBoot is a boot under way: its kernel, and the step that asked
+// for it (nil in calibration).
+type poolBoot struct {
+	k    Kernel
+	step *culprit.Step
+}
+
+// scaled is a machine's samples at the pool's common level.
+func (r *pooled) scaled(i int, xs []float64) []float64 {
+	f := math.Exp(-r.level[i])
+	out := make([]float64, len(xs))
+	for j, x := range xs {
+		out[j] = x * f
+	}
+	return out
+}
+
+// calibrate boots the endpoints on every machine, each its bad and good
+// one in turn (odd machines good first), until culprit.Calibrate has
+// enough of the pooled boots; then sets each machine's level and makes
+// the search. Boots still under way then are taken in by the search.
+func (r *pooled) calibrate(ctx context.Context) error {
+	n := max(r.opt.CalibrationSamples, 1)
+	fixed := func(v []float64) bool { return len(v) < n }
+	side := func(i int) int { // 0 good, 1 bad: the side machine i has fewer of
+		g, b := len(r.ends[i][0]), len(r.ends[i][1])
+		if g == b {
+			return 1 - i%2
+		}
+		if g < b {
+			return 0
+		}
+		return 1
+	}
+	start := func(i int) {
+		c := culprit.GoodEndpoint
+		if side(i) == 1 {
+			c = r.d.Len() - 1
+		}
+		r.busy[i] = &poolBoot{k: Kernel{Commit: c, Why: Calibrating}}
+		r.p.Start(i, r.busy[i].k, fixed)
+	}
+	for i := range r.busy {
+		start(i)
+	}
+	for {
+		i, b, err := r.wait(ctx)
+		if err != nil {
+			return err
+		}
+		if b.Skip || len(b.Samples) == 0 {
+			which := "bad"
+			if r.busy[i].k.Commit == culprit.GoodEndpoint {
+				which = "good"
+			}
+			return fmt.Errorf("calibration: the %s endpoint cannot be measured on machine %d: %s", which, i, b.Reason)
+		}
+		s := 0
+		if r.busy[i].k.Commit != culprit.GoodEndpoint {
+			s = 1
+		}
+		r.ends[i][s] = append(r.ends[i][s], b.Samples)
+		r.order = append(r.order, endBoot{i, r.busy[i].k.Commit, b.Samples})
+		r.busy[i] = nil
+		r.setLevels()
+		goods, bads := r.pooledEnds()
+		model, more, err := culprit.Calibrate(goods, bads, r.opt.Least, culprit.FitOptions{})
+		if more {
+			start(i)
+			continue
+		}
+		if r.opt.Hooks.Stop != nil {
+			if why := r.opt.Hooks.Stop(goods, bads); why != "" {
+				r.res.NotReproduced = why
+				return nil
+			}
+		}
+		r.res.Goods, r.res.Bads, r.res.Model = goods, bads, model
+		r.fixLevels()
+		if err != nil {
+			r.res.NotReproduced = err.Error()
+			return nil
+		}
+		so := r.opt.Search
+		if r.opt.StartCosts != nil {
+			so.Costs = r.opt.StartCosts()
+		}
+		if r.s, err = culprit.New(r.d, model, so); err != nil {
+			return err
+		}
+		r.res.Search = r.s
+		for _, b := range r.order {
+			if r.known[b.machine] {
+				r.s.ObserveAt(b.commit, r.scaled(b.machine, b.samples))
+			}
+		}
+		return nil
+	}
+}
+
+// fixLevels ends calibration's levels: ref is the mean of the machines
+// that have both endpoints' boots, and their levels are known; another
+// machine's is learned once it has both (learnLevel).
+func (r *pooled) fixLevels() {
+	n := 0
+	r.ref = 0
+	for _, e := range r.ends {
+		if len(e[0]) > 0 && len(e[1]) > 0 {
+			r.ref += midpoint(e)
+			n++
+		}
+	}
+	r.ref /= float64(n)
+	for i := range r.ends {
+		r.learnLevel(i)
+	}
+}
+
+// learnLevel sets machine i's level against ref, once it has boots of
+// both endpoints; it is then known.
+func (r *pooled) learnLevel(i int) {
+	if e := r.ends[i]; !r.known[i] && len(e[0]) > 0 && len(e[1]) > 0 {
+		r.level[i], r.known[i] = midpoint(e)-r.ref, true
+	}
+}
+
+// midpoint is the midpoint of a machine's good and bad boots' log
+// medians.
+func midpoint(e [2][][]float64) float64 { return (logMedians(e[0]) + logMedians(e[1])) / 2 }
+
+// setLevels sets each machine's level while calibration lasts: against
+// the mean of the machines that have both endpoints' boots (a machine
+// without both is at 0, and left out of the pooled boots).
+func (r *pooled) setLevels() {
+	mids := make([]float64, len(r.ends))
+	var sum float64
+	var have int
+	for i, e := range r.ends {
+		if len(e[0]) == 0 || len(e[1]) == 0 {
+			mids[i] = math.NaN()
+			continue
+		}
+		mids[i] = midpoint(e)
+		sum += mids[i]
+		have++
+	}
+	for i, m := range mids {
+		r.level[i] = 0
+		if !math.IsNaN(m) {
+			r.level[i] = m - sum/float64(have)
+		}
+	}
+}
+
+// logMedians is the mean of the boots' log medians.
+func logMedians(boots [][]float64) float64 {
+	s := 0.0
+	for _, xs := range boots {
+		v := slices.Clone(xs)
+		slices.Sort(v)
+		s += math.Log(max(v[len(v)/2], 1e-300))
+	}
+	return s / float64(len(boots))
+}
+
+// pooledEnds are the endpoints' boots of the machines that have both,
+// at the common level.
+func (r *pooled) pooledEnds() (goods, bads [][]float64) {
+	for i, e := range r.ends {
+		if len(e[0]) == 0 || len(e[1]) == 0 {
+			continue
+		}
+		for _, xs := range e[0] {
+			goods = append(goods, r.scaled(i, xs))
+		}
+		for _, xs := range e[1] {
+			bads = append(bads, r.scaled(i, xs))
+		}
+	}
+	return goods, bads
+}
+
+// wait is the pool's next boot, with the context's error first.
+func (r *pooled) wait(ctx context.Context) (int, Boot, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, Boot{}, err
+	}
+	return r.p.Wait(ctx)
+}
+
+// search keeps every machine booting what the search asks until it
+// ends.
+func (r *pooled) search(ctx context.Context) error {
+	for {
+		for i := range r.busy {
+			if r.busy[i] != nil {
+				continue
+			}
+			if !r.known[i] {
+				// Its level first: a boot of the endpoint it lacks.
+				c := culprit.GoodEndpoint
+				if len(r.ends[i][1]) == 0 {
+					c = r.d.Len() - 1
+				}
+				r.busy[i] = &poolBoot{k: Kernel{Commit: c, Why: Calibrating}}
+				r.p.Start(i, r.busy[i].k, func(v []float64) bool { return len(v) < max(r.opt.CalibrationSamples, 1) })
+				continue
+			}
+			if r.opt.Hooks.Costs != nil {
+				r.s.SetCosts(r.opt.Hooks.Costs())
+			}
+			step, ok := r.choose()
+			if !ok {
+				// Boots still under way are left: the answer stands on
+				// the boots taken in, as one machine's would.
+				r.res.End = step
+				return nil
+			}
+			kn := Kernel{Commit: step.Commit, Reverted: step.Reverted, Why: Searching}
+			switch {
+			case step.Confirming:
+				kn.Why = Confirming
+			case step.Commit == culprit.GoodEndpoint || kn.Bad(r.d.Len()):
+				kn.Why = Following
+			}
+			r.busy[i] = &poolBoot{k: kn, step: &step}
+			m := i
+			r.p.Start(i, kn, func(v []float64) bool { return r.s.More(r.scaled(m, v)) })
+		}
+		i, b, err := r.wait(ctx)
+		if err != nil {
+			return err
+		}
+		pb := r.busy[i]
+		r.busy[i] = nil
+		switch {
+		case pb.step == nil: // an endpoint's boot that ended after calibration
+			if err := r.lateEndpoint(i, pb.k.Commit, b); err != nil {
+				return err
+			}
+		case b.Skip || len(b.Samples) == 0:
+			r.s.Skip(*pb.step)
+		default:
+			r.s.Observe(*pb.step, r.scaled(i, b.Samples))
+		}
+	}
+}
+
+// lateEndpoint takes in an endpoint's boot on machine i that ended after
+// calibration: evidence at the machine's level once that is known (all
+// its endpoints' boots when this one makes it known).
+func (r *pooled) lateEndpoint(i, commit int, b Boot) error {
+	side, which := 1, "bad"
+	if commit == culprit.GoodEndpoint {
+		side, which = 0, "good"
+	}
+	if b.Skip || len(b.Samples) == 0 {
+		return fmt.Errorf("the %s endpoint cannot be measured on machine %d: %s", which, i, b.Reason)
+	}
+	r.ends[i][side] = append(r.ends[i][side], b.Samples)
+	if r.known[i] {
+		r.s.ObserveAt(commit, r.scaled(i, b.Samples))
+		return nil
+	}
+	if r.learnLevel(i); r.known[i] {
+		for s, c := range []int{culprit.GoodEndpoint, r.d.Len() - 1} {
+			for _, xs := range r.ends[i][s] {
+				r.s.ObserveAt(c, r.scaled(i, xs))
+			}
+		}
+	}
+	return nil
+}
+
+// choose is the next boot for a free machine, false when the search
+// says it is done (its last step). While other machines boot, a step of
+// the search proper (not an endpoint, a revert or a confirmation) is
+// traded for the commit that best splits the culprits beside theirs
+// (culprit's Beside).
+func (r *pooled) choose() (culprit.Step, bool) {
+	step := r.s.Next()
+	if step.Kind != culprit.Measure {
+		return step, false
+	}
+	var pending []culprit.Step
+	for _, b := range r.busy {
+		if b != nil && b.step != nil {
+			pending = append(pending, *b.step)
+		}
+	}
+	if len(pending) == 0 || step.Confirming || step.Reverted || step.Commit == culprit.GoodEndpoint || step.Commit == r.d.Len()-1 {
+		return step, true
+	}
+	if b, ok := r.s.Beside(pending); ok {
+		return b, true
+	}
+	return step, true
+}

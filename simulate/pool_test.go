@@ -1,0 +1,48 @@
+package simulate
+
+import (
+	"context"
+	"testing"
+)
+
+// TestAPoolOfMachinesSharesOnePosterior: 24 seeded bisections of 1,024
+// commits (7 vs 15 µs, σ 0.2, 5 % spikes) on 1, 2 and 4 machines that
+// boot at once into one posterior: every answer right, the wall time
+// with 2 machines at most 0.66 of one machine's (0.61 measured) and
+// with 4 at most 0.48 (0.42). Machines at levels 30 % apart (log-normal)
+// give the very same boots: each machine's level is learned from its
+// own endpoints' boots and its samples are weighed at it, and the
+// simulated noise scales with the level.
+func TestAPoolOfMachinesSharesOnePosterior(t *testing.T) {
+	hours := map[int]float64{}
+	boots := map[int]float64{}
+	for _, c := range []struct {
+		machines int
+		spread   float64
+	}{{1, 0}, {2, 0}, {4, 0}, {4, 0.3}} {
+		cfg := Config{Commits: 1024, Runs: 24, Seed: 3, Good: 7000, Bad: 15000, Noise: mustNoise(t, "spread=0.2,spikes=5%:2-20x"),
+			Strategies: []string{"kbisect"}, Machines: c.machines, MachineSpread: c.spread}
+		res, err := Run(context.Background(), cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := res.Strategies[0]
+		if s.Right != cfg.Runs {
+			t.Errorf("%d machines (spread %g): %d right, %d wrong, %d inconclusive, %d not reproduced of %d", c.machines, c.spread, s.Right, s.WrongFound, s.Inconclusive, s.NotReproduced, cfg.Runs)
+		}
+		t.Logf("%d machines (spread %g): %.1f boots, %.2f hours", c.machines, c.spread, s.MeanBoots, s.MeanHours)
+		if c.spread > 0 {
+			if s.MeanBoots != boots[c.machines] || s.MeanHours != hours[c.machines] {
+				t.Errorf("machines 30 %% apart: %.2f boots, %.3f hours; alike: %.2f, %.3f", s.MeanBoots, s.MeanHours, boots[c.machines], hours[c.machines])
+			}
+			continue
+		}
+		hours[c.machines], boots[c.machines] = s.MeanHours, s.MeanBoots
+	}
+	if r := hours[2] / hours[1]; r > 0.66 {
+		t.Errorf("2 machines take %.2f of one machine's wall time, want at most 0.66", r)
+	}
+	if r := hours[4] / hours[1]; r > 0.48 {
+		t.Errorf("4 machines take %.2f of one machine's wall time, want at most 0.48", r)
+	}
+}
