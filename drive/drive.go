@@ -129,6 +129,14 @@ type Result struct {
 	// End is the search's last step: found, inconclusive or not
 	// reproduced.
 	End culprit.Step
+	// Lost are the machines of a pool lost during the run (RunPool).
+	Lost []LostMachine
+}
+
+// LostMachine is a pool's machine that stopped answering, and its error.
+type LostMachine struct {
+	Machine int
+	Err     error
 }
 
 // ErrRange wraps an error of Options.Range.

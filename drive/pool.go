@@ -20,9 +20,15 @@ type Pool interface {
 	// more says so.
 	Start(i int, k Kernel, more func(samples []float64) bool)
 	// Wait returns the next boot to end, in the order they end: its
-	// machine and what it made, or the lab's error (the run stops).
+	// machine and what it made, or the lab's error: one that wraps
+	// ErrMachineLost ends that machine for the run (its boot is not
+	// taken in, and the others go on); any other stops the run.
 	Wait(ctx context.Context) (int, Boot, error)
 }
+
+// ErrMachineLost marks a machine's error that ends it for the run (it
+// stopped answering) while the pool's other machines go on.
+var ErrMachineLost = errors.New("the machine is lost for this run")
 
 // RunPool calibrates on the endpoints, searches the range and confirms
 // the answer with every machine of the pool booting at once, into one
@@ -47,7 +53,7 @@ func RunPool(ctx context.Context, p Pool, opt Options) (Result, error) {
 	if k < 1 {
 		return res, errors.New("drive: a pool of no machines")
 	}
-	r := &pooled{p: p, d: d, opt: opt, res: &res, level: make([]float64, k), known: make([]bool, k), ends: make([][2][][]float64, k), busy: make([]*poolBoot, k)}
+	r := &pooled{p: p, d: d, opt: opt, res: &res, level: make([]float64, k), known: make([]bool, k), ends: make([][2][][]float64, k), busy: make([]*poolBoot, k), lost: make([]bool, k)}
 	if err := r.calibrate(ctx); err != nil || r.s == nil {
 		return res, err
 	}
@@ -70,8 +76,10 @@ type pooled struct {
 	ends  [][2][][]float64
 	// order are the endpoints' boots in the order they ended.
 	order []endBoot
-	// busy is what each machine is booting (nil: free).
+	// busy is what each machine is booting (nil: free); lost the
+	// machines that are gone.
 	busy []*poolBoot
+	lost []bool
 }
 
 // endBoot is an endpoint's boot on a machine.
@@ -130,6 +138,15 @@ func (r *pooled) calibrate(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if i < 0 {
+			// The machines under way were lost: the others go on.
+			for j := range r.busy {
+				if r.busy[j] == nil && !r.lost[j] {
+					start(j)
+				}
+			}
+			continue
+		}
 		if b.Skip || len(b.Samples) == 0 {
 			which := "bad"
 			if r.busy[i].k.Commit == culprit.GoodEndpoint {
@@ -148,7 +165,11 @@ func (r *pooled) calibrate(ctx context.Context) error {
 		goods, bads := r.pooledEnds()
 		model, more, err := culprit.Calibrate(goods, bads, r.opt.Least, culprit.FitOptions{})
 		if more {
-			start(i)
+			for j := range r.busy {
+				if r.busy[j] == nil && !r.lost[j] {
+					start(j)
+				}
+			}
 			continue
 		}
 		if r.opt.Hooks.Stop != nil {
@@ -262,12 +283,39 @@ func (r *pooled) pooledEnds() (goods, bads [][]float64) {
 	return goods, bads
 }
 
-// wait is the pool's next boot, with the context's error first.
+// wait is the pool's next boot, with the context's error first. A lost
+// machine's boot is dropped (the search asks for it again) and the next
+// is waited for; with every machine lost, the last one's error ends the
+// run.
 func (r *pooled) wait(ctx context.Context) (int, Boot, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, Boot{}, err
+	for {
+		if err := ctx.Err(); err != nil {
+			return 0, Boot{}, err
+		}
+		i, b, err := r.p.Wait(ctx)
+		if err == nil || !errors.Is(err, ErrMachineLost) {
+			return i, b, err
+		}
+		r.lost[i], r.busy[i] = true, nil
+		r.res.Lost = append(r.res.Lost, LostMachine{Machine: i, Err: err})
+		if len(r.res.Lost) == len(r.lost) {
+			return i, b, err
+		}
+		if r.running() == 0 {
+			return -1, Boot{}, nil // nothing under way: the caller starts the free machines
+		}
 	}
-	return r.p.Wait(ctx)
+}
+
+// running counts the boots under way.
+func (r *pooled) running() int {
+	k := 0
+	for _, b := range r.busy {
+		if b != nil {
+			k++
+		}
+	}
+	return k
 }
 
 // search keeps every machine booting what the search asks until it
@@ -275,7 +323,7 @@ func (r *pooled) wait(ctx context.Context) (int, Boot, error) {
 func (r *pooled) search(ctx context.Context) error {
 	for {
 		for i := range r.busy {
-			if r.busy[i] != nil {
+			if r.busy[i] != nil || r.lost[i] {
 				continue
 			}
 			if !r.known[i] {
@@ -312,6 +360,9 @@ func (r *pooled) search(ctx context.Context) error {
 		i, b, err := r.wait(ctx)
 		if err != nil {
 			return err
+		}
+		if i < 0 {
+			continue
 		}
 		pb := r.busy[i]
 		r.busy[i] = nil
