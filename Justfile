@@ -19,8 +19,8 @@ bench:
     KBISECT_BENCH=1 go test ./bisect ./worktree -run '^$' -bench . -benchmem -benchtime 5x -timeout 60m
 
 # Wall time to an answer in simulated time: the posterior search with its
-# confirmation against its physical floor, the rule, and ktest.pl as
-# shipped and at equal confidence; one table per preset of costs (the
+# confirmation against its physical floor, on 2 and 4 machines at once,
+# the rule, and ktest.pl as shipped and at equal confidence; one table per preset of costs (the
 # lab's, a 64-core build server's), noise and size (500 and 5,000
 # commits), mean of KBISECT_SPEED_RUNS (default 200) seeded bisections.
 # KBISECT_SPEED_COSTS="cold=25m,incremental=6m,reboot=4m,kexec=40s,settle=30s,sample=60s"

@@ -25,11 +25,14 @@ type pool struct {
 }
 
 // newPool is k machines on lab l, their levels drawn log-normal with
-// spread around 1.
+// spread around 1 (all 1 with no spread).
 func newPool(l *lab, k int, spread float64, rng *rand.Rand) *pool {
 	p := &pool{l: l, factor: make([]float64, k), clock: make([]float64, k), busy: make([]bool, k), boots: make([]drive.Boot, k)}
 	for i := range p.factor {
-		p.factor[i] = math.Exp(spread * rng.NormFloat64())
+		p.factor[i] = 1
+		if spread > 0 {
+			p.factor[i] = math.Exp(spread * rng.NormFloat64())
+		}
 	}
 	return p
 }

@@ -140,7 +140,13 @@ func TestSpeedKtestAtEqualConfidenceTakesMoreThanOneSample(t *testing.T) {
 	if o, f := by["oracle"], by["oracle-floor"]; o.right != 40 || o.boots < 8 || o.boots > 9 || f.hours > o.hours || o.hours > by["server-4"].hours {
 		t.Errorf("oracle %.2f h in %.1f boots (%d right), its floor %.2f h, server-4 %.2f h", o.hours, o.boots, o.right, f.hours, by["server-4"].hours)
 	}
-	if lines := speedLines(rows); len(lines) != 11 || !strings.Contains(lines[2], "| kbisect     |") || !strings.Contains(lines[2], "|      1.00 |") {
+	// Machines booting into one posterior, each building when its boot
+	// comes, are as right as one machine and take less wall time than one
+	// that builds the same way, more machines less.
+	if m2, m4, one := by["machines-2"], by["machines-4"], by["no-ahead"]; m2.right != 40 || m4.right != 40 || m2.hours >= one.hours || m4.hours >= m2.hours {
+		t.Errorf("machines-2 %.2f h (%d right), machines-4 %.2f h (%d right), one machine %.2f h", m2.hours, m2.right, m4.hours, m4.right, one.hours)
+	}
+	if lines := speedLines(rows); len(lines) != 13 || !strings.Contains(lines[2], "| kbisect     |") || !strings.Contains(lines[2], "|      1.00 |") {
 		t.Errorf("table:\n%s", strings.Join(lines, "\n"))
 	}
 }

@@ -216,6 +216,8 @@ type speedRun struct {
 	out   outcome
 	trace []bootRecord
 	truth int
+	// wall is the wall time of a pool of machines (Config.Machines).
+	wall time.Duration
 }
 
 // speedRunAll runs a strategy over runs seeded bisections, in parallel;
@@ -232,8 +234,9 @@ func speedRunAll(cfg Config, runs int, salt uint64, st func(*Config, *lab) (outc
 			for i := range next {
 				truth := rand.New(rand.NewPCG(cfg.Seed, uint64(i))).IntN(cfg.Commits)
 				l := newLab(&cfg, truth, rand.New(rand.NewPCG(cfg.Seed^0x6b746573745f6b62, uint64(i)*64+salt)))
+				l.machines = rand.New(rand.NewPCG(cfg.Seed^0x6a09e667f3bcc908, uint64(i)))
 				o, tr := st(&cfg, l)
-				out[i] = speedRun{out: o, trace: tr, truth: truth}
+				out[i] = speedRun{out: o, trace: tr, truth: truth, wall: time.Duration(l.spent.wall * float64(time.Second))}
 			}
 		}()
 	}
@@ -265,6 +268,11 @@ type speedTally struct {
 }
 
 func tallySpeed(name, about string, runs []speedRun, price func([]bootRecord) time.Duration, c speedCosts) speedTally {
+	return tallyRuns(name, about, runs, func(r speedRun) time.Duration { return price(r.trace) }, c)
+}
+
+// tallyRuns is tallySpeed with each run priced whole (a pool's wall time).
+func tallyRuns(name, about string, runs []speedRun, price func(speedRun) time.Duration, c speedCosts) speedTally {
 	t := speedTally{name: name, about: about, n: len(runs)}
 	for _, r := range runs {
 		switch {
@@ -275,7 +283,7 @@ func tallySpeed(name, about string, runs []speedRun, price func([]bootRecord) ti
 		default:
 			t.inconclusive++ // not reproduced counted here too: no answer
 		}
-		t.hours += price(r.trace).Hours()
+		t.hours += price(r).Hours()
 		t.floorHours += speedFloor(r.trace, c).Hours()
 		t.boots += float64(len(r.trace))
 		for _, b := range r.trace {
@@ -379,7 +387,16 @@ func speedTable(cfg Config, runs int, c speedCosts) []speedTally {
 		oracles, kb, c)
 	oracleFloor := tallySpeed("oracle-floor", "the same steps with every build but the first hidden, as no one host can",
 		oracles, func(tr []bootRecord) time.Duration { return speedFloor(tr, c) }, c)
-	return []speedTally{floor, engine, server2, server4, noAhead, rule, once, *best, oracle, oracleFloor}
+	rows := []speedTally{floor, engine, server2, server4, noAhead}
+	for _, k := range []int{2, 4} {
+		// As no-ahead, on k machines: each builds a kernel new to the
+		// cache when its boot comes (the first build cold).
+		pooled := cfg
+		pooled.Machines = k
+		rows = append(rows, tallyRuns(fmt.Sprintf("machines-%d", k), fmt.Sprintf("%d machines booting at once into one posterior (drive.RunPool), each kernel built when its boot comes, as no-ahead", k),
+			speedRunAll(pooled, runs, 1, speedEngine), func(r speedRun) time.Duration { return r.wall + c.cold - c.incremental }, c))
+	}
+	return append(rows, rule, once, *best, oracle, oracleFloor)
 }
 
 // speedLines renders a table.
