@@ -47,6 +47,12 @@ func (s *Search) Forecast(runs int) Forecast {
 	}
 	lo, mid, hi := quantiles(boots, 0.05)
 	slo, smid, shi := quantiles(secs, 0.025)
+	if mid > 0 {
+		// The copies take a little more boots than the search does
+		// (they never learn their model again), their seconds a boot
+		// as many: the seconds of the fewest boots are a floor too.
+		slo = math.Min(slo, math.Floor(lo)*smid/mid)
+	}
 	return Forecast{Boots: int(math.Round(mid)), BootsLow: int(math.Floor(lo)), BootsHigh: int(math.Ceil(hi)),
 		Seconds: smid, SecondsLow: slo, SecondsHigh: shi, Runs: runs}
 }
