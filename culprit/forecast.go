@@ -10,9 +10,10 @@ import (
 // left until it ends (the boot it asks for next included) and the
 // seconds they take at the lab's costs, builds included — each as the
 // median of the searches run ahead and the range that holds the middle
-// 90 % of their boots, 95 % of their seconds. The ranges are wider than
-// the 80 % of real searches they should hold because the model is not
-// the machine: its boots scatter more, and ask for more samples.
+// 90 % of their boots, 95 % of their seconds (down to the seconds of the
+// boots' low end). The ranges are wider than the 80 % of real searches
+// they should hold because the model is not the machine: the searches
+// run ahead never sharpen it by refits, and take a little more boots.
 type Forecast struct {
 	Boots, BootsLow, BootsHigh       int
 	Seconds, SecondsLow, SecondsHigh float64
