@@ -36,10 +36,10 @@ var ErrMachineLost = errors.New("the machine is lost for this run")
 // first, and its samples are taken at the level its own endpoints put it
 // (on the log scale, the midpoint of its good and bad boots against the
 // machines' mean). While other machines measure, a free machine boots
-// what the search is likely to ask for after their boots (culprit's
-// Ahead), not a kernel already being measured, unless nothing else is
-// asked (a confirmation's fresh boots). Boots still under way when the
-// search ends are left to the caller to stop.
+// the commit that best splits the culprits beside the commits under way
+// (culprit's Beside), or what the search itself asks when that adds
+// little or is an endpoint, a revert or a confirmation. Boots still
+// under way when the search ends are left to the caller to stop.
 //
 // It does not build ahead or journal (opt.Hooks and opt.History are for
 // Run); opt.Range is asked once, first.
