@@ -7,8 +7,9 @@ import "math"
 // each 64th of the posterior's badness, the one that with the pending
 // commits splits the culprits into the most even parts — the entropy of
 // which of them would be bad, as if every boot were sure — and is not one
-// of them and can be built. False when there is none (a range of a few
-// commits, all under way).
+// of them and can be built. False when none adds besideGain to the
+// pending commits' own split (the culprits are among them, or a range of
+// a few commits is all under way).
 func (s *Search) Beside(pending []Step) (Step, bool) {
 	pc, none := s.Probabilities()
 	n := s.d.Len()
