@@ -33,6 +33,9 @@ func WriteSimulation(w io.Writer, res *simulate.Result) error {
 		if res.FirstStep > 0 {
 			fmt.Fprintf(w, "two steps: the first bad commit takes a kernel to %s, a later one on to %s; right is naming the first\n", v(res.FirstStep), v(res.Bad))
 		}
+		if res.Machines > 1 {
+			fmt.Fprintf(w, "machines: %d booting at once into one posterior, their levels spread %g; hours are the wall time\n", res.Machines, res.MachineSpread)
+		}
 		if res.Merges > 0 || res.Broken > 0 || res.NoRevert > 0 {
 			fmt.Fprintf(w, "range: %g %% of the mainline's commits merge a topic branch; %g %% of the commits do not build; %g %% of the reverts do not apply\n",
 				100*res.Merges, 100*res.Broken, 100*res.NoRevert)

@@ -87,6 +87,15 @@ func TestSimulateBisectsAShapedRange(t *testing.T) {
 	if want := "two steps: the first bad commit takes a kernel to 10 µs, a later one on to 15 µs; right is naming the first"; code != 0 || !strings.Contains(stdout, want) {
 		t.Errorf("exit %d, no %q in:\n%s%s", code, want, stdout, stderr)
 	}
+	code, stdout, stderr = runCLI(t, context.Background(), "simulate", "--good", "7us", "--bad", "15us", "--commits", "64", "--runs", "2",
+		"--machines", "3", "--machine-spread", "0.2")
+	if want := "machines: 3 booting at once into one posterior, their levels spread 0.2; hours are the wall time"; code != 0 || !strings.Contains(stdout, want) || strings.Contains(stdout, "git-bisect") {
+		t.Errorf("exit %d, no %q (and kbisect alone) in:\n%s%s", code, want, stdout, stderr)
+	}
+	code, _, stderr = runCLI(t, context.Background(), "simulate", "--good", "7us", "--bad", "15us", "--runs", "2", "--machines", "2", "--strategies", "kbisect,rule")
+	if want := "--strategies rule: with --machines 2 only kbisect's engine boots on several machines"; code == 0 || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, no %q in:\n%s", code, want, stderr)
+	}
 }
 
 func TestSimulateTextNamesTheSetting(t *testing.T) {
