@@ -201,56 +201,50 @@ func (r *pooled) calibrate(ctx context.Context) error {
 	}
 }
 
-// fixLevels ends calibration's levels: ref is the mean of the machines
-// that have both endpoints' boots, and their levels are known; another
-// machine's is learned once it has both (learnLevel).
+// fixLevels ends calibration's levels: the machines that have both
+// endpoints' boots are known; another machine's level is learned once it
+// has both (learnLevel).
 func (r *pooled) fixLevels() {
-	n := 0
-	r.ref = 0
-	for _, e := range r.ends {
-		if len(e[0]) > 0 && len(e[1]) > 0 {
-			r.ref += midpoint(e)
-			n++
-		}
-	}
-	r.ref /= float64(n)
-	for i := range r.ends {
-		r.learnLevel(i)
+	r.setLevels()
+	for i, e := range r.ends {
+		r.known[i] = both(e)
 	}
 }
 
 // learnLevel sets machine i's level against ref, once it has boots of
 // both endpoints; it is then known.
 func (r *pooled) learnLevel(i int) {
-	if e := r.ends[i]; !r.known[i] && len(e[0]) > 0 && len(e[1]) > 0 {
+	if e := r.ends[i]; !r.known[i] && both(e) {
 		r.level[i], r.known[i] = midpoint(e)-r.ref, true
 	}
 }
+
+// both says whether a machine has boots of both endpoints.
+func both(e [2][][]float64) bool { return len(e[0]) > 0 && len(e[1]) > 0 }
 
 // midpoint is the midpoint of a machine's good and bad boots' log
 // medians.
 func midpoint(e [2][][]float64) float64 { return (logMedians(e[0]) + logMedians(e[1])) / 2 }
 
-// setLevels sets each machine's level while calibration lasts: against
-// the mean of the machines that have both endpoints' boots (a machine
-// without both is at 0, and left out of the pooled boots).
+// setLevels sets ref, the mean midpoint of the machines that have both
+// endpoints' boots, and each such machine's level against it (another is
+// at 0, and left out of the pooled boots).
 func (r *pooled) setLevels() {
-	mids := make([]float64, len(r.ends))
-	var sum float64
-	var have int
-	for i, e := range r.ends {
-		if len(e[0]) == 0 || len(e[1]) == 0 {
-			mids[i] = math.NaN()
-			continue
+	n := 0
+	r.ref = 0
+	for _, e := range r.ends {
+		if both(e) {
+			r.ref += midpoint(e)
+			n++
 		}
-		mids[i] = midpoint(e)
-		sum += mids[i]
-		have++
 	}
-	for i, m := range mids {
+	if n > 0 {
+		r.ref /= float64(n)
+	}
+	for i, e := range r.ends {
 		r.level[i] = 0
-		if !math.IsNaN(m) {
-			r.level[i] = m - sum/float64(have)
+		if both(e) {
+			r.level[i] = midpoint(e) - r.ref
 		}
 	}
 }
@@ -270,7 +264,7 @@ func logMedians(boots [][]float64) float64 {
 // at the common level.
 func (r *pooled) pooledEnds() (goods, bads [][]float64) {
 	for i, e := range r.ends {
-		if len(e[0]) == 0 || len(e[1]) == 0 {
+		if !both(e) {
 			continue
 		}
 		for _, xs := range e[0] {
