@@ -130,9 +130,14 @@ func (r *pooled) calibrate(ctx context.Context) error {
 		r.busy[i] = &poolBoot{k: Kernel{Commit: c, Why: Calibrating}}
 		r.p.Start(i, r.busy[i].k, fixed)
 	}
-	for i := range r.busy {
-		start(i)
+	startFree := func() {
+		for j := range r.busy {
+			if r.busy[j] == nil && !r.lost[j] {
+				start(j)
+			}
+		}
 	}
+	startFree()
 	for {
 		i, b, err := r.wait(ctx)
 		if err != nil {
@@ -140,11 +145,7 @@ func (r *pooled) calibrate(ctx context.Context) error {
 		}
 		if i < 0 {
 			// The machines under way were lost: the others go on.
-			for j := range r.busy {
-				if r.busy[j] == nil && !r.lost[j] {
-					start(j)
-				}
-			}
+			startFree()
 			continue
 		}
 		if b.Skip || len(b.Samples) == 0 {
@@ -165,11 +166,7 @@ func (r *pooled) calibrate(ctx context.Context) error {
 		goods, bads := r.pooledEnds()
 		model, more, err := culprit.Calibrate(goods, bads, r.opt.Least, culprit.FitOptions{})
 		if more {
-			for j := range r.busy {
-				if r.busy[j] == nil && !r.lost[j] {
-					start(j)
-				}
-			}
+			startFree()
 			continue
 		}
 		if r.opt.Hooks.Stop != nil {
