@@ -110,39 +110,47 @@ func (s *Search) Built(commit int) {
 // while more samples still tell more than the level scatters from boot
 // to boot (or the sides differ in how often they spike, which every
 // sample tells of).
-func (s *Search) More(samples []float64) bool {
-	n := len(samples)
-	switch {
-	case n < s.opt.MinSamples:
-		return true
-	case n >= s.opt.MaxSamples:
-		return false
-	}
-	if s.spiking(samples) {
-		// Its samples spike: the next ones tell how often this kernel
-		// does, which a regression may be about.
-		return true
-	}
-	if !s.m.spiky() && s.m.Spread*s.m.Spread/float64(n) < s.m.BootSpread*s.m.BootSpread/4 {
-		return false
-	}
+func (s *Search) More(samples []float64) bool { return s.Stopper()(samples) }
+
+// Stopper is More as the search stands now, for a boot that runs while
+// the search takes in others' (several machines): it holds a copy of
+// the model and the drift, and reads nothing of the search after.
+func (s *Search) Stopper() func(samples []float64) bool {
+	m, opt := s.m, s.opt
 	dr, _ := s.drift.at(s.runBoots)
-	e := s.m.quickEvidence(samples, dr)
-	shows, wrong := s.m.rates(n)
-	if e > 0 {
-		return e < 0.75*math.Log(shows/wrong)
+	return func(samples []float64) bool {
+		n := len(samples)
+		switch {
+		case n < opt.MinSamples:
+			return true
+		case n >= opt.MaxSamples:
+			return false
+		}
+		if spiking(m, samples) {
+			// Its samples spike: the next ones tell how often this kernel
+			// does, which a regression may be about.
+			return true
+		}
+		if !m.spiky() && m.Spread*m.Spread/float64(n) < m.BootSpread*m.BootSpread/4 {
+			return false
+		}
+		e := m.quickEvidence(samples, dr)
+		shows, wrong := m.rates(n)
+		if e > 0 {
+			return e < 0.75*math.Log(shows/wrong)
+		}
+		return -e < 0.75*math.Log((1-wrong)/(1-shows))
 	}
-	return -e < 0.75*math.Log((1-wrong)/(1-shows))
 }
 
 // spiking says a boot's samples include a spike: one more than four
 // spreads above their median.
-func (s *Search) spiking(samples []float64) bool {
+func spiking(m Model, samples []float64) bool {
 	r := newReading(samples)
 	if len(r.ys) < 2 {
 		return false
 	}
-	return r.ys[len(r.ys)-1] > median(r.ys)+4*s.m.Spread
+	return r.ys[len(r.ys)-1] > median(r.ys)+4*m.Spread
 }
 
 // Observe takes in one boot of what step asked to measure, and returns
@@ -167,18 +175,17 @@ func (s *Search) Skip(step Step) {
 
 // Replay takes in an observation from an earlier run's log.
 func (s *Search) Replay(o Observation) {
-	pc, _ := s.Probabilities()
+	pc, none := s.Probabilities()
 	lead := leading(pc, 0, 1)[0]
 	s.settle(lead)
-	if o.Confirming && lead.Probability >= s.opt.Confidence {
-		// Next began the confirmation of the candidate leading now, and
-		// counts its fresh boots from here: without it, a resumed search
-		// would take the boots of a confirmation under way again. A
-		// confirmation that had all its boots when this one came was
-		// reviewed, and asked for more.
-		if _, ok := s.confirmNext(lead.Commit); !ok {
-			s.review(lead, pc)
-		}
+	if lead.Probability >= s.opt.Confidence && none < s.opt.Confidence && s.total < s.opt.MaxBoots {
+		// Next began the confirmation of the candidate leading now (or
+		// reviewed it), and counts its fresh boots from here: without
+		// it, a resumed search would take the boots of a confirmation
+		// under way again. On several machines the boots that end
+		// after it began count as fresh whether they were asked for
+		// the confirmation or before it.
+		s.confirmStep(lead, pc)
 	}
 	s.observe(o)
 }
@@ -302,16 +309,8 @@ func (s *Search) Next() Step {
 		return Step{Kind: Inconclusive, Probability: lead.Probability, Candidates: leading(pc, conf, 10), Reason: reason}
 	}
 	if lead.Probability >= conf {
-		for {
-			if t, ok := s.confirmNext(lead.Commit); ok {
-				if t.reverted || t.commit == goodEndpoint || !s.skip[t.commit] {
-					return Step{Kind: Measure, Commit: t.commit, Reverted: t.reverted, Confirming: true, Probability: lead.Probability}
-				}
-				break
-			}
-			if end := s.review(lead, pc); end != nil {
-				return *end
-			}
+		if step, ok := s.confirmStep(lead, pc); ok {
+			return step
 		}
 	}
 	if c, due := s.controlDue(); due {
@@ -323,6 +322,24 @@ func (s *Search) Next() Step {
 			Reason: "no commit that can be measured tells the leading candidates apart (they are skipped, or next to skipped commits)"}
 	}
 	return Step{Kind: Measure, Commit: x, Probability: lead.Probability}
+}
+
+// confirmStep is what Next asks when the lead has reached the
+// confidence: a fresh boot of its confirmation, or the end its review
+// gives; false when the kernel the confirmation needs is skipped (the
+// search goes on).
+func (s *Search) confirmStep(lead Candidate, pc []float64) (Step, bool) {
+	for {
+		if t, ok := s.confirmNext(lead.Commit); ok {
+			if t.reverted || t.commit == goodEndpoint || !s.skip[t.commit] {
+				return Step{Kind: Measure, Commit: t.commit, Reverted: t.reverted, Confirming: true, Probability: lead.Probability}, true
+			}
+			return Step{}, false
+		}
+		if end := s.review(lead, pc); end != nil {
+			return *end, true
+		}
+	}
 }
 
 // maxChecks is how many times a candidate's confirmation may find the

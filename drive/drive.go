@@ -66,10 +66,12 @@ type Machine interface {
 	Boot(ctx context.Context, k Kernel, more func(samples []float64) bool) (Boot, error)
 }
 
-// Record is a boot a resumed run took before it stopped, in order.
+// Record is a boot a resumed run took before it stopped, in order; in a
+// pool (RunPool), in the order the boots ended, each with its Machine.
 type Record struct {
 	Kernel
 	Boot
+	Machine int
 }
 
 // Options set a run of the loop.

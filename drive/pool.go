@@ -41,8 +41,11 @@ var ErrMachineLost = errors.New("the machine is lost for this run")
 // little or is an endpoint, a revert or a confirmation. Boots still
 // under way when the search ends are left to the caller to stop.
 //
-// It does not build ahead or journal (opt.Hooks and opt.History are for
-// Run); opt.Range is asked once, first.
+// opt.History (each record with its Machine) is taken in first, in the
+// order the boots ended, as if they had just ended: a resumed pool goes
+// on where it stopped. The hooks are heard as Run's are, except
+// Calibrating (a pool builds nothing ahead); opt.Range is asked once,
+// first.
 func RunPool(ctx context.Context, p Pool, opt Options) (Result, error) {
 	var res Result
 	d, err := opt.Range()
@@ -54,10 +57,50 @@ func RunPool(ctx context.Context, p Pool, opt Options) (Result, error) {
 		return res, errors.New("drive: a pool of no machines")
 	}
 	r := &pooled{p: p, d: d, opt: opt, res: &res, level: make([]float64, k), known: make([]bool, k), ends: make([][2][][]float64, k), busy: make([]*poolBoot, k), lost: make([]bool, k)}
-	if err := r.calibrate(ctx); err != nil || r.s == nil {
+	if err := r.replay(opt.History); err != nil || r.ended {
 		return res, err
 	}
+	if r.s == nil {
+		if err := r.calibrate(ctx); err != nil || r.s == nil {
+			return res, err
+		}
+	}
 	return res, r.search(ctx)
+}
+
+// replay takes in a resumed pool's boots as they ended: the endpoints'
+// until calibration ends (the search made and Started heard, or the
+// regression not reproduced: ended), then the search's and the
+// endpoints' that ended after, each at its machine's level.
+func (r *pooled) replay(hist []Record) error {
+	for _, h := range hist {
+		if h.Machine < 0 || h.Machine >= len(r.busy) {
+			return fmt.Errorf("drive: a resumed boot on machine %d of a pool of %d", h.Machine, len(r.busy))
+		}
+		if h.Commit == BadEndpoint {
+			h.Commit = r.d.Len() - 1
+		}
+		switch {
+		case r.ended:
+			return nil
+		case h.Why == Calibrating && r.s == nil:
+			if h.Skip || len(h.Samples) == 0 {
+				continue
+			}
+			if _, err := r.endpointBoot(h.Machine, h.Commit, h.Samples); err != nil {
+				return err
+			}
+		case h.Why == Calibrating:
+			if err := r.lateEndpoint(h.Machine, h.Commit, h.Boot); err != nil {
+				return err
+			}
+		case r.s == nil:
+			return errors.New("drive: a resumed search boot before calibration ended")
+		default:
+			r.s.Replay(observation(Record{Kernel: h.Kernel, Boot: Boot{Samples: r.scaled(h.Machine, h.Samples), Skip: h.Skip}}))
+		}
+	}
+	return nil
 }
 
 // pooled is one RunPool.
@@ -80,6 +123,8 @@ type pooled struct {
 	// machines that are gone.
 	busy []*poolBoot
 	lost []bool
+	// ended: calibration found no regression to search for.
+	ended bool
 }
 
 // endBoot is an endpoint's boot on a machine.
@@ -93,16 +138,6 @@ type endBoot struct {
 type poolBoot struct {
 	k    Kernel
 	step *culprit.Step
-}
-
-// scaled is a machine's samples at the pool's common level.
-func (r *pooled) scaled(i int, xs []float64) []float64 {
-	f := math.Exp(-r.level[i])
-	out := make([]float64, len(xs))
-	for j, x := range xs {
-		out[j] = x * f
-	}
-	return out
 }
 
 // calibrate boots the endpoints on every machine, each its bad and good
@@ -148,130 +183,77 @@ func (r *pooled) calibrate(ctx context.Context) error {
 			startFree()
 			continue
 		}
+		commit := r.busy[i].k.Commit
+		r.busy[i] = nil
 		if b.Skip || len(b.Samples) == 0 {
 			which := "bad"
-			if r.busy[i].k.Commit == culprit.GoodEndpoint {
+			if commit == culprit.GoodEndpoint {
 				which = "good"
 			}
 			return fmt.Errorf("calibration: the %s endpoint cannot be measured on machine %d: %s", which, i, b.Reason)
 		}
-		s := 0
-		if r.busy[i].k.Commit != culprit.GoodEndpoint {
-			s = 1
-		}
-		r.ends[i][s] = append(r.ends[i][s], b.Samples)
-		r.order = append(r.order, endBoot{i, r.busy[i].k.Commit, b.Samples})
-		r.busy[i] = nil
-		r.setLevels()
-		goods, bads := r.pooledEnds()
-		model, more, err := culprit.Calibrate(goods, bads, r.opt.Least, culprit.FitOptions{})
-		if more {
-			startFree()
-			continue
-		}
-		if r.opt.Hooks.Stop != nil {
-			if why := r.opt.Hooks.Stop(goods, bads); why != "" {
-				r.res.NotReproduced = why
-				return nil
-			}
-		}
-		r.res.Goods, r.res.Bads, r.res.Model = goods, bads, model
-		r.fixLevels()
-		if err != nil {
-			r.res.NotReproduced = err.Error()
-			return nil
-		}
-		so := r.opt.Search
-		if r.opt.StartCosts != nil {
-			so.Costs = r.opt.StartCosts()
-		}
-		if r.s, err = culprit.New(r.d, model, so); err != nil {
+		done, err := r.endpointBoot(i, commit, b.Samples)
+		if err != nil || done {
 			return err
 		}
-		r.res.Search = r.s
-		for _, b := range r.order {
-			if r.known[b.machine] {
-				r.s.ObserveAt(b.commit, r.scaled(b.machine, b.samples))
-			}
-		}
-		return nil
+		startFree()
 	}
 }
 
-// fixLevels ends calibration's levels: the machines that have both
-// endpoints' boots are known; another machine's level is learned once it
-// has both (learnLevel).
-func (r *pooled) fixLevels() {
+// endpointBoot takes in an endpoint's calibration boot on machine i,
+// and ends calibration when culprit.Calibrate has enough of the pooled
+// boots: it sets each machine's level and makes the search (or ends the
+// run as not reproduced). Boots still under way then are taken in by
+// the search.
+func (r *pooled) endpointBoot(i, commit int, samples []float64) (bool, error) {
+	s := 0
+	if commit != culprit.GoodEndpoint {
+		s = 1
+	}
+	r.ends[i][s] = append(r.ends[i][s], samples)
+	r.order = append(r.order, endBoot{i, commit, samples})
 	r.setLevels()
-	for i, e := range r.ends {
-		r.known[i] = both(e)
+	goods, bads := r.pooledEnds()
+	model, more, err := culprit.Calibrate(goods, bads, r.opt.Least, culprit.FitOptions{})
+	if more {
+		return false, nil
 	}
-}
-
-// learnLevel sets machine i's level against ref, once it has boots of
-// both endpoints; it is then known.
-func (r *pooled) learnLevel(i int) {
-	if e := r.ends[i]; !r.known[i] && both(e) {
-		r.level[i], r.known[i] = midpoint(e)-r.ref, true
-	}
-}
-
-// both says whether a machine has boots of both endpoints.
-func both(e [2][][]float64) bool { return len(e[0]) > 0 && len(e[1]) > 0 }
-
-// midpoint is the midpoint of a machine's good and bad boots' log
-// medians.
-func midpoint(e [2][][]float64) float64 { return (logMedians(e[0]) + logMedians(e[1])) / 2 }
-
-// setLevels sets ref, the mean midpoint of the machines that have both
-// endpoints' boots, and each such machine's level against it (another is
-// at 0, and left out of the pooled boots).
-func (r *pooled) setLevels() {
-	n := 0
-	r.ref = 0
-	for _, e := range r.ends {
-		if both(e) {
-			r.ref += midpoint(e)
-			n++
+	h := r.opt.Hooks
+	if h.Stop != nil {
+		if why := h.Stop(goods, bads); why != "" {
+			r.res.NotReproduced, r.ended = why, true
+			if h.Calibrated != nil {
+				h.Calibrated(goods, bads, culprit.Model{}, errors.New(why))
+			}
+			return true, nil
 		}
 	}
-	if n > 0 {
-		r.ref /= float64(n)
+	r.res.Goods, r.res.Bads, r.res.Model = goods, bads, model
+	r.fixLevels()
+	if h.Calibrated != nil {
+		h.Calibrated(goods, bads, model, err)
 	}
-	for i, e := range r.ends {
-		r.level[i] = 0
-		if both(e) {
-			r.level[i] = midpoint(e) - r.ref
+	if err != nil {
+		r.res.NotReproduced, r.ended = err.Error(), true
+		return true, nil
+	}
+	so := r.opt.Search
+	if r.opt.StartCosts != nil {
+		so.Costs = r.opt.StartCosts()
+	}
+	if r.s, err = culprit.New(r.d, model, so); err != nil {
+		return true, err
+	}
+	r.res.Search = r.s
+	for _, b := range r.order {
+		if r.known[b.machine] {
+			r.s.ObserveAt(b.commit, r.scaled(b.machine, b.samples))
 		}
 	}
-}
-
-// logMedians is the mean of the boots' log medians.
-func logMedians(boots [][]float64) float64 {
-	s := 0.0
-	for _, xs := range boots {
-		v := slices.Clone(xs)
-		slices.Sort(v)
-		s += math.Log(max(v[len(v)/2], 1e-300))
+	if h.Started != nil {
+		h.Started(r.s)
 	}
-	return s / float64(len(boots))
-}
-
-// pooledEnds are the endpoints' boots of the machines that have both,
-// at the common level.
-func (r *pooled) pooledEnds() (goods, bads [][]float64) {
-	for i, e := range r.ends {
-		if !both(e) {
-			continue
-		}
-		for _, xs := range e[0] {
-			goods = append(goods, r.scaled(i, xs))
-		}
-		for _, xs := range e[1] {
-			bads = append(bads, r.scaled(i, xs))
-		}
-	}
-	return goods, bads
+	return true, nil
 }
 
 // wait is the pool's next boot, with the context's error first. A lost
@@ -344,9 +326,20 @@ func (r *pooled) search(ctx context.Context) error {
 			case step.Commit == culprit.GoodEndpoint || kn.Bad(r.d.Len()):
 				kn.Why = Following
 			}
+			if r.opt.Hooks.Before != nil {
+				r.opt.Hooks.Before(r.s, step)
+			}
 			r.busy[i] = &poolBoot{k: kn, step: &step}
-			m := i
-			r.p.Start(i, kn, func(v []float64) bool { return r.s.More(r.scaled(m, v)) })
+			// The boot runs while the search takes in others': it stops
+			// by the search as it stands now, at the machine's level.
+			more, f := r.s.Stopper(), math.Exp(-r.level[i])
+			r.p.Start(i, kn, func(v []float64) bool {
+				scaled := make([]float64, len(v))
+				for j, x := range v {
+					scaled[j] = x * f
+				}
+				return more(scaled)
+			})
 		}
 		i, b, err := r.wait(ctx)
 		if err != nil {
@@ -412,7 +405,16 @@ func (r *pooled) choose() (culprit.Step, bool) {
 			pending = append(pending, *b.step)
 		}
 	}
-	if len(pending) == 0 || step.Confirming || step.Reverted || step.Commit == culprit.GoodEndpoint || step.Commit == r.d.Len()-1 {
+	endpoint := step.Commit == culprit.GoodEndpoint || step.Commit == r.d.Len()-1
+	if endpoint && !step.Confirming && !step.Reverted && slices.ContainsFunc(pending, func(p culprit.Step) bool { return p.Commit == step.Commit && !p.Reverted }) {
+		// The endpoint the search follows the machine by is booting on
+		// another machine: its boot will say what this one would.
+		if b, ok := r.s.Beside(pending); ok {
+			return b, true
+		}
+		return step, true
+	}
+	if len(pending) == 0 || step.Confirming || step.Reverted || endpoint {
 		return step, true
 	}
 	if b, ok := r.s.Beside(pending); ok {

@@ -23,8 +23,13 @@ type linePool struct {
 	boots  []Boot
 	count  []int
 	loseAt map[int]int
-	// on lists, per machine, the kernels it booted and took in.
-	on [][]Kernel
+	// on lists, per machine, the kernels it booted and took in; ended
+	// the boots handed back, in order, as a run journals them.
+	on    [][]Kernel
+	ended []Record
+	// stopAt > 0 fails the lab (an error that is not a lost machine's)
+	// when that many boots have ended.
+	stopAt int
 }
 
 func newLinePool(lab *lineLab, factors ...float64) *linePool {
@@ -75,6 +80,10 @@ func (p *linePool) Wait(context.Context) (int, Boot, error) {
 		p.on[first] = p.on[first][:len(p.on[first])-1]
 		return first, Boot{}, fmt.Errorf("machine %d: ssh: connect: no route to host: %w", first, ErrMachineLost)
 	}
+	if p.stopAt > 0 && len(p.ended) == p.stopAt {
+		return first, Boot{}, errLabDown
+	}
+	p.ended = append(p.ended, Record{Kernel: p.on[first][len(p.on[first])-1], Boot: p.boots[first], Machine: first})
 	return first, p.boots[first], nil
 }
 
@@ -124,5 +133,66 @@ func TestAPoolFindsTheCulpritWithMachinesAtTheirOwnLevels(t *testing.T) {
 	p.loseAt[0], p.loseAt[1] = 2, 3
 	if _, err := RunPool(context.Background(), p, options(lab, nil)); !errors.Is(err, ErrMachineLost) {
 		t.Fatalf("every machine lost: RunPool says %v", err)
+	}
+}
+
+// TestAResumedPoolGoesOnFromItsBoots: a pool's boots, taken in again in
+// the order they ended, put the search where it was: the whole run's
+// boots end it at once with the same answer and no boot; stopped by the
+// lab after some boots (in calibration, early in the search, midway),
+// the run resumed from them on the same machines names the commit, and
+// each machine keeps its level (no endpoint boot again for a machine
+// that had both).
+func TestAResumedPoolGoesOnFromItsBoots(t *testing.T) {
+	factors := []float64{1, 1.4, 0.95}
+	lab := &lineLab{n: 300, culprit: 171, good: math.Log(7000), bad: math.Log(15000), seed: 11, failAt: -1}
+	whole := newLinePool(lab, factors...)
+	res, err := RunPool(context.Background(), whole, options(lab, nil))
+	if err != nil || res.End.Kind != culprit.Found || res.End.Commit != lab.culprit {
+		t.Fatalf("the whole run: %+v, %v", res.End, err)
+	}
+	again := newLinePool(&lineLab{n: 300, culprit: 171, good: math.Log(7000), bad: math.Log(15000), seed: 12, failAt: -1}, factors...)
+	res2, err := RunPool(context.Background(), again, options(lab, whole.ended))
+	if err != nil || res2.End.Kind != res.End.Kind || res2.End.Commit != res.End.Commit {
+		t.Fatalf("the whole run's %d boots again: %+v, %v; want %+v", len(whole.ended), res2.End, err, res.End)
+	}
+	if n := len(again.ended); n != 0 {
+		t.Errorf("the whole run's boots again: %d more boots, want none: %+v", n, again.on)
+	}
+	if math.Abs(res2.End.Probability-res.End.Probability) > 1e-6 {
+		t.Errorf("the whole run's boots again: %.9f, the run said %.9f", res2.End.Probability, res.End.Probability)
+	}
+	for _, cut := range []int{4, 12, len(whole.ended) / 2} {
+		lab := &lineLab{n: 300, culprit: 171, good: math.Log(7000), bad: math.Log(15000), seed: 11, failAt: -1}
+		first := newLinePool(lab, factors...)
+		first.stopAt = cut
+		if _, err := RunPool(context.Background(), first, options(lab, nil)); !errors.Is(err, errLabDown) {
+			t.Fatalf("stopped after %d boots: %v", cut, err)
+		}
+		// Once the search has begun, a machine with both endpoints'
+		// boots has its level: it boots neither again.
+		ends := make([]map[int]bool, len(factors))
+		for i := range ends {
+			ends[i] = map[int]bool{}
+		}
+		searching := false
+		for _, h := range first.ended {
+			if h.Why == Calibrating {
+				ends[h.Machine][h.Commit] = true
+			} else {
+				searching = true
+			}
+		}
+		resumed := newLinePool(&lineLab{n: 300, culprit: 171, good: math.Log(7000), bad: math.Log(15000), seed: 13, failAt: -1}, factors...)
+		res, err := RunPool(context.Background(), resumed, options(lab, first.ended))
+		if err != nil || res.End.Kind != culprit.Found || res.End.Commit != lab.culprit {
+			t.Fatalf("resumed after %d boots: %+v, %v", cut, res.End, err)
+		}
+		for _, h := range resumed.ended {
+			if searching && h.Why == Calibrating && len(ends[h.Machine]) == 2 {
+				t.Errorf("resumed after %d boots: machine %d booted an endpoint again though it had both", cut, h.Machine)
+			}
+		}
+		t.Logf("resumed after %d boots: %d more, found at %.4f", cut, len(resumed.ended), res.End.Probability)
 	}
 }
