@@ -65,7 +65,7 @@ func (p *Pipeline) measureWith(ctx context.Context, ev *Evidence, s *sampling) e
 	for b, taken := 0, 0; b < s.boots; {
 		m, facts, kerr, err := p.bootRetrying(ctx, ev.Commit, s.art)
 		if err != nil {
-			return err
+			return p.hostLost(ctx, err)
 		}
 		if kerr != nil {
 			reason, evidence := "does not boot: "+kerr.Reason, []string{kerr.Reason}
@@ -91,7 +91,7 @@ func (p *Pipeline) measureWith(ctx context.Context, ev *Evidence, s *sampling) e
 			return err
 		}
 		if hung, herr := p.hungUnder(ctx, ev.Commit); herr != nil {
-			return herr
+			return p.hostLost(ctx, herr)
 		} else if hung {
 			// Once may be the lab's; twice, with the host back on its
 			// own kernel after each power cycle, is the kernel's.
@@ -103,7 +103,7 @@ func (p *Pipeline) measureWith(ctx context.Context, ev *Evidence, s *sampling) e
 			}
 		}
 		if drops >= p.retries() {
-			return err
+			return p.hostLost(ctx, err)
 		}
 		drops++
 		wait := p.backoff() << (drops - 1)
@@ -127,6 +127,28 @@ func (p *Pipeline) measureWith(ctx context.Context, ev *Evidence, s *sampling) e
 		setVerdict(ev, *d)
 	}
 	return nil
+}
+
+// HostLostError is the lab's error that is its host's: it does not boot
+// a kernel or answer after the retries (and a power cycle, where the job
+// has one), or its host key is not the one known. A run on several
+// machines goes on without it; a run on one stops. It says what Err says.
+type HostLostError struct {
+	// Machine is the pipeline's name ("" on a run of one machine).
+	Machine string
+	Err     error
+}
+
+func (e *HostLostError) Error() string { return e.Err.Error() }
+func (e *HostLostError) Unwrap() error { return e.Err }
+
+// hostLost marks the host's error as its own, unless the run was
+// stopped.
+func (p *Pipeline) hostLost(ctx context.Context, err error) error {
+	if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return &HostLostError{Machine: p.Name, Err: err}
 }
 
 // hangsOfAKernel is how many boots of one kernel must hang the host in

@@ -39,6 +39,9 @@ type SearchRecord struct {
 	// Failure is a skip's class and evidence.
 	Failure *Failure `json:"failure,omitempty"`
 	Seconds float64  `json:"seconds"`
+	// Machine names the machine the boot ran on, when a run has several
+	// (its job's machine.name).
+	Machine string `json:"machine,omitempty"`
 	// BuildSeconds is the part of Seconds a build took (0: the kernel was
 	// built before, or came from the cache).
 	BuildSeconds float64 `json:"build_seconds,omitempty"`
@@ -144,6 +147,17 @@ type SearchSummary struct {
 	// Forecast is, while the search goes, where it expected to end as
 	// its last step began.
 	Forecast *SearchForecast `json:"forecast,omitempty"`
+	// Machines are the machines of a run on several, in the jobs'
+	// order.
+	Machines []SearchMachine `json:"machines,omitempty"`
+}
+
+// SearchMachine is one machine of a run on several: its boots taken in
+// (the endpoints' included), and why it was lost, if it was.
+type SearchMachine struct {
+	Name  string `json:"name"`
+	Boots int    `json:"boots"`
+	Lost  string `json:"lost,omitempty"`
 }
 
 // SearchForecast is a search's forecast of its end (culprit.Forecast):

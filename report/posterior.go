@@ -74,7 +74,7 @@ func (r *Run) posteriorText() string {
 	if s == nil {
 		return ""
 	}
-	boots := fmt.Sprintf("%d boots (and %d of the endpoints, which taught the model)", s.Boots, s.CalibrationBoots)
+	boots := fmt.Sprintf("%d boots (and %d of the endpoints, which taught the model)", s.Boots, s.CalibrationBoots) + machinesText(s.Machines)
 	var shape string
 	for _, w := range s.Shape {
 		shape += " " + strings.ToUpper(w[:1]) + w[1:] + "."
@@ -151,4 +151,25 @@ func resultOfSearch(s *lab.SearchSummary) bisect.Result {
 		res.Tested = append(res.Tested, bisect.Tested{Commit: h, Verdict: v, Source: "posterior"})
 	}
 	return res
+}
+
+// machinesText says, for a run on several machines, how many boots each
+// took and which were lost: " on 3 machines (a 14 boots, b 9, c 3, lost:
+// why)".
+func machinesText(ms []lab.SearchMachine) string {
+	if len(ms) < 2 {
+		return ""
+	}
+	var each []string
+	for i, m := range ms {
+		t := fmt.Sprintf("%s %d", m.Name, m.Boots)
+		if i == 0 {
+			t += " boots"
+		}
+		if m.Lost != "" {
+			t += ", lost: " + m.Lost
+		}
+		each = append(each, t)
+	}
+	return fmt.Sprintf(" on %d machines (%s)", len(ms), strings.Join(each, "; "))
 }

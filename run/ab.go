@@ -114,7 +114,7 @@ func AB(ctx context.Context, o ABOptions) (*ABResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := preflight(ctx, []*configs.Job{job}, state, have != nil, ev.line); err != nil {
+	if _, err := preflight(ctx, []*configs.Job{job}, state, have != nil, false, ev.line); err != nil {
 		return nil, err
 	}
 	unlock, err := bisect.LockState(state)

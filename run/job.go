@@ -31,10 +31,14 @@ type jobRun struct {
 	jobs   []*configs.Job // one per machine
 	jobSum string
 	bisection
-	start    bisect.Record
-	pipe     *lab.Pipeline
-	tester   labTester
-	pool     *lab.Pool
+	start  bisect.Record
+	pipe   *lab.Pipeline
+	tester labTester
+	pool   *lab.Pool
+	// machines are the pipelines of several machines, in the jobs'
+	// order; down why each left out at the preflight was (nil: ready).
+	machines []*lab.Pipeline
+	down     []error
 	logs     []*os.File
 	buildLog *os.File
 	ev       *events
@@ -165,8 +169,11 @@ func (r *jobRun) prepare(ctx context.Context) error {
 			otherJobRuns(dir, start, snaps, o.Messages)
 		}
 	}
+	posterior := job.Verdict.Search == configs.SearchPosterior
 	if !answered(dir) {
-		if err := preflight(ctx, r.jobs, dir, holdsRun(dir), r.ev.line); err != nil {
+		// Several machines of one posterior search go on without those
+		// not ready.
+		if r.down, err = preflight(ctx, r.jobs, dir, holdsRun(dir), posterior && len(r.jobs) > 1, r.ev.line); err != nil {
 			return err
 		}
 	}
@@ -226,16 +233,11 @@ func (r *jobRun) prepare(ctx context.Context) error {
 		}
 		r.pipe.Boot = r.qemu.Boot
 	}
-	posterior := job.Verdict.Search == configs.SearchPosterior
-	if posterior && len(r.jobs) > 1 {
-		// The posterior search asks for one boot at a time: one machine.
-		fmt.Fprintf(o.Messages, "kbisect: verdict.search posterior measures on one machine, %s; the other job files are not used\n", job.Machine.Name)
-	}
-	if !posterior && len(r.jobs) > 1 {
-		// Several identical machines: each tests its commit, building in
-		// its own slot; the pool keeps them busy with the next steps.
+	if len(r.jobs) > 1 {
+		// Several machines: one pipeline each, named, building in its
+		// own slot of the shared cache.
 		r.pipe.Name, r.pipe.BaseFile = job.Machine.Name, baseFile(r.stateDir, job.Machine.Name)
-		r.pool = &lab.Pool{Pipes: []*lab.Pipeline{r.pipe}, Session: r.sess}
+		r.machines = []*lab.Pipeline{r.pipe}
 		for i, j := range r.jobs[1:] {
 			f, err := os.OpenFile(filepath.Join(r.stateDir, "build-"+FileSafe(j.Machine.Name)+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 			if err != nil {
@@ -244,9 +246,23 @@ func (r *jobRun) prepare(ctx context.Context) error {
 			r.logs = append(r.logs, f)
 			b := bo
 			b.Log = f
-			r.pool.Pipes = append(r.pool.Pipes, &lab.Pipeline{Job: j, Build: b, StateDir: r.stateDir, Slot: i + 1,
+			r.machines = append(r.machines, &lab.Pipeline{Job: j, Build: b, StateDir: r.stateDir, Slot: i + 1,
 				Name: j.Machine.Name, Progress: r.ev, BaseFile: baseFile(r.stateDir, j.Machine.Name)})
 		}
+		if r.down == nil {
+			r.down = make([]error, len(r.jobs)) // answered: no preflight
+		}
+	}
+	if posterior && len(r.jobs) > 1 {
+		// The posterior search boots on all of them at once (drive's
+		// RunPool), each free machine what tells the most beside what
+		// the others measure; nothing is built ahead but what they boot.
+		return nil
+	}
+	if !posterior && len(r.jobs) > 1 {
+		// Several identical machines: each tests its commit, building in
+		// its own slot; the pool keeps them busy with the next steps.
+		r.pool = &lab.Pool{Pipes: r.machines, Session: r.sess}
 		if r.g2, err = bisect.OpenGraph(ctx, tree); err != nil {
 			return err
 		}

@@ -18,23 +18,39 @@ import (
 // fixed, starts afresh instead of resuming a run that never began. On a
 // resume it runs again (a host may have changed overnight), and waits for
 // a host the run before may have left rebooting.
-func preflight(ctx context.Context, jobs []*configs.Job, stateDir string, resume bool, say func(string, ...any)) error {
+//
+// With spare set (several machines of one posterior search), machines
+// whose lab is not ready are left out while one is: down says why each
+// is (nil for a ready one), and the run goes on with the others.
+func preflight(ctx context.Context, jobs []*configs.Job, stateDir string, resume, spare bool, say func(string, ...any)) (down []error, err error) {
 	var errs []error
-	for _, job := range jobs {
+	down = make([]error, len(jobs))
+	for i, job := range jobs {
 		known := fileExists(baseFile(stateDir, "")) || fileExists(baseFile(stateDir, job.Machine.Name))
 		rd, err := lab.Preflight(ctx, job, lab.PreflightOptions{StateDir: stateDir, Resume: resume, Say: say, BaseKnown: known})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := rd.Err(); err != nil {
-			errs = append(errs, err)
+			errs, down[i] = append(errs, err), err
 			continue
 		}
 		if rd.Host != "" {
 			say("preflight: %s is ready (%s)", rd.Host, job.File)
 		}
 	}
-	return errors.Join(errs...)
+	if len(errs) == 0 {
+		return down, nil
+	}
+	if !spare || len(errs) == len(jobs) {
+		return nil, errors.Join(errs...)
+	}
+	for i, err := range down {
+		if err != nil {
+			say("preflight: %s (%s) is left out of this run, the other machines go on: %v", jobs[i].Machine.Name, jobs[i].File, err)
+		}
+	}
+	return down, nil
 }
 
 // answered says whether a state directory holds a run that found its

@@ -61,6 +61,8 @@ type posteriorRun struct {
 	ranBoots      int
 	// rangeErr is why the range could not be listed.
 	rangeErr error
+	// pool is the machines of a run on several (nil: one).
+	pool *machinePool
 }
 
 // searchPosterior calibrates on the endpoints' boots and searches the
@@ -84,7 +86,7 @@ func (r *jobRun) searchPosterior(ctx context.Context) (bisect.Result, *lab.Calib
 		return res, nil, nil, err
 	}
 	v := r.job.Verdict
-	out, err := drive.Run(ctx, p, drive.Options{
+	opt := drive.Options{
 		Range: func() (*culprit.DAG, error) {
 			if err := p.openRange(); err != nil {
 				p.rangeErr = err
@@ -99,7 +101,15 @@ func (r *jobRun) searchPosterior(ctx context.Context) (bisect.Result, *lab.Calib
 		CalibrationSamples: min(max(v.Samples.Min, 5), v.Samples.Max),
 		History:            hist,
 		Hooks:              p.hooks(),
-	})
+	}
+	var out drive.Result
+	if len(r.machines) > 1 {
+		p.pool = newMachinePool(ctx, p, r.machines, r.down)
+		out, err = drive.RunPool(ctx, p.pool, opt)
+		p.pool.close()
+	} else {
+		out, err = drive.Run(ctx, p, opt)
+	}
 	if err == nil {
 		err = p.hookErr
 	}
@@ -449,6 +459,11 @@ func (p *posteriorRun) forecastAt(s *culprit.Search) {
 		p.ranBoots, done = s.Boots(), 0
 	}
 	f, spent := p.ran, now.Sub(p.ran.At).Seconds()
+	if p.pool != nil {
+		// The search ahead is one machine's: several finish sooner.
+		share := poolShare(p.pool.live())
+		f.Seconds, f.SecondsLow, f.SecondsHigh = f.Seconds*share, f.SecondsLow*share, f.SecondsHigh*share
+	}
 	less := func(n int) int { return max(n-done, 1) }
 	left := func(x float64) float64 { return math.Max(x-spent, 0) }
 	p.forecast = lab.SearchForecast{At: now, Boots: less(f.Boots), BootsLow: less(f.BootsLow), BootsHigh: less(f.BootsHigh),

@@ -16,28 +16,52 @@ import (
 // calibrationBoot boots an endpoint for calibration, journaled (the
 // samples drive's calibration asks for: a fixed number).
 func (p *posteriorRun) calibrationBoot(ctx context.Context, k drive.Kernel, more func([]float64) bool) (drive.Boot, error) {
-	kind, commit, into := lab.SearchBad, p.r.start.Bad, &p.bads
-	if k.Commit == culprit.GoodEndpoint {
-		kind, commit, into = lab.SearchGood, p.r.start.Good[0], &p.goods
+	kind, commit := p.endpointOf(k)
+	n := len(p.bads)
+	if kind == lab.SearchGood {
+		n = len(p.goods)
 	}
-	sub := fmt.Sprintf("calibration-%d", len(*into)+1)
+	sub := fmt.Sprintf("calibration-%d", n+1)
 	ev, err := p.pipe.BootOnce(ctx, commit, sub, func(v []float64) bool { return more(p.badness(v)) })
 	if err != nil {
 		return drive.Boot{}, err
 	}
+	return p.tookEndpoint(k, sub, p.pipe.Name, ev)
+}
+
+// endpointOf is a calibration boot's kind and commit.
+func (p *posteriorRun) endpointOf(k drive.Kernel) (kind, commit string) {
+	if k.Commit == culprit.GoodEndpoint {
+		return lab.SearchGood, p.r.start.Good[0]
+	}
+	return lab.SearchBad, p.r.start.Bad
+}
+
+// tookEndpoint saves and journals an endpoint's calibration boot on
+// machine; one that cannot be measured ends calibration.
+func (p *posteriorRun) tookEndpoint(k drive.Kernel, sub, machine string, ev *lab.Evidence) (drive.Boot, error) {
+	kind, commit := p.endpointOf(k)
 	if len(ev.Values) == 0 {
-		return drive.Boot{}, fmt.Errorf("calibration: the %s endpoint %s cannot be measured: %s", kind, commitid.Short(commit), ev.Reason)
+		on := ""
+		if machine != "" {
+			on = " on " + machine
+		}
+		return drive.Boot{}, fmt.Errorf("calibration: the %s endpoint %s cannot be measured%s: %s", kind, commitid.Short(commit), on, ev.Reason)
 	}
 	if err := lab.SaveBoot(p.r.stateDir, sub, ev); err != nil {
 		return drive.Boot{}, err
 	}
 	rec := p.record(kind, commit, "", ev)
-	rec.Sub = sub
+	rec.Sub, rec.Machine = sub, machine
 	if err := p.journal.Append(rec); err != nil {
 		return drive.Boot{}, err
 	}
 	samples := p.badness(ev.Values)
-	*into = append(*into, samples)
+	if kind == lab.SearchGood {
+		p.goods = append(p.goods, samples)
+	} else {
+		p.bads = append(p.bads, samples)
+	}
 	return drive.Boot{Samples: samples}, nil
 }
 

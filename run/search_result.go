@@ -143,6 +143,9 @@ func (p *posteriorRun) summary(end *culprit.Step) *lab.SearchSummary {
 		s.Commits = append(s.Commits, sc)
 	}
 	s.Shape = p.search.Shape()
+	if p.pool != nil {
+		s.Machines = p.pool.summary()
+	}
 	if end == nil && p.forecast.Boots > 0 {
 		f := p.forecast
 		s.Forecast = &f

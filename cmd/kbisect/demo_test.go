@@ -98,3 +98,27 @@ func TestDemoDirResumesAfterAnInterruption(t *testing.T) {
 		t.Fatalf("other machines for the same dir: exit %d\n%s", code, stderr)
 	}
 }
+
+// TestDemoOnThreeMachinesBootsOnEach: demo --machines 3 runs the
+// posterior search on all three simulated machines: the journal shows
+// boots of the search (not only the endpoints') on each, the report says
+// each machine's boots, and the planted commit is found.
+func TestDemoOnThreeMachinesBootsOnEach(t *testing.T) {
+	dir := t.TempDir()
+	code, stdout, stderr := runCLI(t, context.Background(), "demo", "--commits", "200", "--machines", "3", "--dir", dir)
+	if code != exitOK || !strings.Contains(stderr, "kbisect demo: found the planted regression ") ||
+		!strings.Contains(strings.Join(strings.Fields(stdout), " "), " on 3 machines (simlab ") || !strings.Contains(stderr, "3 machines, one posterior") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	search := map[string]int{}
+	for _, r := range journal(t, filepath.Join(dir, "state")) {
+		if r.Kind == "boot" {
+			search[r.Machine]++
+		}
+	}
+	for _, m := range []string{"simlab", "simlab-2", "simlab-3"} {
+		if search[m] == 0 {
+			t.Errorf("%s booted nothing the search asked for: %v", m, search)
+		}
+	}
+}

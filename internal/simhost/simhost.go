@@ -202,6 +202,7 @@ func start(dir string, def Kernel, port int) (*Host, error) {
 		conns: map[net.Conn]bool{}, files: map[string]string{}, cycle: filepath.Join(dir, "power-cycle"),
 		done: make(chan struct{}), cpus: DefaultCPUs, levels: map[string]time.Duration{}, seed: 1,
 		dropAt: map[int]bool{}, uptime: bootUptime}
+	os.Remove(h.cycle + ".gone") // a machine started again is back
 	h.Identity = filepath.Join(dir, "id")
 	user, err := readKey(h.Identity)
 	if err != nil {
@@ -217,7 +218,9 @@ func start(dir string, def Kernel, port int) (*Host, error) {
 	}
 	h.Port = h.l.Addr().(*net.TCPAddr).Port
 	h.KnownHostsLine = knownhosts.Line([]string{knownhosts.Normalize(fmt.Sprintf("127.0.0.1:%d", h.Port))}, hostSigner.PublicKey())
-	h.PowerCycleCommand = "touch '" + strings.ReplaceAll(h.cycle, "'", `'\''`) + "'"
+	q := func(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+	// The power controller of a machine that is gone (Kill) fails too.
+	h.PowerCycleCommand = "test ! -e " + q(h.cycle+".gone") + " && touch " + q(h.cycle)
 	go h.serve()
 	go h.watchPowerCycle(h.done)
 	return h, nil
@@ -233,6 +236,24 @@ func readKey(path string) (ssh.Signer, error) {
 		return nil, fmt.Errorf("simhost: %s: %v", path, err)
 	}
 	return k, nil
+}
+
+// Kill makes the machine gone for good: it stops answering, and its
+// power controller fails (PowerCycleCommand exits 1), as when a server
+// loses its power supply.
+func (h *Host) Kill() error {
+	if err := os.WriteFile(h.cycle+".gone", nil, 0o644); err != nil {
+		return fmt.Errorf("simhost: %v", err)
+	}
+	return h.Close()
+}
+
+// Cycle power-cycles the host, as its PowerCycleCommand does.
+func (h *Host) Cycle() error {
+	if err := os.WriteFile(h.cycle, nil, 0o644); err != nil {
+		return fmt.Errorf("simhost: %v", err)
+	}
+	return nil
 }
 
 // Close stops the host: it stops listening and drops every connection.

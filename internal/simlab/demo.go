@@ -37,8 +37,8 @@ func (l *Lab) Describe(w io.Writer, made time.Duration, machines int) {
 		len(t.Broken), len(t.DocOnly), l.Host.Port, BootParams, t.GoodNoise, after, modelled,
 		strings.Join(append([]string{l.JobFile}, l.JobFiles...), " "))
 	if machines > 1 {
-		fmt.Fprintf(w, "  %d identical machines: while one measures the commit git asks for, the others\n"+
-			"  measure the commits that come next after either verdict\n\n", machines)
+		fmt.Fprintf(w, "  %d machines, one posterior: each boots both endpoints for its own level, then\n"+
+			"  each free machine boots what tells the most beside what the others measure\n\n", machines)
 	}
 }
 
