@@ -29,11 +29,10 @@ type machinePool struct {
 	stop context.CancelFunc
 	ends chan machineEnd
 	wg   sync.WaitGroup
-	// seq numbers the boots begun, for their files' names; lost marks
-	// the machines lost.
-	seq  int
-	lost []bool
-	why  []string
+	// seq numbers the boots begun, for their files' names; why says
+	// why each machine was lost ("" for one that was not).
+	seq int
+	why []string
 }
 
 // machineEnd is a boot that ended on machine i, or its error.
@@ -53,10 +52,10 @@ type machineEnd struct {
 }
 
 func newMachinePool(ctx context.Context, p *posteriorRun, pipes []*lab.Pipeline, down []error) *machinePool {
-	m := &machinePool{p: p, pipes: pipes, down: down, ends: make(chan machineEnd, len(pipes)), seq: len(p.journal.Records()), lost: make([]bool, len(pipes)), why: make([]string, len(pipes))}
+	m := &machinePool{p: p, pipes: pipes, down: down, ends: make(chan machineEnd, len(pipes)), seq: len(p.journal.Records()), why: make([]string, len(pipes))}
 	for i, err := range down {
 		if err != nil {
-			m.lost[i], m.why[i] = true, "left out at the preflight: "+err.Error()
+			m.why[i] = "left out at the preflight: " + err.Error()
 		}
 	}
 	m.ctx, m.stop = context.WithCancel(ctx)
@@ -162,8 +161,8 @@ func (m *machinePool) Wait(ctx context.Context) (int, drive.Boot, error) {
 	var hl *lab.HostLostError
 	switch {
 	case e.err != nil && (m.down[e.i] != nil || errors.As(e.err, &hl)) && ctx.Err() == nil:
-		if !m.lost[e.i] {
-			m.lost[e.i], m.why[e.i] = true, e.err.Error()
+		if m.why[e.i] == "" {
+			m.why[e.i] = e.err.Error()
 			p.r.ev.line("%s is lost for this run: %v; the other machines go on", name, e.err)
 		}
 		return e.i, drive.Boot{}, fmt.Errorf("%s: %w: %w", name, drive.ErrMachineLost, e.err)
@@ -180,8 +179,8 @@ func (m *machinePool) Wait(ctx context.Context) (int, drive.Boot, error) {
 // live counts the machines not lost.
 func (m *machinePool) live() int {
 	n := 0
-	for _, l := range m.lost {
-		if !l {
+	for _, why := range m.why {
+		if why == "" {
 			n++
 		}
 	}
