@@ -32,15 +32,20 @@ const (
 	Following
 	// Confirming: a fresh boot of the leading candidate's confirmation.
 	Confirming
+	// WalkingBack: a boot of an older release, on the walk back from a
+	// good endpoint that measured bad (Options.Walk).
+	WalkingBack
 )
 
 // Kernel is what one boot boots: a commit of the range (its index), the
-// good endpoint (culprit.GoodEndpoint), or the bad endpoint with a
-// commit reverted.
+// good endpoint (culprit.GoodEndpoint), the bad endpoint with a commit
+// reverted, or an older release of the walk back (Older, and Release
+// its index among Walk's releases).
 type Kernel struct {
 	Commit   int
 	Reverted bool
 	Why      Why
+	Release  int
 }
 
 // Bad says whether the kernel is the bad endpoint of a range of n
@@ -93,6 +98,9 @@ type Options struct {
 	// History is what a resumed run measured, in order.
 	History []Record
 	Hooks   Hooks
+	// Walk, when set, walks back along older releases when calibration
+	// finds the good endpoint bad (nil: the run ends not reproduced).
+	Walk *Walk
 }
 
 // Hooks are what the callers do beside the loop; any may be nil.
@@ -105,8 +113,10 @@ type Hooks struct {
 	Calibrating func(round int, provisional func() *culprit.Search)
 	// Stop ends calibration, when it has all its boots, as not
 	// reproduced with a reason (the job's absolute threshold says so,
-	// culprit.AgainstThreshold), "" to take calibration's model.
-	Stop func(goods, bads [][]float64) string
+	// culprit.AgainstThreshold), "" to take calibration's model;
+	// goodIsBad says the reason is the good endpoint's (a walk back may
+	// find an older good one).
+	Stop func(goods, bads [][]float64) (why string, goodIsBad bool)
 	// Calibrated hears calibration's end: its model, or the error that
 	// says the regression is not reproduced.
 	Calibrated func(goods, bads [][]float64, m culprit.Model, err error)
@@ -133,6 +143,9 @@ type Result struct {
 	End culprit.Step
 	// Lost are the machines of a pool lost during the run (RunPool).
 	Lost []LostMachine
+	// GoodIsBad: calibration found the good endpoint bad, or the
+	// endpoints alike (Options.Walk walks back when set).
+	GoodIsBad bool
 }
 
 // LostMachine is a pool's machine that stopped answering, and its error.
@@ -162,6 +175,9 @@ func Run(ctx context.Context, m Machine, opt Options) (Result, error) {
 		hist = hist[1:]
 	}
 	model, calibrated, err := calibrate(ctx, m, opt, &res, &order)
+	if err == nil && !calibrated && res.GoodIsBad && opt.Walk != nil {
+		model, calibrated, err = walkBack(ctx, m, opt, &res, &order, &hist)
+	}
 	if err != nil || !calibrated {
 		return res, err
 	}
@@ -232,8 +248,8 @@ func calibrate(ctx context.Context, m Machine, opt Options, res *Result, order *
 			// Asked when calibration has all its boots, not before: an
 			// intermittent regression may not show on the bad endpoint's
 			// first three.
-			if why := opt.Hooks.Stop(res.Goods, res.Bads); why != "" {
-				res.NotReproduced = why
+			if why, goodIsBad := opt.Hooks.Stop(res.Goods, res.Bads); why != "" {
+				res.NotReproduced, res.GoodIsBad = why, goodIsBad
 				if opt.Hooks.Calibrated != nil {
 					opt.Hooks.Calibrated(res.Goods, res.Bads, culprit.Model{}, errors.New(why))
 				}
@@ -246,7 +262,7 @@ func calibrate(ctx context.Context, m Machine, opt Options, res *Result, order *
 				opt.Hooks.Calibrated(res.Goods, res.Bads, model, err)
 			}
 			if err != nil {
-				res.NotReproduced = err.Error()
+				res.NotReproduced, res.GoodIsBad = err.Error(), true
 				return model, false, nil
 			}
 			return model, true, nil

@@ -26,6 +26,9 @@ type lineLab struct {
 	// hidden are boots (by their index) at which a bad kernel measures
 	// as a good one: an intermittent regression.
 	hidden map[int]bool
+	// walk, when set, places kernels on a longer line with older
+	// releases (the walk back's tests).
+	walk *walkLine
 }
 
 var errLabDown = errors.New("the lab host went away")
@@ -39,6 +42,9 @@ func (l *lineLab) Boot(_ context.Context, k Kernel, more func([]float64) bool) (
 	bad := k.Commit == BadEndpoint || (k.Commit >= l.culprit && k.Commit != culprit.GoodEndpoint)
 	if k.Reverted {
 		bad = k.Commit != l.culprit
+	}
+	if l.walk != nil {
+		bad = l.walk.bad(k, l.culprit)
 	}
 	level := l.good
 	if bad && !l.hidden[at] {
@@ -97,16 +103,23 @@ func TestARunFindsTheCulpritAndAResumedOneTakesTheSameBoots(t *testing.T) {
 		again := &lineLab{n: whole.n, culprit: whole.culprit, good: whole.good, bad: whole.bad, seed: whole.seed, failAt: -1}
 		again.booted = append(again.booted, first.booted...)
 		res2, err := Run(context.Background(), again, options(again, first.records))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res2.End.Kind != res.End.Kind || res2.End.Commit != res.End.Commit || len(again.booted) != len(whole.booted) {
-			t.Fatalf("resumed after %d boots: %+v after %d boots, want %+v after %d", stop, res2.End, len(again.booted), res.End, len(whole.booted))
-		}
-		for i := range whole.booted {
-			if again.booted[i] != whole.booted[i] {
-				t.Fatalf("resumed after %d boots: boot %d is %+v, want %+v", stop, i, again.booted[i], whole.booted[i])
-			}
+		sameRun(t, stop, res, res2, err, whole.booted, again.booted)
+	}
+}
+
+// sameRun fails a run resumed after stop boots that did not end as the
+// whole run did, with the same kernels booted in the same order.
+func sameRun(t *testing.T, stop int, whole, resumed Result, err error, want, got []Kernel) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resumed.End.Kind != whole.End.Kind || resumed.End.Commit != whole.End.Commit || len(got) != len(want) {
+		t.Fatalf("resumed after %d boots: %+v after %d boots, want %+v after %d", stop, resumed.End, len(got), whole.End, len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("resumed after %d boots: boot %d is %+v, want %+v", stop, i, got[i], want[i])
 		}
 	}
 }
@@ -138,12 +151,12 @@ func TestTheThresholdWaitsForCalibrationsBoots(t *testing.T) {
 		hidden: map[int]bool{0: true, 2: true, 4: true}}
 	opt := options(l, nil)
 	stops := 0
-	opt.Hooks.Stop = func(goods, bads [][]float64) string {
+	opt.Hooks.Stop = func(goods, bads [][]float64) (string, bool) {
 		stops++
 		if badIsGood, goodIsBad := culprit.AgainstThreshold(goods, bads, math.Sqrt(7000*15000)); badIsGood || goodIsBad {
-			return "the threshold says no regression"
+			return "the threshold says no regression", goodIsBad
 		}
-		return ""
+		return "", false
 	}
 	res, err := Run(context.Background(), l, opt)
 	if err != nil {
@@ -156,11 +169,11 @@ func TestTheThresholdWaitsForCalibrationsBoots(t *testing.T) {
 	// Three boots of each that do not show it end as the threshold says.
 	l = &lineLab{n: 200, culprit: 77, good: math.Log(7000), bad: math.Log(7000), seed: 3, failAt: -1}
 	opt = options(l, nil)
-	opt.Hooks.Stop = func(goods, bads [][]float64) string {
+	opt.Hooks.Stop = func(goods, bads [][]float64) (string, bool) {
 		if badIsGood, _ := culprit.AgainstThreshold(goods, bads, math.Sqrt(7000*15000)); badIsGood {
-			return "the threshold says no regression"
+			return "the threshold says no regression", false
 		}
-		return ""
+		return "", false
 	}
 	if res, err := Run(context.Background(), l, opt); err != nil || res.NotReproduced != "the threshold says no regression" {
 		t.Fatalf("%+v, %v: want the threshold's not reproduced", res, err)

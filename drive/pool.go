@@ -60,10 +60,18 @@ func RunPool(ctx context.Context, p Pool, opt Options) (Result, error) {
 	if err := r.replay(opt.History); err != nil || r.ended {
 		return res, err
 	}
-	if r.s == nil {
-		if err := r.calibrate(ctx); err != nil || r.s == nil {
+	if r.s == nil && r.walk == nil {
+		if err := r.calibrate(ctx); err != nil {
 			return res, err
 		}
+	}
+	if r.s == nil && r.walk != nil {
+		if err := r.walkBack(ctx); err != nil {
+			return res, err
+		}
+	}
+	if r.s == nil {
+		return res, nil
 	}
 	return res, r.search(ctx)
 }
@@ -80,9 +88,23 @@ func (r *pooled) replay(hist []Record) error {
 		if h.Commit == BadEndpoint {
 			h.Commit = r.d.Len() - 1
 		}
+		if r.s != nil && r.walk != nil && (h.Why == WalkingBack || (h.Why == Calibrating && h.Commit == culprit.GoodEndpoint)) {
+			// A boot of the walk back, or of the good endpoint it left,
+			// that ended after it found a good release.
+			h.Kernel = r.relabel(h.Kernel, -1)
+			if h.Commit == Older {
+				continue
+			}
+		}
 		switch {
 		case r.ended:
 			return nil
+		case r.walk != nil && r.s == nil:
+			if err := r.walkBoot(h.Machine, h.Kernel, h.Boot); err != nil {
+				return err
+			}
+		case h.Why == WalkingBack:
+			return errors.New("drive: a resumed boot of the walk back when no walk is under way")
 		case h.Why == Calibrating && r.s == nil:
 			if h.Skip || len(h.Samples) == 0 {
 				continue
@@ -123,8 +145,11 @@ type pooled struct {
 	// machines that are gone.
 	busy []*poolBoot
 	lost []bool
-	// ended: calibration found no regression to search for.
+	// ended: calibration found no regression to search for (nor the
+	// walk back, if any, a good release).
 	ended bool
+	// walk is the walk back under way or done (nil: none).
+	walk *walking
 }
 
 // endBoot is an endpoint's boot on a machine.
@@ -220,10 +245,13 @@ func (r *pooled) endpointBoot(i, commit int, samples []float64) (bool, error) {
 	}
 	h := r.opt.Hooks
 	if h.Stop != nil {
-		if why := h.Stop(goods, bads); why != "" {
-			r.res.NotReproduced, r.ended = why, true
+		if why, goodIsBad := h.Stop(goods, bads); why != "" {
+			r.res.NotReproduced, r.ended, r.res.GoodIsBad = why, true, goodIsBad
 			if h.Calibrated != nil {
 				h.Calibrated(goods, bads, culprit.Model{}, errors.New(why))
+			}
+			if goodIsBad && r.opt.Walk != nil {
+				r.beginWalk(bads)
 			}
 			return true, nil
 		}
@@ -234,7 +262,10 @@ func (r *pooled) endpointBoot(i, commit int, samples []float64) (bool, error) {
 		h.Calibrated(goods, bads, model, err)
 	}
 	if err != nil {
-		r.res.NotReproduced, r.ended = err.Error(), true
+		r.res.NotReproduced, r.ended, r.res.GoodIsBad = err.Error(), true, true
+		if r.opt.Walk != nil {
+			r.beginWalk(bads)
+		}
 		return true, nil
 	}
 	so := r.opt.Search
@@ -351,6 +382,12 @@ func (r *pooled) search(ctx context.Context) error {
 		pb := r.busy[i]
 		r.busy[i] = nil
 		switch {
+		case pb.step == nil && pb.k.Why == Searching:
+			// A boot of the walk back that ended after it found a good
+			// release: evidence at its commit.
+			if pb.k.Commit != Older && r.known[i] && !b.Skip && len(b.Samples) > 0 {
+				r.s.ObserveAt(pb.k.Commit, r.scaled(i, b.Samples))
+			}
 		case pb.step == nil: // an endpoint's boot that ended after calibration
 			if err := r.lateEndpoint(i, pb.k.Commit, b); err != nil {
 				return err

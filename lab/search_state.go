@@ -19,7 +19,9 @@ import (
 // search.
 type SearchRecord struct {
 	// Kind is "good" or "bad" (a calibration boot of that endpoint),
-	// "boot", or "skip".
+	// "release" (a boot of an older release on the walk back from a good
+	// endpoint that measured bad; no Values when it could not be
+	// measured), "boot", or "skip".
 	Kind   string `json:"kind"`
 	Commit string `json:"commit"`
 	// Reverted: the bad endpoint with Commit reverted (Built is that
@@ -54,6 +56,8 @@ const (
 	SearchBad  = "bad"
 	SearchBoot = "boot"
 	SearchSkip = "skip"
+	// SearchRelease is a boot of an older release on the walk back.
+	SearchRelease = "release"
 )
 
 // SearchJournal is the journal file, search.jsonl in the state

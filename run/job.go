@@ -421,13 +421,7 @@ func (r *jobRun) findGood(ctx context.Context, cal *lab.Calibration) (*lab.Calib
 		return nil, err
 	}
 	defer g.Close()
-	good := plumbing.NewHash(r.start.Good[0])
-	rev := good.String()
-	for _, gr := range r.start.GoodRevs {
-		if h, err := g.Resolve(gr); err == nil && h == good {
-			rev = gr
-		}
-	}
+	good, rev := r.givenGood(g)
 	plan, err := g.PlanWalkBack(rev, good, r.job.FindGood.OlderSeries)
 	if err != nil {
 		c := *cal
@@ -442,6 +436,20 @@ func (r *jobRun) findGood(ctx context.Context, cal *lab.Calibration) (*lab.Calib
 		walk.Testing = func(now, next string) { r.ahead.Expect(now, next) }
 	}
 	return r.tester.FindGood(ctx, cal, walk)
+}
+
+// givenGood is the good endpoint the run was given: its commit, and its
+// name as typed when one of the --good revisions names it (a release tag
+// the walk back starts below).
+func (r *jobRun) givenGood(g *bisect.Graph) (plumbing.Hash, string) {
+	good := plumbing.NewHash(r.start.Good[0])
+	rev := good.String()
+	for _, gr := range r.start.GoodRevs {
+		if h, err := g.Resolve(gr); err == nil && h == good {
+			rev = gr
+		}
+	}
+	return good, rev
 }
 
 // restartRange makes the bisection's range the one the walk back found:

@@ -63,6 +63,10 @@ type posteriorRun struct {
 	rangeErr error
 	// pool is the machines of a run on several (nil: one).
 	pool *machinePool
+	// good is the good endpoint's commit: the one given, or the older
+	// release the walk back found good; walk is that walk.
+	good string
+	walk postWalk
 }
 
 // searchPosterior calibrates on the endpoints' boots and searches the
@@ -70,7 +74,12 @@ type posteriorRun struct {
 // confirmed, or the budget runs out: the loop of package drive, on this
 // lab (posteriorRun is its machine). It resumes from the journal.
 func (r *jobRun) searchPosterior(ctx context.Context) (bisect.Result, *lab.Calibration, *lab.SearchSummary, error) {
-	p := &posteriorRun{r: r, pipe: r.pipe, index: map[string]int{}, reverts: map[int]string{}, making: map[int]*revertJob{}}
+	p := &posteriorRun{r: r, pipe: r.pipe, index: map[string]int{}, reverts: map[int]string{}, making: map[int]*revertJob{}, good: r.start.Good[0]}
+	for _, rec := range r.log.Records() {
+		if rec.Event == bisect.EventRange && len(rec.Good) > 0 {
+			p.good = rec.Good[0] // the walk back found it
+		}
+	}
 	res := bisect.Result{Kind: bisect.Aborted}
 	var err error
 	if p.journal, err = lab.OpenSearchJournal(r.stateDir); err != nil {
@@ -101,6 +110,7 @@ func (r *jobRun) searchPosterior(ctx context.Context) (bisect.Result, *lab.Calib
 		CalibrationSamples: min(max(v.Samples.Min, 5), v.Samples.Max),
 		History:            hist,
 		Hooks:              p.hooks(),
+		Walk:               p.walkOptions(ctx),
 	}
 	var out drive.Result
 	if len(r.machines) > 1 {
@@ -126,6 +136,10 @@ func (r *jobRun) searchPosterior(ctx context.Context) (bisect.Result, *lab.Calib
 	case err != nil:
 		return res, p.cal, p.summary(nil), err
 	case out.Search == nil:
+		p.walkedNowhere(out.GoodIsBad)
+		if err := p.hookErr; err != nil {
+			return res, p.cal, nil, err
+		}
 		res.Kind, res.Reason = bisect.NotReproduced, p.cal.Reason
 		return res, p.cal, nil, nil
 	}
@@ -163,16 +177,21 @@ func (p *posteriorRun) hooks() drive.Hooks {
 				}
 			}
 		},
-		Stop: func(goods, bads [][]float64) string {
+		Stop: func(goods, bads [][]float64) (string, bool) {
 			p.goods, p.bads = goods, bads
-			p.stopped = p.thresholdSays(good, bad)
-			return p.stopped
+			var goodIsBad bool
+			p.stopped, goodIsBad = p.thresholdSays(good, bad)
+			return p.stopped, goodIsBad
 		},
 		Calibrated: func(goods, bads [][]float64, m culprit.Model, err error) {
 			p.goods, p.bads = goods, bads
-			p.cal = p.calibration(good, bad, m, err)
+			p.cal = p.calibration(p.good, bad, m, err)
 			if p.stopped != "" {
 				p.cal.Reason = p.stopped
+			}
+			if s := p.walk.search; s != nil && s.Found != "" {
+				p.cal.Search = s
+				p.cal.Reason = fmt.Sprintf("the good endpoint %s measured as bad as the bad one; %s; %s", commitid.Short(s.Given), s.Reason, p.cal.Reason)
 			}
 			p.keep(lab.WriteCalibration(r.stateDir, p.cal))
 		},

@@ -26,21 +26,33 @@ func (p *posteriorRun) calibrationBoot(ctx context.Context, k drive.Kernel, more
 	if err != nil {
 		return drive.Boot{}, err
 	}
-	return p.tookEndpoint(k, sub, p.pipe.Name, ev)
+	return p.tookEndpoint(commit, sub, p.pipe.Name, ev)
 }
 
-// endpointOf is a calibration boot's kind and commit.
+// endpointOf is a calibration boot's kind and commit: the good endpoint
+// is an older release once the walk back found one.
 func (p *posteriorRun) endpointOf(k drive.Kernel) (kind, commit string) {
 	if k.Commit == culprit.GoodEndpoint {
-		return lab.SearchGood, p.r.start.Good[0]
+		return p.kindOf(p.good), p.good
 	}
 	return lab.SearchBad, p.r.start.Bad
 }
 
-// tookEndpoint saves and journals an endpoint's calibration boot on
-// machine; one that cannot be measured ends calibration.
-func (p *posteriorRun) tookEndpoint(k drive.Kernel, sub, machine string, ev *lab.Evidence) (drive.Boot, error) {
-	kind, commit := p.endpointOf(k)
+// kindOf is the journal's kind of an endpoint's boot of commit.
+func (p *posteriorRun) kindOf(commit string) string {
+	switch commit {
+	case p.r.start.Bad:
+		return lab.SearchBad
+	case p.r.start.Good[0]:
+		return lab.SearchGood
+	}
+	return lab.SearchRelease
+}
+
+// tookEndpoint saves and journals an endpoint's calibration boot of
+// commit on machine; one that cannot be measured ends calibration.
+func (p *posteriorRun) tookEndpoint(commit, sub, machine string, ev *lab.Evidence) (drive.Boot, error) {
+	kind := p.kindOf(commit)
 	if len(ev.Values) == 0 {
 		on := ""
 		if machine != "" {
@@ -57,7 +69,7 @@ func (p *posteriorRun) tookEndpoint(k drive.Kernel, sub, machine string, ev *lab
 		return drive.Boot{}, err
 	}
 	samples := p.badness(ev.Values)
-	if kind == lab.SearchGood {
+	if kind != lab.SearchBad {
 		p.goods = append(p.goods, samples)
 	} else {
 		p.bads = append(p.bads, samples)
@@ -80,9 +92,9 @@ func (p *posteriorRun) firstAhead(s *culprit.Search) {
 // reproduced when the job's absolute threshold says so: no boot of the
 // bad endpoint beyond the threshold (it is not bad), or every boot of the
 // good one beyond it (the regression is older than the range).
-func (p *posteriorRun) thresholdSays(good, bad string) string {
+func (p *posteriorRun) thresholdSays(good, bad string) (why string, goodIsBad bool) {
 	if p.rule.Kind != noise.Absolute {
-		return ""
+		return "", false
 	}
 	badIsGood, goodIsBad := culprit.AgainstThreshold(p.goods, p.bads, p.badness([]float64{p.rule.Threshold})[0])
 	f := func(boots [][]float64) string {
@@ -96,17 +108,17 @@ func (p *posteriorRun) thresholdSays(good, bad string) string {
 	switch {
 	case badIsGood:
 		return fmt.Sprintf("the bad endpoint %s is not bad: median %s over %d boots, none beyond the threshold %s; the good endpoint %s: median %s. Check the threshold against these numbers, that the workload runs on the isolated CPUs (workload.cpus), and that the kernel booted with the machine's isolation parameters (boot.params) — the bad endpoint is never moved",
-			commitid.Short(bad), f(p.bads), len(p.bads), th, commitid.Short(good), f(p.goods))
+			commitid.Short(bad), f(p.bads), len(p.bads), th, commitid.Short(good), f(p.goods)), false
 	case goodIsBad:
-		return fmt.Sprintf("the good endpoint %s is bad too: median %s over %d boots, each beyond the threshold %s; the regression is older than it: give an older --good (verdict.search: rule with --find-good walks back along the release tags)",
-			commitid.Short(good), f(p.goods), len(p.goods), th)
+		return fmt.Sprintf("the good endpoint %s is bad too: median %s over %d boots, each beyond the threshold %s; the regression is older than it",
+			commitid.Short(good), f(p.goods), len(p.goods), th), true
 	}
-	return ""
+	return "", false
 }
 
 // calibration is the endpoints' boots as the reports show calibration.
 func (p *posteriorRun) calibration(good, bad string, m culprit.Model, err error) *lab.Calibration {
-	c := &lab.Calibration{Rule: p.rule, Good: p.endpoint(lab.SearchGood, good), Bad: p.endpoint(lab.SearchBad, bad)}
+	c := &lab.Calibration{Rule: p.rule, Good: p.endpoint(p.kindOf(good), good), Bad: p.endpoint(lab.SearchBad, bad)}
 	for _, ev := range []*lab.Evidence{c.Good, c.Bad} {
 		ev.Decision = &noise.Decision{N: len(ev.Values), Median: noise.Median(ev.Values)}
 	}
@@ -141,7 +153,7 @@ func (p *posteriorRun) fromBadness(b float64) float64 {
 func (p *posteriorRun) endpoint(kind, commit string) *lab.Evidence {
 	ev := &lab.Evidence{Commit: commit, Metric: p.r.job.Verdict.Metric, Kind: p.rule.MetricKind}
 	for _, rec := range p.journal.Records() {
-		if rec.Kind == kind {
+		if rec.Kind == kind && rec.Commit == commit && len(rec.Values) > 0 {
 			ev.Release = rec.Release
 			ev.Values = append(ev.Values, rec.Values...)
 			ev.Boots = append(ev.Boots, lab.BootInfo{Release: rec.Release, BootID: rec.BootID, Samples: len(rec.Values)})

@@ -34,12 +34,19 @@ func (p *posteriorRun) history() ([]drive.Record, error) {
 				k.Commit = drive.BadEndpoint
 			}
 			hist = append(hist, drive.Record{Kernel: k, Boot: drive.Boot{Samples: p.badness(rec.Values)}, Machine: m})
+		case lab.SearchRelease:
+			i, err := p.releaseOf(context.Background(), rec.Commit)
+			if err != nil {
+				return nil, err
+			}
+			b := drive.Boot{Samples: p.badness(rec.Values), Skip: len(rec.Values) == 0, Reason: rec.Reason}
+			hist = append(hist, drive.Record{Kernel: drive.Kernel{Commit: drive.Older, Release: i, Why: drive.WalkingBack}, Boot: b, Machine: m})
 		case lab.SearchBoot, lab.SearchSkip:
 			if err := p.openRange(); err != nil {
 				return nil, err
 			}
 			i, ok := p.index[rec.Commit]
-			if rec.Commit == p.r.start.Good[0] && !rec.Reverted {
+			if rec.Commit == p.good && !rec.Reverted {
 				i, ok = culprit.GoodEndpoint, true // a boot that followed the machine's drift
 			}
 			if !ok {
@@ -82,8 +89,11 @@ func (p *posteriorRun) Boot(ctx context.Context, k drive.Kernel, more func([]flo
 	if p.hookErr != nil {
 		return drive.Boot{}, p.hookErr
 	}
-	if k.Why == drive.Calibrating {
+	switch k.Why {
+	case drive.Calibrating:
 		return p.calibrationBoot(ctx, k, more)
+	case drive.WalkingBack:
+		return p.releaseBoot(ctx, k, more)
 	}
 	return p.boot(ctx, culprit.Step{Kind: culprit.Measure, Commit: k.Commit, Reverted: k.Reverted, Confirming: k.Why == drive.Confirming}, more)
 }
@@ -119,7 +129,7 @@ func (p *posteriorRun) boot(ctx context.Context, step culprit.Step, more func([]
 // commitOf is the commit a step boots (the bad endpoint's, reverted).
 func (p *posteriorRun) commitOf(step culprit.Step) string {
 	if step.Commit == culprit.GoodEndpoint {
-		return p.r.start.Good[0]
+		return p.good
 	}
 	return p.rng.Commits[step.Commit].String()
 }

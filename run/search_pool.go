@@ -87,6 +87,11 @@ func (m *machinePool) Start(i int, k drive.Kernel, more func([]float64) bool) {
 			which = "good"
 		}
 		p.r.ev.line("%s: boot of the %s endpoint, for its level and the model", pipe.Name, which)
+	case k.Why == drive.WalkingBack:
+		rel := p.walk.releases[k.Release]
+		e.commit = rel.Commit.String()
+		e.built, e.sub = e.commit, fmt.Sprintf("walk-%d", m.seq)
+		p.r.ev.line("%s: boot of %s, walking back", pipe.Name, rel.Tag)
 	default:
 		e.step = culprit.Step{Kind: culprit.Measure, Commit: k.Commit, Reverted: k.Reverted, Confirming: k.Why == drive.Confirming}
 		e.commit = p.commitOf(e.step)
@@ -169,7 +174,10 @@ func (m *machinePool) Wait(ctx context.Context) (int, drive.Boot, error) {
 	case e.err != nil:
 		return e.i, drive.Boot{}, e.err
 	case e.k.Why == drive.Calibrating:
-		b, err := p.tookEndpoint(e.k, e.sub, name, e.ev)
+		b, err := p.tookEndpoint(e.commit, e.sub, name, e.ev)
+		return e.i, b, err
+	case e.k.Why == drive.WalkingBack:
+		b, err := p.tookRelease(e.commit, e.sub, name, e.ev, e.began)
 		return e.i, b, err
 	}
 	b, err := p.took(e.step, e.commit, e.built, e.sub, name, e.ev, e.began)

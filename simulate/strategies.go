@@ -69,14 +69,14 @@ func engineOptions(cfg *Config, l *lab) drive.Options {
 	if !cfg.halfway {
 		// As run/search_calibrate.go: a job's absolute threshold may
 		// end calibration as not reproduced.
-		opt.Hooks.Stop = func(goods, bads [][]float64) string {
+		opt.Hooks.Stop = func(goods, bads [][]float64) (string, bool) {
 			switch badIsGood, goodIsBad := culprit.AgainstThreshold(goods, bads, cfg.Threshold); {
 			case badIsGood:
-				return "the bad endpoint is not bad: no boot beyond the threshold"
+				return "the bad endpoint is not bad: no boot beyond the threshold", false
 			case goodIsBad:
-				return "the good endpoint is bad too: every boot beyond the threshold"
+				return "the good endpoint is bad too: every boot beyond the threshold", true
 			}
-			return ""
+			return "", false
 		}
 	}
 	if cfg.predict == 0 {
