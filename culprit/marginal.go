@@ -1,6 +1,7 @@
 package culprit
 
 import (
+	"cmp"
 	"math"
 	"slices"
 )
@@ -339,7 +340,21 @@ func (w *weigher) posterior() *groupPosterior {
 func (w *weigher) sharesOf(g group, measured []int, k int) (shows, wrong float64) {
 	_, U, V := w.width()
 	sb, sg := make([]float64, U), make([]float64, V)
-	for kn, s := range w.sums {
+	// In one order, every time: sums in a map's order round differently
+	// from run to run, and a near tie of the next commit's choice would
+	// then fall either way.
+	kernels := make([]kernel, 0, len(w.sums))
+	for kn := range w.sums {
+		kernels = append(kernels, kn)
+	}
+	slices.SortFunc(kernels, func(a, b kernel) int {
+		if a.commit != b.commit {
+			return cmp.Compare(a.commit, b.commit)
+		}
+		return cmp.Compare(boolInt(a.reverted), boolInt(b.reverted))
+	})
+	for _, kn := range kernels {
+		s := w.sums[kn]
 		bad := false
 		switch {
 		case g.none || kn.commit == goodEndpoint:
@@ -355,6 +370,13 @@ func (w *weigher) sharesOf(g group, measured []int, k int) (shows, wrong float64
 		}
 	}
 	return w.rates.posteriorMeans(sb, sg)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // first is one member of a group: what it makes bad is what all do.

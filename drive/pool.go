@@ -26,6 +26,19 @@ type Pool interface {
 	Wait(ctx context.Context) (int, Boot, error)
 }
 
+// PoolShare is the share of one machine's wall time a search takes on k
+// machines, as kbisect simulate --machines measured it (docs/bisection.md,
+// "Several machines, one posterior": 0.61 of it on 2, 0.43 on 4, on the
+// easy and the noisy rows alike): calibration and confirmation divide by
+// the machines, the search less. A forecast of one machine's seconds
+// (culprit.Search.Forecast) times it is the pool's.
+func PoolShare(k int) float64 {
+	if k <= 1 {
+		return 1
+	}
+	return 0.25 + 0.75/float64(k)
+}
+
 // ErrMachineLost marks a machine's error that ends it for the run (it
 // stopped answering) while the pool's other machines go on.
 var ErrMachineLost = errors.New("the machine is lost for this run")

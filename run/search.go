@@ -480,7 +480,7 @@ func (p *posteriorRun) forecastAt(s *culprit.Search) {
 	f, spent := p.ran, now.Sub(p.ran.At).Seconds()
 	if p.pool != nil {
 		// The search ahead is one machine's: several finish sooner.
-		share := poolShare(p.pool.live())
+		share := drive.PoolShare(p.pool.live())
 		f.Seconds, f.SecondsLow, f.SecondsHigh = f.Seconds*share, f.SecondsLow*share, f.SecondsHigh*share
 	}
 	less := func(n int) int { return max(n-done, 1) }

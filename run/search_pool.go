@@ -195,18 +195,6 @@ func (m *machinePool) live() int {
 	return max(n, 1)
 }
 
-// poolShare is the share of one machine's wall time a search takes on k
-// machines, as kbisect simulate --machines measured it (docs/bisection.md,
-// "Several machines, one posterior": 0.61 of it on 2, 0.43 on 4, on the
-// easy and the noisy rows alike): calibration and confirmation divide by
-// the machines, the search less.
-func poolShare(k int) float64 {
-	if k <= 1 {
-		return 1
-	}
-	return 0.25 + 0.75/float64(k)
-}
-
 // summary is each machine's boots in the journal and why it was lost.
 func (m *machinePool) summary() []lab.SearchMachine {
 	out := make([]lab.SearchMachine, len(m.pipes))

@@ -92,3 +92,84 @@ func TestForecastHoldsWhatTheRestTakes(t *testing.T) {
 		}
 	}
 }
+
+// forecastPoolCoverage is forecastCoverage on k simulated machines: the
+// forecast of one machine's seconds times drive.PoolShare(k), as run
+// --job says it on several, against the wall time the pool really took
+// from the boot that began then to its end.
+func forecastPoolCoverage(t *testing.T, noise string, commits, runs, ahead, k int) (inBoots, inSecs, points int) {
+	t.Helper()
+	cfg := Config{Commits: commits, Runs: runs, Seed: 1, Good: 7000, Bad: 15000, Noise: mustNoise(t, noise), Machines: k}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	share := drive.PoolShare(k)
+	for run := range runs {
+		want := rand.New(rand.NewPCG(cfg.Seed, uint64(run))).IntN(cfg.Commits)
+		fresh := func() (*lab, *pool) {
+			l := newLab(&cfg, want, rand.New(rand.NewPCG(cfg.Seed^0x9e3779b97f4a7c15, uint64(run)*64)))
+			return l, newPool(l, k, 0, l.machines)
+		}
+		l, p := fresh()
+		res, err := drive.RunPool(context.Background(), p, engineOptions(&cfg, l))
+		if err != nil || res.Search == nil {
+			continue
+		}
+		total, wall := res.Search.Boots(), p.wall()
+		at := map[int]bool{total / 4: true, total / 2: true, 3 * total / 4: true}
+		type said struct {
+			f        culprit.Forecast
+			boots    int
+			wallThen float64
+		}
+		var forecasts []said
+		l, p = fresh()
+		opt := engineOptions(&cfg, l)
+		opt.Hooks.Before = func(s *culprit.Search, step culprit.Step) {
+			if at[s.Boots()] {
+				delete(at, s.Boots())
+				forecasts = append(forecasts, said{s.Forecast(ahead), s.Boots(), p.now})
+			}
+		}
+		again, err := drive.RunPool(context.Background(), p, opt)
+		if err != nil || again.Search.Boots() != total || p.wall() != wall {
+			t.Fatalf("run %d: the second pass took %d boots, the first %d: a forecast changed the search", run, again.Search.Boots(), total)
+		}
+		for _, f := range forecasts {
+			left, secs := total-f.boots, wall-f.wallThen
+			points++
+			if left >= f.f.BootsLow && left <= f.f.BootsHigh {
+				inBoots++
+			}
+			if secs >= share*f.f.SecondsLow-1 && secs <= share*f.f.SecondsHigh+1 {
+				inSecs++
+			}
+			if testing.Verbose() && os.Getenv("KBISECT_FORECAST_TRACE") != "" {
+				t.Logf("run %d at boot %d of %d: %d left (forecast %d, %d–%d), %.1f h left (%.1f, %.1f–%.1f)", run, f.boots, total, left,
+					f.f.Boots, f.f.BootsLow, f.f.BootsHigh, secs/3600, share*f.f.Seconds/3600, share*f.f.SecondsLow/3600, share*f.f.SecondsHigh/3600)
+			}
+		}
+	}
+	return inBoots, inSecs, points
+}
+
+// TestTheForecastOnSeveralMachines measures what run --job says of the
+// time left on several machines: one machine's forecast of the seconds
+// times drive.PoolShare. Logged, not held (the share is a mean of the
+// simulated pools, and a pool's boots left are not one machine's); more
+// runs, for the note: KBISECT_FORECAST_RUNS=N.
+func TestTheForecastOnSeveralMachines(t *testing.T) {
+	runs := 2
+	if v := os.Getenv("KBISECT_FORECAST_RUNS"); v != "" {
+		runs, _ = strconv.Atoi(v)
+	}
+	for _, k := range []int{2, 4} {
+		for _, noise := range []string{"spread=0.2,spikes=5%:2-20x", "spread=0.3,spikes=5%:2-20x,bad-boots=5%"} {
+			inBoots, inSecs, points := forecastPoolCoverage(t, noise, 1024, runs, 30, k)
+			t.Logf("%d machines, %s: boots left within the forecast's range %d of %d, seconds %d of %d", k, noise, inBoots, points, inSecs, points)
+			if points == 0 {
+				t.Errorf("%d machines, %s: no forecast taken", k, noise)
+			}
+		}
+	}
+}
