@@ -190,6 +190,10 @@ func (l *loader) validateVerdict() {
 	}
 	l.intRange("verdict.boots", v.Boots, 1, 100)
 	l.oneOf("verdict.search", v.Search, []string{SearchPosterior, SearchRule})
+	if v.Search == SearchRule {
+		// Kept readable for the state directories rule runs made.
+		l.warnf(l.at("verdict.search"), "verdict.search", "rule: kbisect run --job no longer searches by git's choice of commits and refuses this job; remove the key (the posterior search is the default; run --exec without --confidence keeps git's choice)")
+	}
 	if v.MaxBoots != 0 {
 		l.intRange("verdict.max_boots", v.MaxBoots, 10, 100000)
 	}

@@ -6,12 +6,8 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/go-git/go-git/v5/plumbing"
-
-	"kbisect/bisect"
 	"kbisect/kbuild"
 	"kbisect/progress"
-	"kbisect/verdict"
 )
 
 // Ahead builds, while the host measures a commit, the commits that come
@@ -25,14 +21,8 @@ import (
 // that does not build is remembered, so the pipeline does not build it
 // again to learn that.
 type Ahead struct {
-	// Session is the bisection; Graph a second graph of the same
-	// repository, so that looking ahead never changes what the session
-	// has parsed (and so its git-identical choices). Both nil for the
-	// posterior search, which says what comes next itself (Expect).
-	Session *bisect.Session
-	Graph   *bisect.Graph
-	Build   kbuild.Options
-	Slot    int
+	Build kbuild.Options
+	Slot  int
 	// Slots is how many builds may run at once: a build server's
 	// build.slots (0 or 1: one, in Slot).
 	Slots int
@@ -66,31 +56,10 @@ type aheadJob struct {
 // Width is how many builds ahead may run at once (Slots, at least one).
 func (a *Ahead) Width() int { return max(a.Slots, 1) }
 
-// Plan is called when the session is about to test a commit: it looks at
-// both verdicts' next commits and queues them, dropping what an earlier
-// plan queued and no longer needs. A build ahead of the commit about to
-// be tested goes on (the pipeline waits for it). Queued builds start at
-// Go, once the commit's own kernel is built.
-func (a *Ahead) Plan(step bisect.Step) {
-	if step.Kind != bisect.StepTest || a.Session == nil {
-		return
-	}
-	var next []string
-	for _, v := range []verdict.Verdict{verdict.Bad, verdict.Good} {
-		f := a.Session.Fork(a.Graph)
-		if err := f.Mark(step.Commit, v); err != nil {
-			continue
-		}
-		if n, err := f.Next(); err == nil && n.Kind == bisect.StepTest && n.Commit != plumbing.ZeroHash {
-			next = append(next, n.Commit.String())
-		}
-	}
-	a.expect(step.Commit.String(), next)
-}
-
-// Expect is Plan for what is not a bisection step (the walk back to a
-// good release, the posterior search): now is about to be tested, next
-// may come after it, nearest first.
+// Expect is called when the search is about to boot now: next may come
+// after it, nearest first, and is queued (dropping what an earlier call
+// queued and no longer needs; a build ahead of now goes on, the pipeline
+// waits for it). Queued builds start at Go, once now's kernel is built.
 func (a *Ahead) Expect(now string, next ...string) { a.expect(now, next) }
 
 func (a *Ahead) expect(now string, next []string) {

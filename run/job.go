@@ -31,10 +31,8 @@ type jobRun struct {
 	jobs   []*configs.Job // one per machine
 	jobSum string
 	bisection
-	start  bisect.Record
-	pipe   *lab.Pipeline
-	tester labTester
-	pool   *lab.Pool
+	start bisect.Record
+	pipe  *lab.Pipeline
 	// machines are the pipelines of several machines, in the jobs'
 	// order; down why each left out at the preflight was (nil: ready).
 	machines []*lab.Pipeline
@@ -45,7 +43,6 @@ type jobRun struct {
 	ahead    *lab.Ahead
 	qemu     *lab.QEMULab
 	aheadLog *os.File
-	g2       *bisect.Graph
 }
 
 func (r *jobRun) close() {
@@ -56,14 +53,8 @@ func (r *jobRun) close() {
 	if r.ahead != nil {
 		r.ahead.Close()
 	}
-	if r.pool != nil {
-		r.pool.Close()
-	}
 	for _, f := range r.logs {
 		f.Close()
-	}
-	if r.g2 != nil {
-		r.g2.Close()
 	}
 	for _, f := range []*os.File{r.buildLog, r.aheadLog} {
 		if f != nil {
@@ -112,6 +103,9 @@ func (r *jobRun) prepare(ctx context.Context) error {
 		job, err := configs.Open(file, o.Messages)
 		if err != nil {
 			return err
+		}
+		if job.Verdict.Search == configs.SearchRule {
+			return ruleLeft(job, file)
 		}
 		if err := job.CheckEnv(nil); err != nil {
 			return usage.Errorf("run --job %v (set it, or run validate to see where it is used)", err)
@@ -169,11 +163,9 @@ func (r *jobRun) prepare(ctx context.Context) error {
 			otherJobRuns(dir, start, snaps, o.Messages)
 		}
 	}
-	posterior := job.Verdict.Search == configs.SearchPosterior
 	if !answered(dir) {
-		// Several machines of one posterior search go on without those
-		// not ready.
-		if r.down, err = preflight(ctx, r.jobs, dir, holdsRun(dir), posterior && len(r.jobs) > 1, r.ev.line); err != nil {
+		// Several machines of one search go on without those not ready.
+		if r.down, err = preflight(ctx, r.jobs, dir, holdsRun(dir), len(r.jobs) > 1, r.ev.line); err != nil {
 			return err
 		}
 	}
@@ -223,7 +215,6 @@ func (r *jobRun) prepare(ctx context.Context) error {
 	}
 	r.ev.g, r.ev.ctx = r.g, ctx
 	r.pipe = &lab.Pipeline{Job: job, Build: bo, StateDir: r.stateDir, Progress: r.ev, BaseFile: baseFile(r.stateDir, "")}
-	r.tester = r.pipe
 	if job.Boot.Method == configs.BootQEMU {
 		if len(r.jobs) > 1 {
 			return usage.Errorf("run: boot.method qemu runs one local guest: give one --job")
@@ -253,21 +244,10 @@ func (r *jobRun) prepare(ctx context.Context) error {
 			r.down = make([]error, len(r.jobs)) // answered: no preflight
 		}
 	}
-	if posterior && len(r.jobs) > 1 {
-		// The posterior search boots on all of them at once (drive's
-		// RunPool), each free machine what tells the most beside what
-		// the others measure; nothing is built ahead but what they boot.
-		return nil
-	}
-	if !posterior && len(r.jobs) > 1 {
-		// Several identical machines: each tests its commit, building in
-		// its own slot; the pool keeps them busy with the next steps.
-		r.pool = &lab.Pool{Pipes: r.machines, Session: r.sess}
-		if r.g2, err = bisect.OpenGraph(ctx, tree); err != nil {
-			return err
-		}
-		r.pool.Graph = r.g2
-		r.tester = r.pool
+	if len(r.jobs) > 1 {
+		// The search boots on all of them at once (drive's RunPool),
+		// each free machine what tells the most beside what the others
+		// measure; nothing is built ahead but what they boot.
 		return nil
 	}
 	if job.Boot.Method == configs.BootQEMU && !o.NoBuildAhead {
@@ -278,89 +258,35 @@ func (r *jobRun) prepare(ctx context.Context) error {
 		return nil
 	}
 	if !o.NoBuildAhead {
-		// A second graph: looking ahead must not change what the
-		// session's graph has parsed. The posterior search looks ahead
-		// by itself (culprit.Search.Ahead).
-		if !posterior {
-			if r.g2, err = bisect.OpenGraph(ctx, tree); err != nil {
-				return err
-			}
-		}
+		// The search says what to build ahead (culprit.Search.Ahead).
 		if r.aheadLog, err = os.OpenFile(filepath.Join(r.stateDir, "build-ahead.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
 			return err
 		}
 		ab := bo
 		ab.Log = r.aheadLog
-		r.ahead = &lab.Ahead{Session: r.sess, Graph: r.g2, Build: ab, Slot: 0,
-			Progress: r.ev, Base: ctx}
+		r.ahead = &lab.Ahead{Build: ab, Slot: 0, Progress: r.ev, Base: ctx}
 		if ab.Server != nil {
 			// A build server: as many builds ahead as it has slots.
 			r.ahead.Slots = job.Build.Slots
 		}
 		r.pipe.Ahead = r.ahead
-		if !posterior {
-			r.ev.ahead = r.ahead
-		}
 	}
 	return nil
 }
 
-// labTester is one machine's pipeline or a pool of identical ones.
-type labTester interface {
-	Calibrate(ctx context.Context, good, bad string) (*lab.Calibration, error)
-	FindGood(ctx context.Context, cal *lab.Calibration, walk lab.Walk) (*lab.Calibration, error)
-	Test(ctx context.Context, commit plumbing.Hash) (bisect.Outcome, error)
-	Confirm(ctx context.Context, culprit string, parents []string, bad string) (*lab.Confirmation, error)
-}
-
-// bisect calibrates on the endpoints, drives the bisection and reports.
+// bisect searches the range by the posterior, boot by boot, and reports.
 func (r *jobRun) bisect(ctx context.Context) (*Result, error) {
-	if r.job.Verdict.Search == configs.SearchPosterior {
-		res, cal, sum, err := r.searchPosterior(ctx)
-		return r.finish(ctx, res, cal, nil, sum, err)
-	}
-	good := r.start.Good[0]
-	r.ev.line("calibrating on the endpoints: bad %s, good %s", commitid.Short(r.start.Bad), commitid.Short(good))
-	if r.ahead != nil {
-		// The good endpoint builds while the bad one is measured, the
-		// first commit to test while the good one is.
-		first := ""
-		if step, err := r.sess.Fork(r.g2).Next(); err == nil && step.Kind == bisect.StepTest {
-			first = step.Commit.String()
-		}
-		r.ahead.Queue(good, first)
-	}
-	cal, err := r.tester.Calibrate(ctx, good, r.start.Bad)
-	if err == nil && !cal.Reproduced && cal.GoodIsBad {
-		cal, err = r.findGood(ctx, cal)
-	}
-	if err == nil && cal.Reproduced && cal.Search != nil {
-		err = r.restartRange(cal.Search)
-	}
-	var res bisect.Result
-	switch {
-	case err != nil:
-		res.Kind = bisect.Aborted
-	case !cal.Reproduced:
-		res.Kind, res.Reason = bisect.NotReproduced, cal.Reason
-	default:
-		r.ev.line("calibrated: %s", cal.Reason)
-		res, err = bisect.Drive(ctx, r.sess, r.log, r.tester.Test, r.ev)
-	}
-	var conf *lab.Confirmation
-	if err == nil && res.Kind == bisect.Found {
-		conf, err = r.confirm(ctx, res.FirstBad)
-	}
-	return r.finish(ctx, res, cal, conf, nil, err)
+	res, cal, sum, err := r.searchPosterior(ctx)
+	return r.finish(ctx, res, cal, sum, err)
 }
 
 // finish saves the result and writes the reports.
-func (r *jobRun) finish(ctx context.Context, res bisect.Result, cal *lab.Calibration, conf *lab.Confirmation, sum *lab.SearchSummary, err error) (*Result, error) {
+func (r *jobRun) finish(ctx context.Context, res bisect.Result, cal *lab.Calibration, sum *lab.SearchSummary, err error) (*Result, error) {
 	r.ev.done()
 	if err == nil && sum != nil {
 		err = r.logDecided(res)
 	}
-	rep := &report.Run{Graph: r.g, Job: r.job, StateDir: r.stateDir, Start: r.start, Result: res, Calibration: cal, Confirmation: conf, Search: sum}
+	rep := &report.Run{Graph: r.g, Job: r.job, StateDir: r.stateDir, Start: r.start, Result: res, Calibration: cal, Search: sum}
 	out := report.RunJSONOf(res, r.stateDir, err)
 	// The result is saved also when the run was cancelled: its git gets
 	// a deadline of its own instead of the run's context.
@@ -403,41 +329,6 @@ func (r *jobRun) findGoodOn() bool {
 	return r.o.Interactive
 }
 
-// findGood walks back from the good endpoint, which measured bad, to a
-// release that measures good, when the run allows it.
-func (r *jobRun) findGood(ctx context.Context, cal *lab.Calibration) (*lab.Calibration, error) {
-	if cal.Search != nil {
-		return cal, nil // walked already: its answer stands
-	}
-	if !r.findGoodOn() {
-		c := *cal
-		c.Reason += "; run again with --find-good to walk back along the release tags to a good one (or give an older --good)"
-		return &c, nil
-	}
-	// A graph of its own: the walk must not change what the session's
-	// graph has read (git's choices depend on it).
-	g, err := bisect.OpenGraph(ctx, string(r.job.Build.Tree))
-	if err != nil {
-		return nil, err
-	}
-	defer g.Close()
-	good, rev := r.givenGood(g)
-	plan, err := g.PlanWalkBack(rev, good, r.job.FindGood.OlderSeries)
-	if err != nil {
-		c := *cal
-		c.Reason += "; cannot walk back: " + err.Error()
-		return &c, nil
-	}
-	r.ev.line("the good endpoint %s measured bad: walking back along the releases below %s (%d to try, at most %d kernels)",
-		rev, plan.From.Tag, len(plan.Candidates), r.job.FindGood.MaxKernels)
-	walk := lab.Walk{Plan: plan, IsAncestor: g.IsAncestor, MaxKernels: r.job.FindGood.MaxKernels,
-		Tried: func(t lab.Try) { r.ev.line("  %s %s: %s", t.Tag, t.Verdict, t.Reason) }}
-	if r.ahead != nil {
-		walk.Testing = func(now, next string) { r.ahead.Expect(now, next) }
-	}
-	return r.tester.FindGood(ctx, cal, walk)
-}
-
 // givenGood is the good endpoint the run was given: its commit, and its
 // name as typed when one of the --good revisions names it (a release tag
 // the walk back starts below).
@@ -470,25 +361,15 @@ func (r *jobRun) restartRange(s *lab.Search) error {
 		return err
 	}
 	r.sess = sess
-	if r.ahead != nil {
-		r.ahead.Session = sess
-	}
-	if r.pool != nil {
-		r.pool.Session = sess
-	}
 	return nil
 }
 
-// confirm measures the first bad commit and its parent again.
-func (r *jobRun) confirm(ctx context.Context, culprit plumbing.Hash) (*lab.Confirmation, error) {
-	parents, err := r.g.Parents(culprit)
-	if err != nil {
-		return nil, err
+// ruleLeft is the error of a job that asks run --job for git's choice of
+// commits, which it no longer makes: where the key is, and what to do.
+func ruleLeft(job *configs.Job, file string) error {
+	at := file
+	if pos, ok := job.Pos("verdict.search"); ok {
+		at = pos.String()
 	}
-	var ps []string
-	for _, p := range parents {
-		ps = append(ps, p.String())
-	}
-	r.ev.line("confirming %s against its parent, on fresh boots with more samples", commitid.Short(culprit.String()))
-	return r.tester.Confirm(ctx, culprit.String(), ps, r.start.Bad)
+	return usage.Errorf("%s: verdict.search: rule: run --job searches by the posterior only (boot by boot, on one machine or several, walking back with --find-good): remove the key. git's exact choice of commits stays in run --exec without --confidence; a state directory a rule run made still reports (kbisect report --state DIR)", at)
 }

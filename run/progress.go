@@ -8,7 +8,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"kbisect/bisect"
-	"kbisect/lab"
 	"kbisect/progress"
 )
 
@@ -25,8 +24,6 @@ type events struct {
 	ctx      context.Context
 	subjects map[string]string
 	labels   map[string]string
-	// ahead hears each step before the sink, to build what may come next.
-	ahead *lab.Ahead
 }
 
 func newEvents(sink progress.Sink) *events {
@@ -67,9 +64,6 @@ func (e *events) done() { e.sink.Emit(progress.Event{Kind: progress.Done}) }
 
 // Testing implements bisect.Progress.
 func (e *events) Testing(step bisect.Step) {
-	if e.ahead != nil {
-		e.ahead.Plan(step)
-	}
 	c := step.Commit.String()
 	e.sink.Emit(progress.Event{Kind: progress.Testing, Commit: c, Subject: e.subject(c),
 		Step: progress.Step{Left: step.Left, Estimate: step.Estimate, MergeBase: step.MergeBase}})

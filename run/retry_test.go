@@ -22,21 +22,7 @@ import (
 // same command with --retry-skips measures that commit again and finds
 // it, the old evidence kept aside.
 func TestRetrySkipsMeasuresTheCommitsARunSkipped(t *testing.T) {
-	for _, search := range []string{configs.SearchRule, configs.SearchPosterior} {
-		t.Run(search, func(t *testing.T) { testRetrySkips(t, search) })
-	}
-}
-
-func testRetrySkips(t *testing.T, search string) {
 	l := newSimLab(t, simlab.Options{Seed: 5, Commits: 80})
-	data, err := os.ReadFile(l.JobFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data = bytes.Replace(data, []byte("\nverdict:\n"), []byte("\nverdict:\n  search: "+search+"\n"), 1)
-	if err := os.WriteFile(l.JobFile, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	job, err := configs.Load(l.JobFile, configs.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -73,17 +59,12 @@ func testRetrySkips(t *testing.T, search string) {
 	if !strings.Contains(msgs.String(), "kbisect: --retry-skips: ") || !strings.Contains(msgs.String(), want[:12]) {
 		t.Errorf("the run did not say what it measures again:\n%s", msgs.String())
 	}
-	aside := filepath.Join(o.State, "commits", want+".skipped-1.json")
-	if search == configs.SearchPosterior {
-		aside = filepath.Join(o.State, lab.SkippedJournal)
-	}
+	aside := filepath.Join(o.State, lab.SkippedJournal)
 	if b, err := os.ReadFile(aside); err != nil || !strings.Contains(string(b), want) {
 		t.Errorf("the skip's evidence was not kept aside in %s: %v", aside, err)
 	}
-	if search == configs.SearchPosterior {
-		journal, _ := os.ReadFile(filepath.Join(o.State, "search.jsonl"))
-		if strings.Contains(string(journal), `"skip"`) {
-			t.Errorf("the journal still holds a skip:\n%s", journal)
-		}
+	journal, _ := os.ReadFile(filepath.Join(o.State, "search.jsonl"))
+	if strings.Contains(string(journal), `"skip"`) {
+		t.Errorf("the journal still holds a skip:\n%s", journal)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"kbisect/bisect"
-	"kbisect/configs"
 	"kbisect/internal/simlab"
 	"kbisect/internal/testrepo"
 	"kbisect/internal/usage"
@@ -57,12 +56,6 @@ func (r *recorder) Emit(e progress.Event) {
 // and the view's events out; the same options again answer from the state
 // directory.
 func TestJobFindsThePlantedRegressionAndResumesFromItsState(t *testing.T) {
-	for _, search := range []string{configs.SearchPosterior, configs.SearchRule} {
-		t.Run(search, func(t *testing.T) { testJobFindsAndResumes(t, search) })
-	}
-}
-
-func testJobFindsAndResumes(t *testing.T, search string) {
 	if err := simlab.Requirements(); err != nil {
 		t.Skip(err)
 	}
@@ -71,16 +64,6 @@ func testJobFindsAndResumes(t *testing.T, search string) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	if search != configs.SearchPosterior {
-		job, err := os.ReadFile(l.JobFile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		job = bytes.Replace(job, []byte("\nverdict:\n"), []byte("\nverdict:\n  search: "+search+"\n"), 1)
-		if err := os.WriteFile(l.JobFile, job, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	want := l.Tree.Expected.FirstBad
 	if want == "" {
 		t.Fatal("seed 5 planted its regression among commits that do not build: pick another seed")
@@ -97,21 +80,12 @@ func testJobFindsAndResumes(t *testing.T, search string) {
 	if res.Kind != bisect.Found || res.JSON.FirstBad != want || !res.Ended {
 		t.Fatalf("result %s %s (ended %v), want found %s", res.Kind, res.JSON.FirstBad, res.Ended, want)
 	}
-	if search == configs.SearchRule {
-		if c := res.Report.Confirmation; c == nil || !c.Confirmed || c.Culprit.Commit != want {
-			t.Errorf("the culprit is not confirmed: %+v", c)
-		}
-		if res.JSON.Steps != len(view.testing) || len(view.testing) == 0 {
-			t.Errorf("%d steps in the answer, the view heard %d steps", res.JSON.Steps, len(view.testing))
-		}
-	} else {
-		s := res.Report.Search
-		if s == nil || s.Result != "found" || s.Probability < 0.99 || res.JSON.Posterior == nil || s.Boots != len(view.testing) {
-			t.Fatalf("the search's summary: %+v (the view heard %d boots)", s, len(view.testing))
-		}
-		if s.CalibrationBoots < 6 || len(s.Candidates) == 0 || s.Candidates[0].Commit != want {
-			t.Errorf("calibration boots %d, candidates %+v", s.CalibrationBoots, s.Candidates)
-		}
+	s := res.Report.Search
+	if s == nil || s.Result != "found" || s.Probability < 0.99 || res.JSON.Posterior == nil || s.Boots != len(view.testing) {
+		t.Fatalf("the search's summary: %+v (the view heard %d boots)", s, len(view.testing))
+	}
+	if s.CalibrationBoots < 6 || len(s.Candidates) == 0 || s.Candidates[0].Commit != want {
+		t.Errorf("calibration boots %d, candidates %+v", s.CalibrationBoots, s.Candidates)
 	}
 	if view.done != 1 || view.phases == 0 {
 		t.Errorf("the view heard %d phases, done %d times", view.phases, view.done)

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -114,5 +116,33 @@ func TestRunJobWalksBackOnThreeMachines(t *testing.T) {
 	}
 	if len(on) < 2 {
 		t.Errorf("the walk booted on %v: want two machines or more", on)
+	}
+}
+
+// TestRunJobRefusesTheRuleSearch: a job that asks run --job for git's
+// choice of commits (verdict.search: rule) is a usage error that says
+// where the key is and what to do, before anything is measured.
+func TestRunJobRefusesTheRuleSearch(t *testing.T) {
+	l := simLab(t, simlab.Options{Seed: 3, Commits: 60})
+	job, err := os.ReadFile(l.JobFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ruled := strings.Replace(string(job), "\nverdict:\n", "\nverdict:\n  search: rule\n", 1)
+	if ruled == string(job) {
+		t.Fatalf("no verdict section in\n%s", job)
+	}
+	if err := os.WriteFile(l.JobFile, []byte(ruled), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	line := strings.Count(ruled[:strings.Index(ruled, "search: rule")], "\n") + 1
+	state := filepath.Join(t.TempDir(), "state")
+	code, stdout, stderr := runCLI(t, context.Background(), "run", "--job", l.JobFile, "--good", l.Tree.Good, "--bad", l.Tree.Bad, "--state", state)
+	want := fmt.Sprintf("%s:%d:11: verdict.search: rule: run --job searches by the posterior only", l.JobFile, line)
+	if code != exitUsage || !strings.Contains(stderr, want) || !strings.Contains(stderr, "remove the key") || len(l.Host.Boots()) != 0 {
+		t.Fatalf("exit %d, %d boots, want %d and %q\nstdout:\n%s\nstderr:\n%s", code, len(l.Host.Boots()), exitUsage, want, stdout, stderr)
+	}
+	if _, err := os.Stat(state); err == nil {
+		t.Errorf("the refused run left a state directory %s", state)
 	}
 }
