@@ -4,10 +4,9 @@ import "kbisect/noise"
 
 // Confirmation is what an older kbisect's rule search (verdict.search:
 // rule) kept in confirmation.json, which its state directories still
-// report: the first bad commit measured again as kbisect ab measures: against its parent, and the bad endpoint against itself with
-// the culprit reverted, each pair in alternating rounds on fresh boots. A
-// culprit named by a bisection rests on one verdict per step, and a wrong
-// one costs a maintainer's day.
+// report: the first bad commit measured again as kbisect ab measures,
+// against its parent, and the bad endpoint against itself with the
+// culprit reverted, each pair in alternating rounds on fresh boots.
 type Confirmation struct {
 	// Culprit and Parent gather the rounds of the first comparison:
 	// every sample of each kernel.

@@ -369,8 +369,11 @@ func (r *Run) search() string {
 			bad = t.Tag
 		}
 	}
-	if s.Bad == s.Given {
+	switch {
+	case s.Bad == s.Given:
 		bad = given
+	case s.Bad == r.Start.Bad && r.Start.BadRev != "":
+		bad = r.Start.BadRev // the posterior search: to the bad endpoint
 	}
 	return fmt.Sprintf("%s; the bisection ran from %s (good) to %s (bad).", text, s.Found, bad)
 }

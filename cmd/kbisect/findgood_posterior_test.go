@@ -93,6 +93,14 @@ func TestRunJobWalksBackByThePosterior(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &out); err != nil || code != exitOK || out.FirstBad != l.Tree.Regression || len(journal(t, state)) != before {
 		t.Errorf("resumed after the answer: exit %d, %s, %d boots more: %v\n%s", code, out.FirstBad, len(journal(t, state))-before, err, stderr)
 	}
+	// The text report says it in words.
+	code, text, stderr := runCLI(t, context.Background(), "report", "--state", state)
+	text = strings.Join(strings.Fields(text), " ") // unwrapped
+	if code != exitOK || !strings.Contains(text, "The good endpoint v6.12.57 measured bad") ||
+		!strings.Contains(text, "cost 2 kernels (v6.12.56 bad, v6.12.54 good)") ||
+		!strings.Contains(text, "the bisection ran from v6.12.54 (good) to "+l.Tree.Bad+" (bad)") {
+		t.Errorf("the text report: exit %d\n%s\n%s", code, text, stderr)
+	}
 }
 
 // TestRunJobWalksBackOnThreeMachines: the posterior's walk back on three
