@@ -480,8 +480,9 @@ func (p *posteriorRun) forecastAt(s *culprit.Search) {
 	f, spent := p.ran, now.Sub(p.ran.At).Seconds()
 	if p.pool != nil {
 		// The search ahead is one machine's: several finish sooner.
-		share := drive.PoolShare(p.pool.live())
-		f.Seconds, f.SecondsLow, f.SecondsHigh = f.Seconds*share, f.SecondsLow*share, f.SecondsHigh*share
+		sc := drive.PoolShare(p.pool.live())
+		f.Seconds, f.SecondsLow, f.SecondsHigh = f.Seconds*sc.Seconds, f.SecondsLow*sc.SecondsLow, f.SecondsHigh*sc.Seconds
+		f.Boots, f.BootsHigh = int(math.Round(float64(f.Boots)*sc.Boots)), int(math.Ceil(float64(f.BootsHigh)*sc.Boots))
 	}
 	less := func(n int) int { return max(n-done, 1) }
 	left := func(x float64) float64 { return math.Max(x-spent, 0) }
