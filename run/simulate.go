@@ -43,6 +43,14 @@ type SimulateOptions struct {
 	// the shapes of a night a run must survive ("": none).
 	Drift, Intermittent, SpikesBad string
 	BootAR                         float64
+	// SampleT and BootT are the degrees of freedom of a Student-t the
+	// samples' deviations and the boots' levels are drawn from (0: a
+	// normal), SpikeTail the index of a Pareto the spikes' factors are
+	// drawn from (0: log-uniform), GoodMode a second mode of a good
+	// kernel's boots ("30%:1.6x"; "": none): shapes the model does not
+	// assume, to measure it against.
+	SampleT, BootT, SpikeTail float64
+	GoodMode                  string
 	// Merges, Broken and NoRevert are the range's shape beyond a line of
 	// commits that all build: the shares of merges, of commits that do
 	// not build and of those whose revert does not apply ("": none);
@@ -269,6 +277,13 @@ func noiseModel(o SimulateOptions, learned *simulate.Learned) (simnoise.Model, e
 		return m, usage.Errorf("--intermittent: %v", err)
 	}
 	m.AR = o.BootAR
+	m.SampleNu, m.BootNu, m.SpikeTail = o.SampleT, o.BootT, o.SpikeTail
+	if m.GoodMode, m.GoodModeAt, err = simnoise.ParseMode(none(o.GoodMode)); err != nil {
+		return m, usage.Errorf("--good-mode: %v", err)
+	}
+	if o.SpikeTail != 0 && m.SpikeMin == 0 {
+		return m, usage.Errorf("--spike-tail %g: give the spikes with --spikes (their share and size range, as in 5%%:2-200x)", o.SpikeTail)
+	}
 	if o.SpikesBad != "" {
 		if m.SpikesBad, err = simnoise.ParsePercent(o.SpikesBad); err != nil {
 			return m, usage.Errorf("--spikes-bad: %v", err)

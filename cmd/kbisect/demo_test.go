@@ -15,7 +15,7 @@ import (
 // the demo before it makes a lab, naming the flag and the setting.
 func TestDemoNoiseSettingsThatCannotBeAreUsageErrors(t *testing.T) {
 	for in, want := range map[string]string{
-		"bogus=1":       `demo --noise bogus=1: "bogus": no such setting; the settings are spread, boot-spread, bad-boots, stray-boots, spikes, flips, drift, boot-ar, intermittent and spikes-bad`,
+		"bogus=1":       `demo --noise bogus=1: "bogus": no such setting; the settings are spread, boot-spread, bad-boots, stray-boots, spikes, flips, drift, boot-ar, intermittent, spikes-bad, sample-t, boot-t, spike-tail and good-mode`,
 		"spread":        `demo --noise spread: "spread": write setting=value, as in spread=0.2`,
 		"bad-boots=60%": "demo --noise bad-boots=60%: bad-boots 0.6 is not between 0 and 0.5",
 	} {

@@ -128,11 +128,31 @@ func TestSimulateSaysWhichFlagIsWrong(t *testing.T) {
 		"--good 7us --bad 15us --first-step 15us":                        "--first-step 15000: a level other than --good's and --bad's",
 		"--good 7us --bad 15us --first-step 9":                           "--first-step 9: give it as --good and --bad are given",
 		"--exec --fail-bad 30% --merges 5%":                              "simulate --exec: --merges is for boots of a noisy metric",
+		"--good 7us --bad 15us --spike-tail 1":                           "--spike-tail 1: give the spikes with --spikes",
+		"--good 7us --bad 15us --good-mode 30%":                          `--good-mode: "30%": say the factor on those boots' level, as in 30%:1.6x`,
+		"--good 7us --bad 15us --sample-t 0.5":                           "simulate: sample-t 0.5: give the Student-t's degrees of freedom, between 1 and 1000",
 	} {
 		code, _, stderr := runCLI(t, context.Background(), append([]string{"simulate"}, strings.Fields(args)...)...)
 		if code != 2 || !strings.Contains(stderr, want) {
 			t.Errorf("simulate %s: exit %d, %q; want 2 and %q", args, code, stderr, want)
 		}
+	}
+}
+
+// The shapes the model does not assume reach the noise a simulation
+// draws, and say so in its JSON.
+func TestSimulateDrawsHeavyTailsAndABimodalGoodKernel(t *testing.T) {
+	code, stdout, stderr := runCLI(t, context.Background(), "simulate", "--json", "--good", "7us", "--bad", "15us", "--commits", "64", "--runs", "4", "--strategies", "kbisect",
+		"--sample-t", "2", "--boot-t", "3", "--boot-spread", "0.1", "--spikes", "5%:2-1000x", "--spike-tail", "1", "--good-mode", "30%:1.6x")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var out simulateOut
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	if want := "spikes=5%:2-1000x,sample-t=2,boot-t=3,spike-tail=1,good-mode=30%:1.6x"; !strings.Contains(out.Noise, want) {
+		t.Errorf("noise %q, want %q in it", out.Noise, want)
 	}
 }
 

@@ -55,6 +55,18 @@ type Model struct {
 	// regression in how often it spikes.
 	SpikesBad    float64
 	HasSpikesBad bool
+	// SampleNu and BootNu, when set, draw the samples' deviations within
+	// a boot and the boots' levels from a Student-t with that many
+	// degrees of freedom (Spread and BootSpread its scale) instead of a
+	// normal: heavier tails than the model assumes (2: no variance).
+	SampleNu, BootNu float64
+	// SpikeTail, when set, draws a spike's factor from a Pareto of that
+	// index starting at SpikeMin and cut at SpikeMax, instead of
+	// log-uniform between them: most spikes small, a few huge.
+	SpikeTail float64
+	// GoodMode is the share of a good kernel's boots whose level is
+	// GoodModeAt times its own: a good kernel whose boots are bimodal.
+	GoodMode, GoodModeAt float64
 }
 
 // Validate says what in the model cannot be.
@@ -84,6 +96,20 @@ func (m Model) Validate() error {
 	}
 	if !(m.AR >= 0 && m.AR < 1) {
 		return fmt.Errorf("boot-ar %g is not between 0 and 1 (1 excluded)", m.AR)
+	}
+	for _, f := range []struct {
+		name string
+		nu   float64
+	}{{"sample-t", m.SampleNu}, {"boot-t", m.BootNu}} {
+		if f.nu != 0 && !(f.nu >= 1 && f.nu <= 1000) {
+			return fmt.Errorf("%s %g: give the Student-t's degrees of freedom, between 1 and 1000 (2: heavy tails without a variance)", f.name, f.nu)
+		}
+	}
+	if m.SpikeTail != 0 && !(m.SpikeTail >= 0.1 && m.SpikeTail <= 100) {
+		return fmt.Errorf("spike-tail %g: give the Pareto's index, between 0.1 and 100 (1: a few spikes near the largest)", m.SpikeTail)
+	}
+	if !(m.GoodMode >= 0 && m.GoodMode <= 1) || (m.GoodMode > 0 && !(m.GoodModeAt > 0 && !math.IsInf(m.GoodModeAt, 0))) {
+		return fmt.Errorf("good-mode %g%% at %gx: give the share of a good kernel's boots and their factor, as in 30%%:1.6x", 100*m.GoodMode, m.GoodModeAt)
 	}
 	return nil
 }
@@ -139,13 +165,16 @@ func (r *Run) Boot(rng *rand.Rand, level, other float64, bad bool) *Boot {
 		level, other = other, level
 		b.OtherSide = !b.OtherSide
 	}
+	if !bad && m.GoodMode > 0 && rng.Float64() < m.GoodMode {
+		level *= m.GoodModeAt
+	}
 	if m.Strays > 0 && rng.Float64() < m.Strays {
 		f := m.StrayMin + (m.StrayMax-m.StrayMin)*rng.Float64()
 		level *= math.Pow(other/level, f)
 	}
 	shift := 1.0
 	if m.BootSpread > 0 {
-		z := m.BootSpread * rng.NormFloat64()
+		z := m.BootSpread * deviate(rng, m.BootNu)
 		if m.AR > 0 {
 			if k > 0 {
 				z = m.AR*r.ar + math.Sqrt(1-m.AR*m.AR)*z
@@ -185,13 +214,58 @@ func (b *Boot) Draw() (x float64, flipped bool) {
 	}
 	x = level
 	if b.m.Spread > 0 {
-		x *= math.Exp(b.m.Spread * b.rng.NormFloat64())
+		x *= math.Exp(b.m.Spread * deviate(b.rng, b.m.SampleNu))
 	}
 	if b.spikes > 0 && b.rng.Float64() < b.spikes {
-		lo, hi := math.Log(b.m.SpikeMin), math.Log(b.m.SpikeMax)
-		x *= math.Exp(lo + (hi-lo)*b.rng.Float64())
+		x *= b.m.spike(b.rng)
 	}
 	return x, flipped
+}
+
+// spike draws a spike's factor: log-uniform between SpikeMin and
+// SpikeMax, or with SpikeTail a Pareto from SpikeMin cut at SpikeMax (by
+// its inverse distribution function, the cut one).
+func (m Model) spike(rng *rand.Rand) float64 {
+	lo, hi := m.SpikeMin, m.SpikeMax
+	if m.SpikeTail == 0 || hi <= lo {
+		return math.Exp(math.Log(lo) + (math.Log(hi)-math.Log(lo))*rng.Float64())
+	}
+	cut := 1 - math.Pow(lo/hi, m.SpikeTail)
+	return lo * math.Pow(1-cut*rng.Float64(), -1/m.SpikeTail)
+}
+
+// deviate draws a standard deviate: a normal, or with nu > 0 a Student-t
+// of nu degrees of freedom (a normal over the root of a χ² of nu degrees
+// divided by nu; a χ² of nu degrees is twice a gamma of shape nu/2).
+func deviate(rng *rand.Rand, nu float64) float64 {
+	z := rng.NormFloat64()
+	if nu == 0 {
+		return z
+	}
+	return z / math.Sqrt(2*gamma(rng, nu/2)/nu)
+}
+
+// gamma draws from a gamma distribution of this shape and scale 1
+// (Marsaglia and Tsang's squeeze; a shape below 1 from one above it,
+// times a uniform to the power of 1/shape).
+func gamma(rng *rand.Rand, shape float64) float64 {
+	if shape < 1 {
+		return gamma(rng, shape+1) * math.Pow(1-rng.Float64(), 1/shape)
+	}
+	d := shape - 1.0/3
+	c := 1 / math.Sqrt(9*d)
+	for {
+		x := rng.NormFloat64()
+		v := 1 + c*x
+		if v <= 0 {
+			continue
+		}
+		v = v * v * v
+		u := 1 - rng.Float64()
+		if math.Log(u) < 0.5*x*x+d-d*v+d*math.Log(v) {
+			return d * v
+		}
+	}
 }
 
 // Samples is how many samples the boot gave.
@@ -265,6 +339,27 @@ func ParseStrays(s string) (rate, lo, hi float64, err error) {
 	return rate, lo, hi, nil
 }
 
+// ParseMode reads a second mode of a good kernel's boots written
+// "30%:1.6x": the share of its boots, and the factor on their level.
+// "0" or "0%" is none.
+func ParseMode(s string) (share, at float64, err error) {
+	p, f, found := strings.Cut(s, ":")
+	if share, err = ParsePercent(p); err != nil {
+		return 0, 0, fmt.Errorf("%q: write the share of a good kernel's boots and their factor, as in 30%%:1.6x", s)
+	}
+	if !found {
+		if share == 0 {
+			return 0, 0, nil
+		}
+		return 0, 0, fmt.Errorf("%q: say the factor on those boots' level, as in 30%%:1.6x", s)
+	}
+	at, err = strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(f), "x"), 64)
+	if err != nil || !(at > 0) || math.IsInf(at, 0) || share > 1 {
+		return 0, 0, fmt.Errorf("%q: write the share of a good kernel's boots (at most 100%%) and a factor above 0, as in 30%%:1.6x", s)
+	}
+	return share, at, nil
+}
+
 // ParseDrift reads a drift written "60%:40": the level grows by 60 % over
 // the run's first 40 boots, and on at that pace; "60%:40:flat" stops it
 // there. "0" or "0%" is none.
@@ -335,6 +430,14 @@ func Parse(s string) (Model, error) {
 		case "spikes-bad":
 			m.SpikesBad, err = ParsePercent(val)
 			m.HasSpikesBad = true
+		case "sample-t":
+			m.SampleNu, err = strconv.ParseFloat(val, 64)
+		case "boot-t":
+			m.BootNu, err = strconv.ParseFloat(val, 64)
+		case "spike-tail":
+			m.SpikeTail, err = strconv.ParseFloat(val, 64)
+		case "good-mode":
+			m.GoodMode, m.GoodModeAt, err = ParseMode(val)
 		default:
 			return m, fmt.Errorf("%q: no such setting; the settings are %s", key, settings)
 		}
@@ -346,7 +449,7 @@ func Parse(s string) (Model, error) {
 }
 
 // settings are the names Parse knows, for its error.
-const settings = "spread, boot-spread, bad-boots, stray-boots, spikes, flips, drift, boot-ar, intermittent and spikes-bad"
+const settings = "spread, boot-spread, bad-boots, stray-boots, spikes, flips, drift, boot-ar, intermittent, spikes-bad, sample-t, boot-t, spike-tail and good-mode"
 
 // String writes the model as Parse reads it.
 func (m Model) String() string {
@@ -371,6 +474,17 @@ func (m Model) String() string {
 	}
 	if m.Intermittent > 0 {
 		s += fmt.Sprintf(",intermittent=%g%%", 100*m.Intermittent)
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"sample-t", m.SampleNu}, {"boot-t", m.BootNu}, {"spike-tail", m.SpikeTail}} {
+		if f.v != 0 {
+			s += fmt.Sprintf(",%s=%g", f.name, f.v)
+		}
+	}
+	if m.GoodMode > 0 {
+		s += fmt.Sprintf(",good-mode=%g%%:%gx", 100*m.GoodMode, m.GoodModeAt)
 	}
 	return s
 }

@@ -158,7 +158,7 @@ func TestIntermittentAndSpikyRegressionsShowAsTheySay(t *testing.T) {
 func TestParseSaysWhatIsWrong(t *testing.T) {
 	for in, want := range map[string]string{
 		"spread":                 `"spread": write setting=value, as in spread=0.2`,
-		"noise=1":                `"noise": no such setting; the settings are spread, boot-spread, bad-boots, stray-boots, spikes, flips, drift, boot-ar, intermittent and spikes-bad`,
+		"noise=1":                `"noise": no such setting; the settings are spread, boot-spread, bad-boots, stray-boots, spikes, flips, drift, boot-ar, intermittent, spikes-bad, sample-t, boot-t, spike-tail and good-mode`,
 		"drift=60%":              `drift: "60%": write the growth and the boots it takes, as in 60%:40 (60%:40:flat to stop there)`,
 		"drift=60%:0":            `drift: "60%:0": write the growth and the boots it takes, as in 60%:40 (60%:40:flat to stop there)`,
 		"drift=60%:40:level":     `drift: "60%:40:level": write the growth and the boots it takes, as in 60%:40 (60%:40:flat to stop there)`,
@@ -285,5 +285,89 @@ func TestDrawSaysWhichSamplesAreFlips(t *testing.T) {
 	}
 	if f := float64(flips) / 5000; math.Abs(f-0.2) > 0.02 {
 		t.Errorf("%.3f flips, want 0.2", f)
+	}
+}
+
+// Heavy tails: a Student-t of ν degrees puts more of its draws far out
+// than a normal of the same scale — at ν = 2, beyond 4 scales about 5.7 %
+// (a normal 0.006 %, ν = 4 1.6 %); a Pareto spike of index 1 from 3× cut at 100× is
+// below 6× half the time (log-uniform would put 20 % there); a good mode
+// of 30 % at 1.6× moves that share of a good kernel's boots and none of
+// a bad one's.
+func TestHeavyTailsAndAGoodModeDrawAsTheySay(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 7))
+	const n = 200000
+	for _, c := range []struct {
+		nu, beyond, tol float64
+	}{{0, 0.00006, 0.0001}, {2, 0.0572, 0.003}, {4, 0.0161, 0.0015}} {
+		far := 0
+		for i := 0; i < n; i++ {
+			if math.Abs(deviate(rng, c.nu)) > 4 {
+				far++
+			}
+		}
+		if got := float64(far) / n; math.Abs(got-c.beyond) > c.tol {
+			t.Errorf("ν %g: %.4f beyond 4 scales, want %.4f", c.nu, got, c.beyond)
+		}
+	}
+	// A gamma's mean is its shape, below 1 as above.
+	for _, shape := range []float64{0.5, 1, 3.5} {
+		sum := 0.0
+		for i := 0; i < n; i++ {
+			sum += gamma(rng, shape)
+		}
+		if got := sum / n; math.Abs(got-shape) > 0.02*shape+0.01 {
+			t.Errorf("gamma of shape %g: mean %.3f", shape, got)
+		}
+	}
+	m := Model{Spikes: 1, SpikeMin: 3, SpikeMax: 100, SpikeTail: 1}
+	small, top := 0, 0.0
+	for i := 0; i < n; i++ {
+		f := m.spike(rng)
+		if f < 3 || f > 100 {
+			t.Fatalf("spike %g outside 3-100x", f)
+		}
+		if f < 6 {
+			small++
+		}
+		top = math.Max(top, f)
+	}
+	// Cut at 100×: P(F < 6) = (1 − 3/6) / (1 − 3/100).
+	if got := float64(small) / n; math.Abs(got-0.5/0.97) > 0.005 {
+		t.Errorf("%.3f of Pareto spikes below 6x, want %.3f", got, 0.5/0.97)
+	}
+	if top < 90 {
+		t.Errorf("the largest of %d Pareto spikes is %.1fx: the tail is missing", n, top)
+	}
+	r := Model{GoodMode: 0.3, GoodModeAt: 1.6}.NewRun()
+	high := map[bool]int{}
+	for i := 0; i < n/10; i++ {
+		for _, bad := range []bool{false, true} {
+			level, other := 7.0, 15.0
+			if bad {
+				level, other = other, level
+			}
+			if x := r.Boot(rng, level, other, bad).Sample(); x != level {
+				if !bad && math.Abs(x-11.2) > 1e-9 {
+					t.Fatalf("a good kernel's boot at %g, want 7 or 11.2", x)
+				}
+				high[bad]++
+			}
+		}
+	}
+	if got := float64(high[false]) / (n / 10); math.Abs(got-0.3) > 0.01 || high[true] != 0 {
+		t.Errorf("%.3f of a good kernel's boots in its second mode (want 0.3), %d of a bad one's (want 0)", got, high[true])
+	}
+	p, err := Parse("spread=0.2,sample-t=2,boot-t=3,spike-tail=1.5,spikes=5%:2-200x,good-mode=30%:1.6x")
+	if err != nil || p.SampleNu != 2 || p.BootNu != 3 || p.SpikeTail != 1.5 || math.Abs(p.GoodMode-0.3) > 1e-12 || p.GoodModeAt != 1.6 {
+		t.Fatalf("%+v, %v", p, err)
+	}
+	if again, err := Parse(p.String()); err != nil || again != p {
+		t.Fatalf("round trip of %q: %v, %+v", p.String(), err, again)
+	}
+	for _, bad := range []string{"sample-t=0.5", "boot-t=x", "spike-tail=0.01", "good-mode=30%", "good-mode=130%:2x", "good-mode=30%:-1x"} {
+		if _, err := Parse(bad); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
 	}
 }
