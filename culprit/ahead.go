@@ -21,6 +21,9 @@ func (s *Search) Ahead(step Step, slots int) []Step {
 	if step.Kind != Measure {
 		return nil
 	}
+	if s.sub != nil {
+		return s.sub.ahead(step, slots)
+	}
 	depth := 1
 	for 1<<(depth+1)-1 <= slots {
 		depth++
@@ -88,5 +91,8 @@ func (s *Search) fork() *Search {
 	}
 	f.extra, f.stepExtra, f.laterExtra, f.checked = maps.Clone(s.extra), maps.Clone(s.stepExtra), maps.Clone(s.laterExtra), maps.Clone(s.checked)
 	f.log = slices.Clone(s.log)
+	if s.sub != nil {
+		f.sub = s.sub.fork()
+	}
 	return &f
 }

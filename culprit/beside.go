@@ -11,6 +11,9 @@ import "math"
 // pending commits' own split (the culprits are among them, or a range of
 // a few commits is all under way).
 func (s *Search) Beside(pending []Step) (Step, bool) {
+	if s.sub != nil {
+		return s.sub.beside(pending)
+	}
 	pc, none := s.Probabilities()
 	n := s.d.Len()
 	taken := make(map[int]bool, len(pending))

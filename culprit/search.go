@@ -48,6 +48,10 @@ type Search struct {
 	// budget says the budget of boots is the search's own (Budget): it
 	// grows when the model learns that a boot tells less.
 	budget bool
+	// sub, once the search converged on the later of two steps, is the
+	// second search below its parent, which the search delegates to
+	// (below.go).
+	sub *below
 }
 
 // New starts a search over the range d under the model m.
@@ -92,7 +96,12 @@ func (s *Search) Model() Model { return s.m }
 func (s *Search) Boots() int { return s.total }
 
 // MaxBoots is the search's budget of boots.
-func (s *Search) MaxBoots() int { return s.opt.MaxBoots }
+func (s *Search) MaxBoots() int {
+	if s.sub != nil {
+		return s.total + s.sub.s.opt.MaxBoots - s.sub.s.total
+	}
+	return s.opt.MaxBoots
+}
 
 // Log is every observation, in order.
 func (s *Search) Log() []Observation { return append([]Observation(nil), s.log...) }
@@ -102,6 +111,9 @@ func (s *Search) Log() []Observation { return append([]Observation(nil), s.log..
 func (s *Search) Built(commit int) {
 	if commit >= 0 && commit < len(s.built) {
 		s.built[commit] = true
+		if s.sub != nil && s.sub.inner[commit] >= 0 {
+			s.sub.s.Built(int(s.sub.inner[commit]))
+		}
 	}
 }
 
@@ -116,6 +128,9 @@ func (s *Search) More(samples []float64) bool { return s.Stopper()(samples) }
 // the search takes in others' (several machines): it holds a copy of
 // the model and the drift, and reads nothing of the search after.
 func (s *Search) Stopper() func(samples []float64) bool {
+	if s.sub != nil {
+		return s.sub.s.Stopper()
+	}
 	m, opt := s.m, s.opt
 	dr, _ := s.drift.at(s.runBoots)
 	return func(samples []float64) bool {
@@ -175,6 +190,11 @@ func (s *Search) Skip(step Step) {
 
 // Replay takes in an observation from an earlier run's log.
 func (s *Search) Replay(o Observation) {
+	if s.sub != nil {
+		o.Evidence = s.sub.take(o, true)
+		s.keep(o)
+		return
+	}
 	pc, none := s.Probabilities()
 	lead := leading(pc, 0, 1)[0]
 	s.settle(lead)
@@ -191,6 +211,11 @@ func (s *Search) Replay(o Observation) {
 }
 
 func (s *Search) observe(o Observation) float64 {
+	if s.sub != nil {
+		o.Evidence = s.sub.take(o, false)
+		s.keep(o)
+		return o.Evidence
+	}
 	switch {
 	case o.Skipped && o.Reverted:
 		s.noRevert[o.Commit] = true
@@ -238,6 +263,9 @@ func (s *Search) observe(o Observation) float64 {
 // of "bad" over "good" (what Observe returns for it), at the model's
 // best guesses.
 func (s *Search) Evidence(samples []float64) float64 {
+	if s.sub != nil {
+		return s.sub.s.Evidence(samples)
+	}
 	dr, _ := s.drift.at(s.runBoots)
 	return s.m.quickEvidence(samples, dr)
 }
@@ -245,6 +273,9 @@ func (s *Search) Evidence(samples []float64) float64 {
 // Probabilities are each commit's probability of being the first bad
 // one, and the probability that none is.
 func (s *Search) Probabilities() ([]float64, float64) {
+	if s.sub != nil {
+		return s.sub.probabilities(s.d.Len())
+	}
 	p := s.w.posterior()
 	return p.pc, p.none
 }
@@ -275,6 +306,9 @@ func (s *Search) BootsOf(commit int) int {
 // Drifting says whether the machine was found to drift, and by how much
 // its level has moved since the run began (log scale).
 func (s *Search) Drifting() (bool, float64) {
+	if s.sub != nil {
+		return s.sub.s.Drifting()
+	}
 	d, _ := s.drift.at(s.runBoots)
 	first, _ := s.drift.at(0)
 	return s.drift.drifting(), d - first
@@ -285,11 +319,17 @@ func (s *Search) Drifting() (bool, float64) {
 func (s *Search) SetCosts(c Costs) {
 	if c.Build > 0 && c.Boot > 0 && c.Sample > 0 {
 		s.opt.Costs = c
+		if s.sub != nil {
+			s.sub.s.SetCosts(c)
+		}
 	}
 }
 
 // Next says what to measure next, or how the search ends.
 func (s *Search) Next() Step {
+	if s.sub != nil {
+		return s.sub.next()
+	}
 	pc, none := s.Probabilities()
 	lead := leading(pc, 0, 1)[0]
 	conf := s.opt.Confidence
@@ -339,6 +379,9 @@ func (s *Search) confirmStep(lead Candidate, pc []float64) (Step, bool) {
 		if end := s.review(lead, pc); end != nil {
 			return *end, true
 		}
+		if s.sub != nil {
+			return s.sub.next(), true // the lead is the later of two steps
+		}
 	}
 }
 
@@ -387,6 +430,9 @@ func Format(p float64) string {
 // that shows on some boots only, one in how often the machine spikes, a
 // machine that drifted over the run. Nothing when none is.
 func (s *Search) Shape() []string {
+	if s.sub != nil {
+		return s.sub.s.Shape()
+	}
 	var out []string
 	m := s.m
 	switch {
@@ -417,13 +463,17 @@ func (s *Search) review(lead Candidate, pc []float64) *Step {
 	}
 	if why == "" {
 		// A parent clearly worse than the good endpoint, once it had
-		// fresh boots more: the lead is a later step. A parent that may
-		// be, or a later step that may show, asks for them.
-		step, t := s.earlierStep(c)
+		// fresh boots more: the lead is a later step, and a second
+		// search below the parent goes on. A parent that may be, or a
+		// later step that may show, asks for them.
+		step, parent, t := s.earlierStep(c)
 		_, tl := s.laterStep(c)
 		rounds := s.stepExtra[c]
 		switch {
 		case t >= stepT && rounds > 0, t >= stepDoubt && rounds >= maxStepRounds:
+			if s.descend(c, parent) {
+				return nil // the second search below the parent goes on
+			}
 			return &Step{Kind: Inconclusive, Probability: lead.Probability, Candidates: leading(pc, conf, 10),
 				Reason: fmt.Sprintf("the most probable commit leads at %s, but %s", Format(lead.Probability), step)}
 		case step != "" && rounds < maxStepRounds:

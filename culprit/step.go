@@ -35,6 +35,10 @@ type Step struct {
 	Probability float64
 	Candidates  []Candidate
 	Reason      string
+	// Later are, with Found, the later steps the search saw on its way
+	// (candidates it converged on first, whose parents measured worse
+	// than the good endpoint): Commit is the first step.
+	Later []int
 }
 
 // Observation is one boot the search took in: replayed in order, the

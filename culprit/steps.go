@@ -95,7 +95,7 @@ func (s *Search) stepFrom(k, endpoint kernel) (d, t, short float64) {
 
 // earlierStep says, when a parent of candidate c measures worse than the
 // good endpoint by a step's share of the way, that c may not be the first
-// commit that made it worse ("" when no parent does), and how many
+// commit that made it worse ("" when no parent does), which parent, and how many
 // standard errors apart the two are: stepT shows it beyond doubt,
 // stepMaybe only suggests it (fresh boots more of the parent and the
 // good endpoint will tell), stepDoubt after those is doubt enough not to
@@ -105,7 +105,7 @@ func (s *Search) stepFrom(k, endpoint kernel) (d, t, short float64) {
 // them pulled towards each other, or its few boots fell low: it asks for
 // fresh boots, and is told no step only once they put it short by more
 // (or the rounds are spent).
-func (s *Search) earlierStep(c int) (string, float64) {
+func (s *Search) earlierStep(c int) (string, int, float64) {
 	toBad := math.Copysign(1, s.m.Bad-s.m.Good)
 	for _, p := range s.d.parents[c] {
 		parent := kernel{commit: int(p)}
@@ -119,9 +119,9 @@ func (s *Search) earlierStep(c int) (string, float64) {
 		if short > 0 {
 			t = stepMaybe // fresh boots more, but no decision yet
 		}
-		return why, t
+		return why, int(p), t
 	}
-	return "", 0
+	return "", -1, 0
 }
 
 // maxStepRounds bounds the rounds of fresh boots an earlier step that

@@ -29,6 +29,11 @@ type lineLab struct {
 	// walk, when set, places kernels on a longer line with older
 	// releases (the walk back's tests).
 	walk *walkLine
+	// later, when set, is a second step: from culprit on a kernel
+	// measures at middle, from later on at bad (the bad endpoint
+	// without later at middle).
+	later  int
+	middle float64
 }
 
 var errLabDown = errors.New("the lab host went away")
@@ -49,6 +54,9 @@ func (l *lineLab) Boot(_ context.Context, k Kernel, more func([]float64) bool) (
 	level := l.good
 	if bad && !l.hidden[at] {
 		level = l.bad
+	}
+	if mid := (k.Commit < l.later && !k.Reverted) || (k.Reverted && k.Commit == l.later); l.later > 0 && bad && mid && k.Commit != BadEndpoint {
+		level = l.middle
 	}
 	rng := rand.New(rand.NewPCG(l.seed, uint64(at)))
 	level += 0.05 * rng.NormFloat64()

@@ -154,6 +154,9 @@ type SearchSummary struct {
 	// Machines are the machines of a run on several, in the jobs'
 	// order.
 	Machines []SearchMachine `json:"machines,omitempty"`
+	// Later are, when the answer is the first of two steps, the later
+	// steps the search converged on first (culprit.Step.Later).
+	Later []string `json:"later_steps,omitempty"`
 }
 
 // SearchMachine is one machine of a run on several: its boots taken in

@@ -81,6 +81,9 @@ func (r *Run) posteriorText() string {
 	}
 	switch r.Result.Kind {
 	case bisect.Found:
+		for _, l := range s.Later {
+			shape += fmt.Sprintf(" It is the first of two steps: %s made it worse again later (the search converged on that one first, found its parent worse than the good endpoint, and searched again below it).", commitid.Short(l))
+		}
 		return fmt.Sprintf("%s is the first bad commit, probability %s after %s; confirmed on fresh boots of it, its parents and the bad endpoint without it.%s",
 			commitid.Short(r.Result.FirstBad.String()), prob(s.Probability), boots, shape)
 	case bisect.NotReproduced:

@@ -156,6 +156,9 @@ func (p *posteriorRun) summary(end *culprit.Step) *lab.SearchSummary {
 		case culprit.Found:
 			s.Result = string(bisect.Found)
 			s.Probability = end.Probability
+			for _, l := range end.Later {
+				s.Later = append(s.Later, p.rng.Commits[l].String())
+			}
 		case culprit.NotReproduced:
 			s.Result = string(bisect.NotReproduced)
 		default:

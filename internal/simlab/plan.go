@@ -19,6 +19,7 @@ const (
 	kindRelease                // bumps SUBLEVEL
 	kindRegression             // changes the noise level of fs/eventpoll.c
 	kindFix                    // fixes a broken commit's line
+	kindLater                  // the second step: changes the noise level again
 )
 
 // plan is the generated history with what each commit does.
@@ -32,8 +33,11 @@ type plan struct {
 	releases []int    // good endpoint first, bad endpoint last
 	older    []int    // releases below the good endpoint, newest first
 	planted  int
-	breaks   map[int]int // broken commit → its fix
-	broken   []bool
+	// later is the regression's second step (Options.FirstStep; -1:
+	// none), a commit after it.
+	later  int
+	breaks map[int]int // broken commit → its fix
+	broken []bool
 }
 
 // newPlan generates the history and decides what each commit does.
@@ -49,7 +53,7 @@ func newPlan(opt Options) (*plan, error) {
 	h.Mainline = len(h.Commits) - 1
 	n := len(h.Commits)
 	p := &plan{h: h, anc: h.Ancestors(), kinds: make([]kind, n), files: make([]string, n), onFP: make([]bool, n),
-		breaks: map[int]int{}, broken: make([]bool, n)}
+		breaks: map[int]int{}, broken: make([]bool, n), later: -1}
 	for c := h.Mainline; ; c = h.Commits[c].Parents[0] {
 		p.fp = append([]int{c}, p.fp...)
 		p.onFP[c] = true
@@ -75,6 +79,11 @@ func newPlan(opt Options) (*plan, error) {
 	}
 	if err := p.plant(rng, opt); err != nil {
 		return nil, err
+	}
+	if opt.FirstStep > 0 {
+		if err := p.plantLater(rng, opt); err != nil {
+			return nil, err
+		}
 	}
 	if opt.BrokenBuilds > 0 {
 		p.breakBuilds(rng, opt.BrokenBuilds)
@@ -225,6 +234,31 @@ func (p *plan) breakBefore(c int) int {
 	return -1
 }
 
+// plantLater chooses the regression's second step: an ordinary commit
+// after the regression (on the mainline where it can), between the
+// endpoints, away from both ends of those.
+func (p *plan) plantLater(rng *rand.Rand, opt Options) error {
+	var after, mainline []int
+	for c := range p.h.Commits {
+		if c != p.planted && p.anc[c].Has(p.planted) && p.inRange(c) && (p.kinds[c] == kindCode || p.kinds[c] == kindDoc) {
+			after = append(after, c)
+			if p.onFP[c] {
+				mainline = append(mainline, c)
+			}
+		}
+	}
+	if len(mainline) >= 5 {
+		after = mainline
+	}
+	if len(after) < 5 {
+		return fmt.Errorf("simlab: seed %d, %d commits: no room for a second step after the regression: try another seed or more commits", opt.Seed, opt.Commits)
+	}
+	pool := after[len(after)/5 : len(after)-len(after)/5]
+	p.later = pool[rng.IntN(len(pool))]
+	p.kinds[p.later], p.files[p.later] = kindLater, eventpoll
+	return nil
+}
+
 func (p *plan) setRegression(c int) {
 	p.planted = c
 	p.kinds[c], p.files[c] = kindRegression, eventpoll
@@ -280,6 +314,9 @@ func (p *plan) breakBuilds(rng *rand.Rand, count int) {
 func (p *plan) breakage(b, f, limit int, nearRegression bool) ([]int, bool) {
 	var set []int
 	forbidden := map[int]bool{p.planted: true}
+	if p.later >= 0 {
+		forbidden[p.later], forbidden[p.h.Commits[p.later].Parents[0]] = true, true
+	}
 	if !nearRegression {
 		forbidden[p.h.Commits[p.planted].Parents[0]] = true
 	}

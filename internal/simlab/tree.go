@@ -85,6 +85,11 @@ type Options struct {
 	// then bad, as in the first seed report (at most OlderReleases; 0:
 	// between the endpoints).
 	RegressionBack int
+	// FirstStep, when set, makes the regression two steps (between
+	// GoodNoise and BadNoise): the planted commit takes the noise from
+	// GoodNoise to FirstStep, a later commit (Tree.Later) from
+	// FirstStep on to BadNoise — a regression another adds to.
+	FirstStep time.Duration
 	// Noise is the noise real machines have (simnoise.Model): each boot
 	// of the lab's hosts draws its level from it, at the booted kernel's
 	// level or, for a bad boot, at the other side's (GoodNoise for a bad
@@ -143,6 +148,10 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("simlab: the regression %d releases back needs as many older releases (have %d)", o.RegressionBack, o.OlderReleases)
 	case o.RegressionBack > 0 && o.BrokenBeforeRegression:
 		return fmt.Errorf("simlab: a regression below the good endpoint has no broken parent to plant")
+	case o.FirstStep != 0 && !(o.FirstStep > o.GoodNoise && o.FirstStep < o.BadNoise && o.FirstStep%time.Microsecond == 0):
+		return fmt.Errorf("simlab: a first step to %v: whole microseconds between the good level %v and the bad one %v", o.FirstStep, o.GoodNoise, o.BadNoise)
+	case o.FirstStep != 0 && (o.RegressionBack > 0 || o.BrokenBeforeRegression):
+		return fmt.Errorf("simlab: a regression in two steps is planted between the endpoints, after a parent that builds")
 	case o.Duration < time.Second || o.Duration%time.Second != 0:
 		return fmt.Errorf("simlab: a sample of %v: whole seconds, at least 1", o.Duration)
 	}
@@ -169,6 +178,10 @@ type Tree struct {
 	// on the mainline's first-parent history (else on a merged branch).
 	Regression string
 	OnMainline bool
+	// Later is the regression's second step (Options.FirstStep; "":
+	// none), FirstStep the level between the two.
+	Later     string
+	FirstStep time.Duration
 	// Broken are the commits whose kernel does not build, DocOnly those
 	// that change only documentation, each in commit order.
 	Broken  []string
@@ -178,7 +191,7 @@ type Tree struct {
 	// Expected is what bisecting from Good to Bad must answer.
 	Expected Expected
 
-	bad, broken map[string]bool
+	bad, broken, later map[string]bool
 }
 
 // Expected is the answer of a bisection between a tree's endpoints, as
@@ -202,7 +215,12 @@ func (t *Tree) Builds(commit string) bool { return !t.broken[commit] }
 
 // Noise returns the noise level the kernel of commit (a full hash) carries.
 func (t *Tree) Noise(commit string) time.Duration {
-	if t.bad[commit] {
+	switch {
+	case t.later[commit]:
+		return t.BadNoise
+	case t.bad[commit] && t.FirstStep > 0:
+		return t.FirstStep
+	case t.bad[commit]:
 		return t.BadNoise
 	}
 	return t.GoodNoise
@@ -235,7 +253,10 @@ func NewTree(dir string, opt Options) (*Tree, error) {
 		return nil, fmt.Errorf("simlab: writing the tree into %s: %v", dir, err)
 	}
 	t := &Tree{Dir: dir, Commits: hashes, Subjects: subjects, GoodNoise: opt.GoodNoise, BadNoise: opt.BadNoise,
-		Regression: hashes[p.planted], OnMainline: p.onFP[p.planted], bad: map[string]bool{}, broken: map[string]bool{}}
+		Regression: hashes[p.planted], OnMainline: p.onFP[p.planted], FirstStep: opt.FirstStep, bad: map[string]bool{}, broken: map[string]bool{}, later: map[string]bool{}}
+	if p.later >= 0 {
+		t.Later = hashes[p.later]
+	}
 	var refs strings.Builder
 	for k, r := range p.releases {
 		tag := fmt.Sprintf("v6.12.%d", firstSublevel+k)
@@ -259,6 +280,9 @@ func NewTree(dir string, opt Options) (*Tree, error) {
 	for i, hash := range hashes {
 		if p.anc[i].Has(p.planted) {
 			t.bad[hash] = true
+		}
+		if p.later >= 0 && p.anc[i].Has(p.later) {
+			t.later[hash] = true
 		}
 		if p.broken[i] {
 			t.broken[hash] = true
@@ -315,6 +339,8 @@ func (p *plan) subjects() []string {
 			out[i] = fmt.Sprintf("Linux 6.12.%d", releaseNo[i])
 		case kindRegression:
 			out[i] = "eventpoll: Replace rwlock with spinlock"
+		case kindLater:
+			out[i] = "eventpoll: Hold ep->lock across the whole wakeup"
 		case kindFix:
 			out[i] = area(p.files[i]) + ": Fix the build (a missing semicolon)"
 		case kindDoc:
@@ -361,10 +387,13 @@ func (p *plan) contents(opt Options) testrepo.Files {
 			lines[f] = append(lines[f], line{commit: i, text: fmt.Sprintf("\nSee the note of change %d about isolated CPUs.\n", i)})
 		case kindRegression:
 			lines[f] = append(lines[f], line{commit: i, text: "\n/* ep->lock is a spinlock_t: on PREEMPT_RT an rt_mutex. */\nint ep_lock_is_spinlock(void)\n{\n\treturn 1;\n}\n", top: true})
+		case kindLater:
+			lines[f] = append(lines[f], line{commit: i, text: "\n/* ep_poll_callback holds ep->lock across the whole wakeup. */\nint ep_wakeup_locked(void)\n{\n\treturn 1;\n}\n", top: true})
 		}
 	}
 	good := strconv.Itoa(int(opt.GoodNoise / time.Microsecond))
 	bad := strconv.Itoa(int(opt.BadNoise / time.Microsecond))
+	first := strconv.Itoa(int(opt.FirstStep / time.Microsecond))
 	return func(i int) map[string]string {
 		has := p.anc[i].Has
 		out := make(map[string]string, len(build)+len(lines)+2)
@@ -380,7 +409,12 @@ func (p *plan) contents(opt Options) testrepo.Files {
 		out["Makefile"] = withSublevel(sub)
 		out["README"] = "Linux kernel (kbisect's simulated tree)\n\nA tiny kernel-like tree for kbisect's tests and demo: make defconfig, make bzImage.\n"
 		noise := good
-		if has(p.planted) {
+		switch {
+		case p.later >= 0 && has(p.later):
+			noise = bad
+		case has(p.planted) && opt.FirstStep > 0:
+			noise = first
+		case has(p.planted):
 			noise = bad
 		}
 		for _, f := range sortedKeys(lines) {

@@ -6,9 +6,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"kbisect/internal/simhost"
 	"kbisect/internal/simlab"
 )
 
@@ -161,5 +164,47 @@ func TestARegressionBelowTheGoodEndpoint(t *testing.T) {
 	tree.Good, tree.Bad = "v6.12.54", "v6.12.55"
 	if got := gitBisect(t, tree); !slices.Equal(got, []string{tree.Regression}) {
 		t.Errorf("git bisect run v6.12.54..v6.12.55 ends at %v; the regression is %s", got, tree.Regression)
+	}
+}
+
+// A regression in two steps: the planted commit takes the noise to the
+// first step's level, a later mainline commit on to the bad one; each
+// commit's eventpoll.c carries its level, and reverting the later step on
+// the bad endpoint brings the first step's back. A bisection by a
+// threshold between the endpoints names the later step.
+func TestARegressionInTwoSteps(t *testing.T) {
+	t.Parallel()
+	tree, err := simlab.NewTree(filepath.Join(t.TempDir(), "tree"), simlab.Options{Seed: 14, Commits: 200, GoodNoise: 7 * time.Microsecond, FirstStep: 9 * time.Microsecond, BadNoise: 15 * time.Microsecond, NoStorm: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tree.Later == "" || tree.Later == tree.Regression || gitOut(t, tree.Dir, "merge-base", "--is-ancestor", tree.Regression, tree.Later) != "" {
+		t.Fatalf("later step %q, regression %s", tree.Later, tree.Regression)
+	}
+	marker := func(rev string) string {
+		_, rest, _ := strings.Cut(gitOut(t, tree.Dir, "show", rev+":fs/eventpoll.c"), simhost.NoiseMarker)
+		level, _, _ := strings.Cut(rest, `"`)
+		return level
+	}
+	for rev, want := range map[string]time.Duration{tree.GoodCommit: 7 * time.Microsecond, tree.Regression + "^": 7 * time.Microsecond, tree.Regression: 9 * time.Microsecond,
+		tree.Later + "^": 9 * time.Microsecond, tree.Later: 15 * time.Microsecond, tree.BadCommit: 15 * time.Microsecond} {
+		full := gitOut(t, tree.Dir, "rev-parse", rev)
+		if got := tree.Noise(full); got != want || marker(rev) != strconv.Itoa(int(want/time.Microsecond)) {
+			t.Errorf("%s: noise %v, marker %q; want %v", rev, got, marker(rev), want)
+		}
+	}
+	if s := gitOut(t, tree.Dir, "log", "-1", "--format=%s", tree.Later); s != "eventpoll: Hold ep->lock across the whole wakeup" {
+		t.Errorf("the later step's subject: %q", s)
+	}
+	// A threshold between the endpoints (10 µs) takes the first step for
+	// good: git bisect run names the later one.
+	if got := gitBisect(t, tree); !slices.Equal(got, []string{tree.Later}) {
+		t.Errorf("git bisect run ends at %v; the later step is %s", got, tree.Later)
+	}
+	work := filepath.Join(t.TempDir(), "work")
+	gitOut(t, tree.Dir, "worktree", "add", "-q", "--detach", work, tree.BadCommit)
+	gitOut(t, work, "-c", "user.name=t", "-c", "user.email=t@example.org", "revert", "--no-edit", tree.Later)
+	if got := marker(gitOut(t, work, "rev-parse", "HEAD")); got != "9" {
+		t.Errorf("the bad endpoint without the later step measures %s µs, want 9", got)
 	}
 }

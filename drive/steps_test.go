@@ -1,0 +1,70 @@
+package drive
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"kbisect/culprit"
+)
+
+// TestASecondSearchBelowTheParentNamesTheFirstStep: a first step to
+// 9 µs at commit 80 and a later one on to 15 µs at 200 — the search
+// converges on the later step, whose parent measures worse than the good
+// endpoint; it searches again below that parent and names 80, with 200
+// listed as the later step. Stopped by the lab at boots before and after
+// the second search began and resumed from what it recorded, it asks for
+// the same kernels in the same order and ends the same.
+func TestASecondSearchBelowTheParentNamesTheFirstStep(t *testing.T) {
+	line := func(failAt int) *lineLab {
+		return &lineLab{n: 300, culprit: 80, later: 200, middle: math.Log(9000), good: math.Log(7000), bad: math.Log(15000), seed: 5, failAt: failAt}
+	}
+	whole := line(-1)
+	res, err := Run(context.Background(), whole, options(whole, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := res.End
+	if end.Kind != culprit.Found || end.Commit != 80 || len(end.Later) != 1 || end.Later[0] != 200 || end.Probability < 0.99 {
+		t.Fatalf("%+v: want 80 found, 200 the later step", end)
+	}
+	if !strings.Contains(end.Reason, "the first of two steps") || !strings.Contains(end.Reason, "searched again below that parent") {
+		t.Errorf("the answer says %q", end.Reason)
+	}
+	// The second search began at the first boot after which nothing
+	// after the later step's parent is booted (but for calibration).
+	below := len(whole.booted)
+	for i := len(whole.booted) - 1; i >= 0; i-- {
+		if k := whole.booted[i]; k.Why != Calibrating && (k.Commit >= 200 || k.Reverted) {
+			break
+		}
+		below = i
+	}
+	if below >= len(whole.booted)-4 {
+		t.Fatalf("the second search took %d boots of %d: it did not search", len(whole.booted)-below, len(whole.booted))
+	}
+	// The first commit after the parent's boots in the second search
+	// is below the parent (its search), and the bad endpoint's revert is
+	// never asked of it.
+	for _, k := range whole.booted[below:] {
+		if k.Commit > 199 {
+			t.Fatalf("the second search booted %+v, above the parent", k)
+		}
+	}
+	for _, stop := range []int{below - 3, below, below + 1, below + 6, (below + len(whole.booted)) / 2, len(whole.booted) - 2} {
+		first := line(stop)
+		if _, err := Run(context.Background(), first, options(first, nil)); !errors.Is(err, errLabDown) {
+			t.Fatalf("stopped at boot %d: %v, want the lab's error", stop, err)
+		}
+		again := line(-1)
+		again.booted = append(again.booted, first.booted...)
+		res2, err := Run(context.Background(), again, options(again, first.records))
+		sameRun(t, stop, res, res2, err, whole.booted, again.booted)
+		if len(res2.End.Later) != 1 || res2.End.Later[0] != 200 {
+			t.Fatalf("resumed after %d boots: later steps %v, want [200]", stop, res2.End.Later)
+		}
+	}
+	t.Logf("%d boots, the second search from boot %d", len(whole.booted), below)
+}
