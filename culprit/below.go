@@ -26,15 +26,17 @@ type below struct {
 	// inner the reverse (-1: not in it).
 	outer []int
 	inner []int32
-	// later is the first search's candidate: the later step.
+	// later is the first search's candidate, the later step, and lead
+	// its probability when the second search began.
 	later int
+	lead  float64
 }
 
 // descend begins the second search below parent, of candidate c whose
 // parent measures worse than the good endpoint; false when it cannot
 // (a copy of the search looking ahead, a parent that does not measure
 // above the good endpoint's level, a second search that cannot be made).
-func (s *Search) descend(c, parent int) bool {
+func (s *Search) descend(c, parent int, lead float64) bool {
 	if s.frozen || s.sub != nil {
 		return false
 	}
@@ -48,7 +50,7 @@ func (s *Search) descend(c, parent int) bool {
 		return false
 	}
 	n := s.d.Len()
-	b := &below{inner: make([]int32, n), later: c}
+	b := &below{inner: make([]int32, n), later: c, lead: lead}
 	var parents [][]int
 	for i := 0; i < n; i++ {
 		b.inner[i] = -1
@@ -191,9 +193,10 @@ func (b *below) candidates(cs []Candidate) []Candidate {
 
 // next is the second search's next step, as the range has it: the
 // answer names the first step and lists the later; a second search that
-// finds no bad commit below the parent ends inconclusive (the parent
-// measured worse than the good endpoint, so the range's regression is
-// there; what it found cannot be told).
+// finds no bad commit below the parent ends inconclusive, the later step
+// the candidate at the probability the first search gave it (the parent
+// measured worse than the good endpoint, and the boots below it could
+// not tell why).
 func (b *below) next() Step {
 	st := b.step(b.s.Next())
 	first := fmt.Sprintf("the search first converged on a later step, whose parent measured %s the good endpoint; searched again below that parent (its ancestors in the range, %d commits)", pct(b.s.m.Bad-b.s.m.Good), len(b.outer))
@@ -203,7 +206,7 @@ func (b *below) next() Step {
 		st.Reason = st.Reason + "; the first of two steps: " + first
 	case NotReproduced:
 		st.Kind = Inconclusive
-		st.Candidates = append([]Candidate{{Commit: b.later, Probability: 0}}, st.Candidates...)
+		st.Candidates = []Candidate{{Commit: b.later, Probability: b.lead}}
 		st.Reason = first + ", and found no bad commit there: " + st.Reason
 	case Inconclusive:
 		st.Reason = first + ": " + st.Reason

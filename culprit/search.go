@@ -471,7 +471,7 @@ func (s *Search) review(lead Candidate, pc []float64) *Step {
 		rounds := s.stepExtra[c]
 		switch {
 		case t >= stepT && rounds > 0, t >= stepDoubt && rounds >= maxStepRounds:
-			if s.descend(c, parent) {
+			if s.descend(c, parent, lead.Probability) {
 				return nil // the second search below the parent goes on
 			}
 			return &Step{Kind: Inconclusive, Probability: lead.Probability, Candidates: leading(pc, conf, 10),
