@@ -143,8 +143,8 @@ func (b *below) take(o Observation, replay bool) float64 {
 	return b.s.log[len(b.s.log)-1].Evidence
 }
 
-// keep is what the search itself records of an observation while the
-// second search weighs it: the counts and the log.
+// keep records an observation in the search's counts and its log (the
+// second search, when there is one, weighs it).
 func (s *Search) keep(o Observation) {
 	switch {
 	case o.Skipped && o.Reverted:

@@ -216,38 +216,19 @@ func (s *Search) observe(o Observation) float64 {
 		s.keep(o)
 		return o.Evidence
 	}
-	switch {
-	case o.Skipped && o.Reverted:
-		s.noRevert[o.Commit] = true
-	case o.Skipped:
-		if o.Commit >= 0 {
-			s.skip[o.Commit] = true
-		}
-	default:
-		r := newReading(o.Samples)
+	if !o.Skipped {
 		at := s.runBoots
-		s.runBoots++
 		dr, dv := s.drift.at(at)
-		s.w.add(kernel{commit: o.Commit, reverted: o.Reverted}, at, r, dr, math.Sqrt(s.m.BootSpread*s.m.BootSpread+dv))
+		s.w.add(kernel{commit: o.Commit, reverted: o.Reverted}, at, newReading(o.Samples), dr, math.Sqrt(s.m.BootSpread*s.m.BootSpread+dv))
 		o.Evidence = s.m.quickEvidence(o.Samples, dr)
-		if !o.Endpoint {
-			s.total++
-		}
 		switch {
 		case o.Commit == goodEndpoint:
-			s.goodBoots++
 			s.lastGood = at
-		case o.Reverted:
-			s.reverted[o.Commit]++
-		default:
-			s.built[o.Commit] = true
-			s.boots[o.Commit]++
-			if o.Commit == s.d.Len()-1 {
-				s.lastBad = at
-			}
+		case !o.Reverted && o.Commit == s.d.Len()-1:
+			s.lastBad = at
 		}
 	}
-	s.log = append(s.log, o)
+	s.keep(o)
 	if !o.Skipped && !s.frozen {
 		if s.runBoots%refreshEvery == 0 {
 			s.refresh()
@@ -256,7 +237,7 @@ func (s *Search) observe(o Observation) float64 {
 			s.refit()
 		}
 	}
-	return s.log[len(s.log)-1].Evidence
+	return o.Evidence
 }
 
 // Evidence is what a boot of these samples would say now, in log odds
