@@ -33,22 +33,30 @@ type below struct {
 }
 
 // descend begins the second search below parent, of candidate c whose
-// parent measures worse than the good endpoint; false when it cannot
-// (a copy of the search looking ahead, a parent that does not measure
-// above the good endpoint's level, a second search that cannot be made).
+// parent measures worse than the good endpoint; false when it cannot:
+// a copy of the search looking ahead, a second search that cannot be
+// made, or a parent whose boots do not sit between the sides as a first
+// step does — their median (boots' levels with heavy tails: one boot far
+// off moves a mean, and Welch's t over a few boots, as far as it goes)
+// a step's share of the way from either side's endpoint, or more. Such a
+// parent ends the run inconclusive, as the check says: searched below
+// it, the one far-off boot taken for its level makes every commit there
+// look good.
 func (s *Search) descend(c, parent int, lead float64) bool {
 	if s.frozen || s.sub != nil {
 		return false
 	}
-	ups := s.levels(kernel{commit: parent})
-	if len(ups) < 2 {
+	ups, goods := s.levels(kernel{commit: parent}), s.levels(kernel{commit: goodEndpoint})
+	if len(ups) < 2 || len(goods) < 2 {
+		return false
+	}
+	toBad, span := math.Copysign(1, s.m.Bad-s.m.Good), math.Abs(s.m.Bad-s.m.Good)
+	up := (median(ups) - median(goods)) * toBad
+	if up < stepShare*span || up > (1-stepShare)*span {
 		return false
 	}
 	m := s.m
-	m.Bad, _ = meanVar(ups)
-	if (m.Bad-m.Good)*math.Copysign(1, s.m.Bad-s.m.Good) <= 0 {
-		return false
-	}
+	m.Bad = m.Good + up*toBad
 	n := s.d.Len()
 	b := &below{inner: make([]int32, n), later: c, lead: lead}
 	var parents [][]int
