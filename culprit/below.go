@@ -10,7 +10,7 @@ import (
 // parent measures clearly worse than the good endpoint) goes on below
 // it: a second search over the parent's ancestors in the range, the
 // parent its bad endpoint at the level its boots measured, every boot so
-// far of those commits and of both endpoints' good one its evidence. The
+// far of those commits and of the good endpoint its evidence. The
 // second search names the first step, and lists the first search's
 // candidate as the later one; where it cannot, the run ends inconclusive
 // as before, never with the commit between the steps.
