@@ -3,7 +3,6 @@ package culprit
 import (
 	"fmt"
 	"math"
-	"slices"
 )
 
 // A search that converged on the later of two steps (its candidate's
@@ -207,6 +206,9 @@ func (b *below) candidates(cs []Candidate) []Candidate {
 // not tell why).
 func (b *below) next() Step {
 	st := b.step(b.s.Next())
+	if st.Kind == Measure {
+		return st
+	}
 	first := fmt.Sprintf("the search first converged on a later step, whose parent measured %s the good endpoint; searched again below that parent (its ancestors in the range, %d commits)", pct(b.s.m.Bad-b.s.m.Good), len(b.outer))
 	switch st.Kind {
 	case Found:
@@ -216,7 +218,7 @@ func (b *below) next() Step {
 		st.Kind = Inconclusive
 		st.Candidates = []Candidate{{Commit: b.later, Probability: b.lead}}
 		st.Reason = first + ", and found no bad commit there: " + st.Reason
-	case Inconclusive:
+	default:
 		st.Reason = first + ": " + st.Reason
 	}
 	return st
@@ -268,6 +270,6 @@ func (b *below) beside(pending []Step) (Step, bool) {
 			in = append(in, st)
 		}
 	}
-	st, ok := b.s.Beside(slices.Clip(in))
+	st, ok := b.s.Beside(in)
 	return b.step(st), ok
 }
