@@ -120,6 +120,8 @@ func (t *ToLab) install(ctx context.Context, s *BuildServer, h *remote.Host, art
 		return nil
 	case !errors.As(err, &ve):
 		return err // the install failed, not the copy
+	case ctx.Err() != nil:
+		return err // the boot was called off: no fault of the server's
 	case ve.Once:
 		say(fmt.Sprintf("%v: this kernel goes through this controller", err))
 	case ve.Passing:

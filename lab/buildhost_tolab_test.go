@@ -3,6 +3,7 @@ package lab
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -121,6 +122,24 @@ func TestTheBuildServerSendsItsKernelsToTheLabHostItself(t *testing.T) {
 		t.Errorf("with the key lent: %d copies from the server, %d from here, the run told %q; want 2 and 0", fromServer, fromHere, notes)
 	}
 	to.Lend, to.LabIdentity = false, ""
+
+	// A boot called off (the search ended while it was on its way) is
+	// no fault of the server's: nothing said, no wait, the next kernel
+	// goes from the server again.
+	to.Identity = serverKey
+	art, err := remote.LoadArtifact(built.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off, cancel := context.WithCancel(ctx)
+	cancel()
+	var said []string
+	if err := to.install(off, server, h, art, remote.InstallOptions{Root: t.TempDir()}, func(n string) { said = append(said, n) }); !errors.Is(err, context.Canceled) || len(said) != 0 {
+		t.Errorf("a boot called off: %v, the run told %q; want context.Canceled and nothing said", err, said)
+	}
+	if notes, fromServer, fromHere = install(t, built.Dir); fromServer != 2 || fromHere != 0 {
+		t.Errorf("after a boot called off: %d copies from the server, %d from here, the run told %q; want 2 and 0", fromServer, fromHere, notes)
+	}
 
 	// A lab host the server cannot reach for a while (rebooting, say):
 	// the kernel and the next 3 go through here, then the server tries

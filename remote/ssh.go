@@ -183,7 +183,12 @@ func dialClient(ctx context.Context, opt Options, auth []ssh.AuthMethod, conn ne
 			return nil, nil, hk
 		}
 		var ne net.Error
-		if ctx.Err() != nil || (errors.As(err, &ne) && ne.Timeout()) {
+		switch {
+		case errors.Is(ctx.Err(), context.Canceled):
+			// The caller gave up (the search ended, the user pressed
+			// ^C): no fault of the host's, and no timeout.
+			err = ctx.Err()
+		case ctx.Err() != nil, errors.As(err, &ne) && ne.Timeout():
 			err = fmt.Errorf("no SSH handshake within %s", opt.ConnectTimeout)
 		}
 		return nil, nil, &InfraError{Host: target, Op: "handshake", Err: authHint(err, opt)}

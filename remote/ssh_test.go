@@ -139,6 +139,19 @@ func TestAHostThatNeverSpeaksSSHTimesOut(t *testing.T) {
 	}
 }
 
+// TestAHandshakeCalledOffSaysSo: a dial whose caller gave up during the
+// handshake is context.Canceled, not a host that never spoke SSH.
+func TestAHandshakeCalledOffSaysSo(t *testing.T) {
+	opt := Options{Address: "127.0.0.1", Port: silentTarget(t), User: "root", Identity: sshtest.WriteKey(t), ConnectTimeout: 30 * time.Second}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	_, err := Dial(ctx, opt)
+	var ie *InfraError
+	if !errors.As(err, &ie) || ie.Op != "handshake" || !errors.Is(err, context.Canceled) || strings.Contains(err.Error(), "no SSH handshake") {
+		t.Errorf("got %v; want a handshake called off", err)
+	}
+}
+
 func TestCopySendsATreeAndChecksWhatArrived(t *testing.T) {
 	s := sshtest.Start(t)
 	h := dial(t, options(s))
