@@ -25,6 +25,7 @@ import (
 // says what the walk tried, and a run resumed after the answer boots
 // nothing.
 func TestRunJobWalksBackByThePosterior(t *testing.T) {
+	longUnderRace(t)
 	l := simLab(t, simlab.Options{Seed: 21, Commits: 200, OlderReleases: 6, RegressionBack: 3, BrokenBuilds: -1})
 	state := filepath.Join(t.TempDir(), "state")
 	args := []string{"run", "--job", l.JobFile, "--good", l.Tree.Good, "--bad", l.Tree.Bad, "--state", state, "--json"}

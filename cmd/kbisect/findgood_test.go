@@ -18,6 +18,7 @@ import (
 // find_good.max_kernels measures good, the run is not reproduced, and
 // says what it measured.
 func TestRunJobWalkBackGivesUpAtItsLimit(t *testing.T) {
+	longUnderRace(t)
 	l := simLab(t, simlab.Options{Seed: 22, Commits: 200, OlderReleases: 6, RegressionBack: 6, BrokenBuilds: -1})
 	job, err := os.ReadFile(l.JobFile)
 	if err != nil {
@@ -102,6 +103,7 @@ func isAnc(t *testing.T, dir, a, b string) bool {
 // finds the release that measures apart from the bad endpoint, and the
 // search from there names the planted commit.
 func TestRunJobWalksBackWithAnAutoThreshold(t *testing.T) {
+	longUnderRace(t)
 	l := simLab(t, simlab.Options{Seed: 21, Commits: 200, OlderReleases: 6, RegressionBack: 3, BrokenBuilds: -1})
 	job, err := os.ReadFile(l.JobFile)
 	if err != nil {

@@ -135,6 +135,7 @@ func measuredTags(out nightly.Result) string {
 // present and nothing is bisected; a later tag that reverts it closes the
 // incident; kbisect history shows it all.
 func TestNightlyFindsTheRegressionTheNightItsTagAppears(t *testing.T) {
+	longUnderRace(t)
 	l := simLab(t, simlab.Options{Seed: 31, Commits: 160, BrokenBuilds: -1})
 	u := newStableUpstream(t, l)
 	k := u.firstBad()
@@ -241,6 +242,7 @@ func TestNightlyFindsTheRegressionTheNightItsTagAppears(t *testing.T) {
 // regression among them: the newest is measured first, then the older
 // ones down to a good one, and the range bisected is the right one.
 func TestNightlyCatchesUpOnMissedNights(t *testing.T) {
+	longUnderRace(t)
 	l, u, k := baselineNight(t)
 	u.publish(u.releases[1 : k+2]...)
 	code, out, stderr := u.night()
@@ -261,6 +263,7 @@ func TestNightlyCatchesUpOnMissedNights(t *testing.T) {
 // controller rebooted) leaves only measurements; the next night, with
 // nothing new, opens the incident and bisects it.
 func TestNightlyFinishesWhatAStoppedNightLeft(t *testing.T) {
+	longUnderRace(t)
 	l, u, k := baselineNight(t)
 	u.publish(u.releases[1 : k+1]...)
 	// What the stopped night wrote: the first bad release and the last
@@ -297,6 +300,7 @@ func TestNightlyFinishesWhatAStoppedNightLeft(t *testing.T) {
 // to resume, and an unattended nightly would refuse every night: it keeps
 // the old state aside, says so, and bisects again with the job as it is.
 func TestNightlyBeginsAgainWhenTheJobChangedMidIncident(t *testing.T) {
+	longUnderRace(t)
 	l, u, k := baselineNight(t)
 	u.publish(u.releases[1 : k+1]...)
 	good, bad := u.releases[k-1], u.releases[k]
@@ -404,6 +408,7 @@ func TestNightlyTellsADriftingMachineFromARegression(t *testing.T) {
 // the two are measured in alternating rounds; the regression is found
 // and bisected with the same threshold.
 func TestNightlyJudgesARatioAgainstTheBaseline(t *testing.T) {
+	longUnderRace(t)
 	l := simLab(t, simlab.Options{Seed: 31, Commits: 160, BrokenBuilds: -1})
 	u := newStableUpstream(t, l)
 	k := u.firstBad()

@@ -2,7 +2,13 @@
 
 package main
 
-// raceOn says the tests run under the race detector, which makes the
-// longest single-machine end-to-end runs several times slower than they
-// are worth there (their concurrency is raced by the others).
-const raceOn = true
+import "testing"
+
+// longUnderRace skips a long end-to-end run of one machine under the race
+// detector: the runs of several machines race the same code, and the
+// package's race run must stay well inside CI's limit (it took 2,352 s of
+// 2,400 with them).
+func longUnderRace(t *testing.T) {
+	t.Helper()
+	t.Skip("a long run on one machine: under the race detector, the runs of several machines race the same code")
+}

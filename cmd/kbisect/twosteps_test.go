@@ -22,9 +22,7 @@ import (
 // the JSON's posterior (git bisect run with a threshold between the endpoints names
 // the later step: internal/simlab's TestARegressionInTwoSteps).
 func TestRunJobNamesTheFirstOfTwoSteps(t *testing.T) {
-	if raceOn {
-		t.Skip("one machine, 53 boots: the race detector's time is better spent on the runs of several machines")
-	}
+	longUnderRace(t)
 	noise, err := simnoise.Parse("spread=0.1,boot-spread=0.03")
 	if err != nil {
 		t.Fatal(err)
