@@ -45,17 +45,12 @@ func (s *Search) descend(c, parent int, lead float64) bool {
 	if s.frozen || s.sub != nil {
 		return false
 	}
-	ups, goods := s.levels(kernel{commit: parent}), s.levels(kernel{commit: goodEndpoint})
-	if len(ups) < 2 || len(goods) < 2 {
-		return false
-	}
-	toBad, span := math.Copysign(1, s.m.Bad-s.m.Good), math.Abs(s.m.Bad-s.m.Good)
-	up := (median(ups) - median(goods)) * toBad
-	if up < stepShare*span || up > (1-stepShare)*span {
+	up, ok := s.between(kernel{commit: parent})
+	if !ok {
 		return false
 	}
 	m := s.m
-	m.Bad = m.Good + up*toBad
+	m.Bad = m.Good + up*math.Copysign(1, s.m.Bad-s.m.Good)
 	n := s.d.Len()
 	b := &below{inner: make([]int32, n), later: c, lead: lead}
 	var parents [][]int

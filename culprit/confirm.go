@@ -143,7 +143,10 @@ const checkAt = 0.001
 // (a posterior-predictive check, the boots' chances combined by
 // Fisher's method). "" when they do; else which kernels do not, and what
 // that suggests.
-func (s *Search) check(c int) string {
+func (s *Search) check(c int) string { return s.checkOf(c, nil) }
+
+// checkOf is check with the kernels except names left out.
+func (s *Search) checkOf(c int, except func(target) bool) string {
 	from := s.confirmFrom[c]
 	rng := rand.New(rand.NewPCG(uint64(c)+1, uint64(s.runBoots)))
 	type worst struct {
@@ -156,7 +159,7 @@ func (s *Search) check(c int) string {
 	k := 0
 	for _, t := range s.confirmTargets(c) {
 		fresh := s.count(t) - from[t]
-		if fresh <= 0 {
+		if fresh <= 0 || (except != nil && except(t)) {
 			continue
 		}
 		bad := t.commit == c && !t.reverted || t.commit == s.d.Len()-1 && !t.reverted

@@ -442,6 +442,9 @@ func (s *Search) review(lead Candidate, pc []float64) *Step {
 	if why == "" {
 		why = s.check(c)
 	}
+	if why != "" && s.twoSteps(c) {
+		why = "" // the lead is the later step of two: see below
+	}
 	if why == "" {
 		// A parent clearly worse than the good endpoint, once it had
 		// fresh boots more: the lead is a later step, and a second

@@ -31,7 +31,8 @@ type lineLab struct {
 	walk *walkLine
 	// later, when set, is a second step: from culprit on a kernel
 	// measures at middle, from later on at bad (the bad endpoint
-	// without later at middle).
+	// without later at middle, without culprit at the later step's
+	// effect alone).
 	later  int
 	middle float64
 }
@@ -57,6 +58,9 @@ func (l *lineLab) Boot(_ context.Context, k Kernel, more func([]float64) bool) (
 	}
 	if mid := (k.Commit < l.later && !k.Reverted) || (k.Reverted && k.Commit == l.later); l.later > 0 && bad && mid && k.Commit != BadEndpoint {
 		level = l.middle
+	}
+	if l.later > 0 && k.Reverted && k.Commit == l.culprit {
+		level = l.good + l.bad - l.middle // the later step's effect alone
 	}
 	rng := rand.New(rand.NewPCG(l.seed, uint64(at)))
 	level += 0.05 * rng.NormFloat64()
