@@ -443,7 +443,7 @@ func (s *Search) review(lead Candidate, pc []float64) *Step {
 		why = s.check(c)
 	}
 	if why != "" && s.twoSteps(c) {
-		why = "" // the lead is the later step of two: see below
+		why = "" // the lead is one step of two (steps.go): see below
 	}
 	if why == "" {
 		// A parent clearly worse than the good endpoint, once it had
