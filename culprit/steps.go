@@ -145,17 +145,18 @@ func (s *Search) twoSteps(c int) bool {
 	if _, ok := s.between(kernel{commit: c, reverted: true}); s.count(revert) > 0 && !ok {
 		return false
 	}
+	mid := -1 // the kernel between the sides: the later step's parent, or the first step
 	if _, parent, t := s.earlierStep(c); t >= stepT {
 		if _, ok := s.between(kernel{commit: parent}); ok {
-			return s.checkOf(c, func(t target) bool { return t == revert || t == target{commit: parent} }) == ""
+			mid = parent
 		}
 	}
-	if _, t := s.laterStep(c); t >= stepT {
+	if _, t := s.laterStep(c); mid < 0 && t >= stepT {
 		if _, ok := s.between(kernel{commit: c}); ok {
-			return s.checkOf(c, func(t target) bool { return t == revert || t == target{commit: c} }) == ""
+			mid = c
 		}
 	}
-	return false
+	return mid >= 0 && s.checkOf(c, func(t target) bool { return t == revert || t == target{commit: mid} }) == ""
 }
 
 // between says how far toward the bad side k's boots' median level sits
