@@ -36,17 +36,22 @@ type below struct {
 // a copy of the search looking ahead, a second search that cannot be
 // made, or a parent whose boots do not sit between the sides as a first
 // step does — their median (boots' levels with heavy tails: one boot far
-// off moves a mean, and Welch's t over a few boots, as far as it goes)
-// a step's share of the way from either side's endpoint, or more. Such a
-// parent ends the run inconclusive, as the check says: searched below
+// off moves a mean) less than half a step's share of the way from the
+// good endpoint's, or nearer the bad endpoint's than a step's share. Such
+// a parent ends the run inconclusive, as the check says: searched below
 // it, the one far-off boot taken for its level makes every commit there
-// look good.
+// look good. Half a share: earlierStep showed the parent a step above
+// the good endpoint, by its boots' weighed mean, beyond doubt; a first
+// step just past the share has half its parents' medians short of it
+// (7 → 8.5 → 15 µs: the parent a quarter of the way).
 func (s *Search) descend(c, parent int, lead float64) bool {
 	if s.frozen || s.sub != nil {
 		return false
 	}
-	up, ok := s.between(kernel{commit: parent})
-	if !ok {
+	// The parent is a step above the good endpoint (earlierStep said so,
+	// beyond doubt): it must not be the bad side's level too.
+	up, span := s.way(kernel{commit: parent})
+	if up < stepShare*span/2 || up > (1-stepShare)*span {
 		return false
 	}
 	m := s.m

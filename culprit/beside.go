@@ -14,6 +14,7 @@ func (s *Search) Beside(pending []Step) (Step, bool) {
 	if s.sub != nil {
 		return s.sub.beside(pending)
 	}
+	s.least = 0
 	pc, none := s.Probabilities()
 	n := s.d.Len()
 	taken := make(map[int]bool, len(pending))

@@ -45,6 +45,10 @@ type Search struct {
 	// frozen marks a fork: it takes boots in without learning its model
 	// again.
 	frozen bool
+	// least, when set, is the least samples of the boot the last step
+	// asked for (Stopper): a confirmation's boot that tells an earlier
+	// step (steps.go).
+	least int
 	// budget says the budget of boots is the search's own (Budget): it
 	// grows when the model learns that a boot tells less.
 	budget bool
@@ -132,11 +136,12 @@ func (s *Search) Stopper() func(samples []float64) bool {
 		return s.sub.s.Stopper()
 	}
 	m, opt := s.m, s.opt
+	least := min(max(opt.MinSamples, s.least), opt.MaxSamples)
 	dr, _ := s.drift.at(s.runBoots)
 	return func(samples []float64) bool {
 		n := len(samples)
 		switch {
-		case n < opt.MinSamples:
+		case n < least:
 			return true
 		case n >= opt.MaxSamples:
 			return false
@@ -311,6 +316,7 @@ func (s *Search) Next() Step {
 	if s.sub != nil {
 		return s.sub.next()
 	}
+	s.least = 0
 	pc, none := s.Probabilities()
 	lead := leading(pc, 0, 1)[0]
 	conf := s.opt.Confidence
@@ -353,6 +359,7 @@ func (s *Search) confirmStep(lead Candidate, pc []float64) (Step, bool) {
 	for {
 		if t, ok := s.confirmNext(lead.Commit); ok {
 			if t.reverted || t.commit == goodEndpoint || !s.skip[t.commit] {
+				s.least = s.stepSamples(lead.Commit, t)
 				return Step{Kind: Measure, Commit: t.commit, Reverted: t.reverted, Confirming: true, Probability: lead.Probability}, true
 			}
 			return Step{}, false
@@ -463,6 +470,11 @@ func (s *Search) review(lead Candidate, pc []float64) *Step {
 		case step != "" && rounds < maxStepRounds:
 			s.stepExtra[c]++
 			return nil
+		case step != "":
+			if doubt := s.stepUntold(parent); doubt != "" {
+				return &Step{Kind: Inconclusive, Probability: lead.Probability, Candidates: leading(pc, conf, 10),
+					Reason: fmt.Sprintf("the most probable commit leads at %s, but %s", Format(lead.Probability), doubt)}
+			}
 		case tl >= laterMaybe && tl < stepT && s.laterExtra[c] < maxLaterRounds:
 			s.laterExtra[c]++
 			return nil

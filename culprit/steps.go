@@ -40,12 +40,28 @@ const (
 	stepDoubt = 3
 )
 
+// stepClear is how many standard errors short of a step's share a
+// parent's distance from the good endpoint must fall to rule an earlier
+// step out, where the boots' own scatter lets a share be told (stepFrom's
+// sharp). One was not enough: a first step a quarter of the way (7 → 8.5
+// → 15 µs) had its parent's four boots of three samples fall that short
+// in 15.5 % of the runs, which named the later step at 0.99 or more.
+const stepClear = 2
+
+// stepLeast is the least samples of a confirmation's boot of a parent
+// or of the good endpoint (stepSamples): a boot of the search's three
+// samples at a spread of 0.2 puts its level ±12 % off, about a step's
+// share of 7 → 15 µs (15 %), and a few such boots cannot rule a step
+// out. Eight halve that; a sample costs less than a boot.
+const stepLeast = 8
+
 // level is a boot's level: the mean of its samples' logs within three
 // spreads of their median (a spike is not the level), less the machine's
-// drift at the boot.
-func (b *weighed) level(spread float64) float64 {
+// drift at the boot; and the squared distances of those samples from it,
+// with how many there were.
+func (b *weighed) level(spread float64) (level, ss float64, n int) {
 	m := median(b.r.ys)
-	sum, n := 0.0, 0
+	sum := 0.0
 	for _, y := range b.r.ys {
 		if math.Abs(y-m) <= 3*spread {
 			sum += y
@@ -53,64 +69,133 @@ func (b *weighed) level(spread float64) float64 {
 		}
 	}
 	if n == 0 {
-		return m - b.drift // the two middle samples far apart: their mean
+		return m - b.drift, 0, 0 // the two middle samples far apart: their mean
 	}
-	return sum/float64(n) - b.drift
+	mean := sum / float64(n)
+	for _, y := range b.r.ys {
+		if math.Abs(y-m) <= 3*spread {
+			ss += (y - mean) * (y - mean)
+		}
+	}
+	return mean - b.drift, ss, n
 }
 
 // levels are the boot levels of a kernel, in order.
 func (s *Search) levels(k kernel) []float64 {
 	var out []float64
+	for _, l := range s.levelsOf(k) {
+		out = append(out, l.at)
+	}
+	return out
+}
+
+// bootLevel is one boot's level, and what its samples say of it: their
+// squared distances from it and how many there were.
+type bootLevel struct {
+	at, ss float64
+	n      int
+}
+
+// levelsOf are the boot levels of a kernel, in order.
+func (s *Search) levelsOf(k kernel) []bootLevel {
+	var out []bootLevel
 	for _, b := range s.w.boots {
 		if b.kernel == k && !b.r.empty() {
-			out = append(out, b.level(s.m.Spread))
+			l, ss, n := b.level(s.m.Spread)
+			out = append(out, bootLevel{at: l, ss: ss, n: n})
 		}
 	}
 	return out
 }
 
 // stepFrom compares a kernel's boots with an endpoint's: how far (log)
-// its level sits from the endpoint's, how many standard errors that is
-// (Welch's t; each kernel's variance its boots', not the model's: a
-// model learned across two steps has its spreads widened by them), and
-// how many standard errors the distance falls short of a step's share of
-// the way from good to bad (0 or less: it is a step's share) — t 0 when
-// either has fewer than two boots or the regression is too small for
-// steps to be told.
-func (s *Search) stepFrom(k, endpoint kernel) (d, t, short float64) {
-	a, e := s.levels(k), s.levels(endpoint)
-	if len(a) < 2 || len(e) < 2 {
-		return 0, 0, 0
+// its level sits from the endpoint's, how many standard errors that is,
+// and how many standard errors the distance falls short of a step's
+// share of the way from good to bad (0 or less: it is a step's share) —
+// t 0 when either has fewer than two boots or the regression is too
+// small for steps to be told.
+//
+// Each kernel's level is its boots' mean weighed by what each tells: a
+// boot's level scatters by what its samples leave (their spread within
+// a boot, pooled over both kernels' boots, over its samples) and by the
+// boots' own spread, learned from how far the two kernels' levels
+// scatter beyond that — not the model's: a model learned across two
+// steps has its spreads widened by them. A confirmation's boot of a
+// parent takes more samples than the search's (stepSamples) and counts
+// for more. sharp says the boots' own spread is at most half a step's
+// share: beyond it (a machine whose boots wander, AR(1) at a spread of
+// 0.2) no number of a confirmation's boots tells a share, and an earlier
+// step is told only when it shows.
+func (s *Search) stepFrom(k, endpoint kernel) (d, t, short float64, sharp bool) {
+	a, e := s.levelsOf(k), s.levelsOf(endpoint)
+	within, df := 0.0, 0
+	for _, l := range append(append([]bootLevel(nil), a...), e...) {
+		within += l.ss
+		df += max(l.n-1, 0)
 	}
-	ma, va := meanVar(a)
-	me, ve := meanVar(e)
+	if df == 0 {
+		return 0, 0, 0, false
+	}
+	within /= float64(df)
+	a, e = strayless(a, within), strayless(e, within)
+	if len(a) < 2 || len(e) < 2 {
+		return 0, 0, 0, false
+	}
+	// The boots' own spread: what the levels scatter beyond their samples.
+	ss, inv := 0.0, 0.0
+	for _, ls := range [][]bootLevel{a, e} {
+		m := 0.0
+		for _, l := range ls {
+			m += l.at
+		}
+		m /= float64(len(ls))
+		for _, l := range ls {
+			ss += (l.at - m) * (l.at - m)
+			inv += 1 / float64(max(l.n, 1))
+		}
+	}
+	n := len(a) + len(e)
+	tau := math.Max(0, ss/float64(n-2)-within*inv/float64(n))
+	weighed := func(ls []bootLevel) (mean, v float64) {
+		sw := 0.0
+		for _, l := range ls {
+			w := 1 / (within/float64(max(l.n, 1)) + tau + 1e-9)
+			mean += w * l.at
+			sw += w
+		}
+		return mean / sw, 1 / sw
+	}
+	ma, va := weighed(a)
+	me, ve := weighed(e)
 	d = ma - me
 	span := math.Abs(s.m.Bad - s.m.Good)
 	if span < minStepSpan {
-		return d, 0, 0
+		return d, 0, 0, false
 	}
-	se := math.Sqrt(va/float64(len(a)) + ve/float64(len(e)) + 1e-12)
-	return d, math.Abs(d) / se, (stepShare*span - math.Abs(d)) / se
+	se := math.Sqrt(va + ve)
+	return d, math.Abs(d) / se, (stepShare*span - math.Abs(d)) / se, tau <= sq(stepShare*span/2)
 }
 
-// earlierStep says, when a parent of candidate c measures worse than the
-// good endpoint by a step's share of the way, that c may not be the first
-// commit that made it worse ("" when no parent does), which parent, and how many
-// standard errors apart the two are: stepT shows it beyond doubt,
-// stepMaybe only suggests it (fresh boots more of the parent and the
-// good endpoint will tell), stepDoubt after those is doubt enough not to
-// name c. A parent a standard error or more apart from the good endpoint
-// (stepMaybe) whose distance is short of a step's share by less than one
-// standard error may still be one — the learned levels a step between
-// them pulled towards each other, or its few boots fell low: it asks for
-// fresh boots, and is told no step only once they put it short by more
-// (or the rounds are spent).
+// earlierStep says, when a parent of candidate c may measure worse than
+// the good endpoint by a step's share of the way, that c may not be the
+// first commit that made it worse ("" when no parent does), which parent,
+// and how many standard errors apart the two are: stepT shows it beyond
+// doubt, stepMaybe only suggests it (fresh boots more of the parent and
+// the good endpoint will tell), stepDoubt after those is doubt enough not
+// to name c. Where the boots' own scatter lets a step's share be told
+// (sharp), a parent is ruled out only once its distance falls short of a
+// share by stepClear standard errors: until then it asks for fresh boots
+// (and, once they are spent, stepUntold may end the run). Where it does
+// not, a parent a standard error or more from the good endpoint whose
+// distance is short of a share by less than one standard error asks for
+// them, as the learned levels a step between them pulled towards each
+// other, or its few boots fell low.
 func (s *Search) earlierStep(c int) (string, int, float64) {
 	toBad := math.Copysign(1, s.m.Bad-s.m.Good)
 	for _, p := range s.d.parents[c] {
 		parent := kernel{commit: int(p)}
-		d, t, short := s.stepFrom(parent, kernel{commit: goodEndpoint})
-		if d*toBad <= 0 || t < stepMaybe || short > 1 {
+		d, t, short, sharp := s.stepFrom(parent, kernel{commit: goodEndpoint})
+		if d*toBad <= 0 || (sharp && short > stepClear) || (!sharp && (t < stepMaybe || short > 1)) {
 			continue
 		}
 		a, e := s.levels(parent), s.levels(kernel{commit: goodEndpoint})
@@ -165,14 +250,56 @@ func (s *Search) twoSteps(c int) bool {
 // (medians): the model's levels, refit over commits of both steps, draw
 // together — a first step half the way took a third of it off.
 func (s *Search) between(k kernel) (float64, bool) {
+	up, span := s.way(k)
+	return up, span > 0 && up >= stepShare*span && up <= (1-stepShare)*span
+}
+
+// way is how far toward the bad side k's boots' median level sits from
+// the good endpoint's, and how far the bad endpoint's does (0, 0 when
+// any of the three has fewer than two boots).
+func (s *Search) way(k kernel) (up, span float64) {
 	ks, goods, bads := s.levels(k), s.levels(kernel{commit: goodEndpoint}), s.levels(kernel{commit: s.d.Len() - 1})
 	if len(ks) < 2 || len(goods) < 2 || len(bads) < 2 {
-		return 0, false
+		return 0, 0
 	}
 	toBad := math.Copysign(1, s.m.Bad-s.m.Good)
-	span := (median(bads) - median(goods)) * toBad
-	up := (median(ks) - median(goods)) * toBad
-	return up, span > 0 && up >= stepShare*span && up <= (1-stepShare)*span
+	return (median(ks) - median(goods)) * toBad, (median(bads) - median(goods)) * toBad
+}
+
+// stepUntold says, once the rounds of fresh boots are spent, why the
+// parent's boots neither show an earlier step nor rule one out, when
+// they put its level stepDoubt standard errors or more and half a step's
+// share of the way or more above the good endpoint's ("" when they do
+// not, or the boots scatter too far for a step's share to be told): the
+// candidate may be the later of two steps, and naming it would pass over
+// the first. Below stepDoubt, a parent of an ordinary run that happened
+// to stay a little above the good endpoint through the rounds (2.5 % of
+// the noisy row's runs at 1.9-2.8 standard errors) is named as before.
+func (s *Search) stepUntold(parent int) string {
+	if parent < 0 {
+		return ""
+	}
+	d, t, _, sharp := s.stepFrom(kernel{commit: parent}, kernel{commit: goodEndpoint})
+	span := math.Abs(s.m.Bad - s.m.Good)
+	if !sharp || t < stepDoubt || d*math.Copysign(1, s.m.Bad-s.m.Good) < stepShare*span/2 {
+		return ""
+	}
+	return fmt.Sprintf("its parent measures %s the good endpoint (%d boots against %d, %.1f standard errors apart) after %d rounds of fresh boots: "+
+		"too far above it to be its level, too near to be a step of its own; an earlier commit may have made it worse first — bisect the parent against the good endpoint, or give the job a threshold",
+		pct(d), len(s.levels(kernel{commit: parent})), len(s.levels(kernel{commit: goodEndpoint})), t, maxStepRounds)
+}
+
+// stepSamples is the least samples of a boot of target t in the
+// confirmation of c: a parent's and the good endpoint's boots tell an
+// earlier step, whose share of the way a boot of the search's few
+// samples scatters over (3 samples at a spread of 0.2: ±0.12 in log,
+// against a step's share of 0.15 at 7 → 15 µs); 0 when the search's
+// least will do (the regression too small for steps to be told).
+func (s *Search) stepSamples(c int, t target) int {
+	if t.reverted || t.commit == c || t.commit == s.d.Len()-1 || math.Abs(s.m.Bad-s.m.Good) < minStepSpan {
+		return 0
+	}
+	return stepLeast
 }
 
 // maxStepRounds bounds the rounds of fresh boots an earlier step that
@@ -188,7 +315,7 @@ func (s *Search) laterStep(c int) (string, float64) {
 	if c == s.d.Len()-1 {
 		return "", 0
 	}
-	d, t, short := s.stepFrom(kernel{commit: c}, kernel{commit: s.d.Len() - 1})
+	d, t, short, _ := s.stepFrom(kernel{commit: c}, kernel{commit: s.d.Len() - 1})
 	if t < stepMaybe || short > 0 {
 		return "", 0
 	}
@@ -215,15 +342,30 @@ func pct(d float64) string {
 	return fmt.Sprintf("%.0f %% below", 100*(1-math.Exp(d)))
 }
 
-func meanVar(xs []float64) (float64, float64) {
-	m := 0.0
-	for _, x := range xs {
-		m += x
+// strayless leaves out of a kernel's boot levels those further from
+// their median than four of their scatter (the median distance, or at
+// least what a boot's samples alone put on its level, within over their
+// number): a boot most of whose few samples spiked, or that sat on the
+// other side.
+func strayless(ls []bootLevel, within float64) []bootLevel {
+	if len(ls) < 3 {
+		return ls
 	}
-	m /= float64(len(xs))
-	v := 0.0
-	for _, x := range xs {
-		v += (x - m) * (x - m)
+	at := make([]float64, len(ls))
+	for i, l := range ls {
+		at[i] = l.at
 	}
-	return m, v / float64(len(xs)-1)
+	m := median(at)
+	dev := make([]float64, len(ls))
+	for i, l := range ls {
+		dev[i] = math.Abs(l.at - m)
+	}
+	r := 1.4826 * median(dev)
+	var out []bootLevel
+	for _, l := range ls {
+		if math.Abs(l.at-m) <= 4*math.Max(r, math.Sqrt(within/float64(max(l.n, 1)))) {
+			out = append(out, l)
+		}
+	}
+	return out
 }

@@ -110,3 +110,30 @@ func TestAFirstStepHalfTheWayIsNamed(t *testing.T) {
 		t.Errorf("of 6 runs, %d named the first step by a second search below the later one's parent, %d named it directly with the later step beside it; want 2 or more of each", below, direct)
 	}
 }
+
+// TestAFirstStepAQuarterOfTheWayIsNotPassedOver: a first step to 8.5 µs
+// (a quarter of the way from 7 to 15 µs, in logs) at commit 80, the later
+// one at 200. The search converges on the later step first; its parent
+// sits 21 % above the good endpoint, which a few boots of three samples
+// each scatter over (their level ±12 %). The confirmation boots the
+// parent and the good endpoint with more samples, and names the later
+// step only once the parent sits within a step's share of the good
+// endpoint by two standard errors: no run names 200, and most go on
+// below the parent and name 80. Before, seeds 3 and 5 named 200 at
+// 1.0000 after 35 and 49 boots, and seed 8 ended inconclusive.
+func TestAFirstStepAQuarterOfTheWayIsNotPassedOver(t *testing.T) {
+	first := 0
+	for seed := uint64(1); seed <= 8; seed++ {
+		end, boots := twoStepsRun(t, 8500, seed)
+		t.Logf("seed %d: %v %d at %.4f after %d boots (%s)", seed, end.Kind, end.Commit, end.Probability, boots, end.Reason)
+		switch {
+		case end.Kind == culprit.Found && end.Commit == 80:
+			first++
+		case end.Kind == culprit.Found:
+			t.Errorf("seed %d: %d found at %.4f after %d boots, want 80 or no answer (%s)", seed, end.Commit, end.Probability, boots, end.Reason)
+		}
+	}
+	if first < 6 {
+		t.Errorf("%d of 8 runs named the first step, want 6 or more", first)
+	}
+}
