@@ -24,6 +24,69 @@ func (s *Search) settle(lead Candidate) {
 	}
 }
 
+// review decides a confirmation of the lead that had all its fresh boots:
+// the end (found, or inconclusive when the model's check failed too often
+// or the lead is the later of two steps), or nil with more fresh boots
+// asked for (a check that failed, a step to tell). Next and Replay alike.
+func (s *Search) review(lead Candidate, pc []float64) *Step {
+	conf := s.opt.Confidence
+	c := lead.Commit
+	why := s.revertStillBad(c)
+	if why == "" {
+		why = s.check(c)
+	}
+	if why != "" && s.twoSteps(c) {
+		why = "" // the lead is one step of two (steps.go): see below
+	}
+	if why == "" {
+		// A parent clearly worse than the good endpoint, once it had
+		// fresh boots more: the lead is a later step, and a second
+		// search below the parent goes on. A parent that may be, or a
+		// later step that may show, asks for them.
+		step, parent, t := s.earlierStep(c)
+		_, tl := s.laterStep(c)
+		rounds := s.stepExtra[c]
+		switch {
+		case t >= stepT && rounds > 0, t >= stepDoubt && rounds >= maxStepRounds:
+			if s.descend(c, parent, lead.Probability) {
+				return nil // the second search below the parent goes on
+			}
+			return &Step{Kind: Inconclusive, Probability: lead.Probability, Candidates: leading(pc, conf, 10),
+				Reason: fmt.Sprintf("the most probable commit leads at %s, but %s", Format(lead.Probability), step)}
+		case step != "" && rounds < maxStepRounds:
+			s.stepExtra[c]++
+			return nil
+		case step != "":
+			if doubt := s.stepUntold(parent); doubt != "" {
+				return &Step{Kind: Inconclusive, Probability: lead.Probability, Candidates: leading(pc, conf, 10),
+					Reason: fmt.Sprintf("the most probable commit leads at %s, but %s", Format(lead.Probability), doubt)}
+			}
+		case tl >= laterMaybe && tl < stepT && s.laterExtra[c] < maxLaterRounds:
+			s.laterExtra[c]++
+			return nil
+		}
+		by := "it and its parents"
+		if s.opt.Revert && c != s.d.Len()-1 && !s.noRevert[c] {
+			by = "it, its parents and the bad endpoint without it"
+		}
+		reason := fmt.Sprintf("probability %s after %d boots, confirmed by fresh boots of %s and of both endpoints", Format(lead.Probability), s.total, by)
+		switch later, t := s.laterStep(c); {
+		case t >= stepT:
+			reason += "; " + later
+		case t >= stepDoubt:
+			reason += "; perhaps " + later
+		}
+		return &Step{Kind: Found, Commit: c, Probability: lead.Probability, Candidates: leading(pc, conf, 5), Reason: reason}
+	}
+	if s.extra[c] >= maxChecks-1 {
+		return &Step{Kind: Inconclusive, Probability: lead.Probability, Candidates: leading(pc, conf, 10),
+			Reason: fmt.Sprintf("%s leads at %s, but the boots do not measure as the model has the two sides: %s", "the most probable commit", Format(lead.Probability), why)}
+	}
+	s.failCheck(c)
+	s.checked[c] = why
+	return nil
+}
+
 // confirmTargets are the kernels whose fresh boots confirm c, parents
 // first, then c, then the bad endpoint without c, then the endpoints.
 func (s *Search) confirmTargets(c int) []target {
