@@ -56,11 +56,9 @@ func (s *Search) review(lead Candidate, pc []float64) *Step {
 		case step != "" && rounds < maxStepRounds:
 			s.stepExtra[c]++
 			return nil
-		case step != "":
-			if doubt := s.stepUntold(parent); doubt != "" {
-				return &Step{Kind: Inconclusive, Probability: lead.Probability, Candidates: leading(pc, conf, 10),
-					Reason: fmt.Sprintf("the most probable commit leads at %s, but %s", Format(lead.Probability), doubt)}
-			}
+		case step != "" && s.stepUntold(parent) != "":
+			return &Step{Kind: Inconclusive, Probability: lead.Probability, Candidates: leading(pc, conf, 10),
+				Reason: fmt.Sprintf("the most probable commit leads at %s, but %s", Format(lead.Probability), s.stepUntold(parent))}
 		case tl >= laterMaybe && tl < stepT && s.laterExtra[c] < maxLaterRounds:
 			s.laterExtra[c]++
 			return nil
