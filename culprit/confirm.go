@@ -45,7 +45,10 @@ func (s *Search) review(lead Candidate, pc []float64) *Step {
 		// later step that may show, asks for them.
 		step, parent, t := s.earlierStep(c)
 		_, tl := s.laterStep(c)
-		rounds := s.stepExtra[c]
+		rounds, untold := s.stepExtra[c], ""
+		if step != "" && rounds >= maxStepRounds {
+			untold = s.stepUntold(parent)
+		}
 		switch {
 		case t >= stepT && rounds > 0, t >= stepDoubt && rounds >= maxStepRounds:
 			if s.descend(c, parent, lead.Probability) {
@@ -56,9 +59,9 @@ func (s *Search) review(lead Candidate, pc []float64) *Step {
 		case step != "" && rounds < maxStepRounds:
 			s.stepExtra[c]++
 			return nil
-		case step != "" && s.stepUntold(parent) != "":
+		case untold != "":
 			return &Step{Kind: Inconclusive, Probability: lead.Probability, Candidates: leading(pc, conf, 10),
-				Reason: fmt.Sprintf("the most probable commit leads at %s, but %s", Format(lead.Probability), s.stepUntold(parent))}
+				Reason: fmt.Sprintf("the most probable commit leads at %s, but %s", Format(lead.Probability), untold)}
 		case tl >= laterMaybe && tl < stepT && s.laterExtra[c] < maxLaterRounds:
 			s.laterExtra[c]++
 			return nil

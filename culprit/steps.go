@@ -129,9 +129,11 @@ func (s *Search) levelsOf(k kernel) []bootLevel {
 func (s *Search) stepFrom(k, endpoint kernel) (d, t, short float64, sharp bool) {
 	a, e := s.levelsOf(k), s.levelsOf(endpoint)
 	within, df := 0.0, 0
-	for _, l := range append(append([]bootLevel(nil), a...), e...) {
-		within += l.ss
-		df += max(l.n-1, 0)
+	for _, ls := range [][]bootLevel{a, e} {
+		for _, l := range ls {
+			within += l.ss
+			df += max(l.n-1, 0)
+		}
 	}
 	if df == 0 {
 		return 0, 0, 0, false
