@@ -1,0 +1,66 @@
+package culprit
+
+import (
+	"math"
+	"testing"
+)
+
+// boot8 is a boot of eight samples whose logs' mean is level and whose
+// spread within the boot is about 0.2.
+func boot8(level float64) []float64 {
+	out := make([]float64, 0, 8)
+	for _, z := range []float64{-1.5, -1, -0.5, -0.1, 0.1, 0.5, 1, 1.5} {
+		out = append(out, math.Exp(level+0.2*z/1.05))
+	}
+	return out
+}
+
+// scatteredParent is a search of 7 → 15 µs over 100 commits whose good
+// endpoint and commit 49 (the parent of candidate 50) each had four
+// boots of eight samples, their levels scattered ±0.1–0.2 (log) about
+// the good level and about the good level plus up: the boots' own spread
+// (about 0.17) is beyond half a step's share, where one standard error
+// is about 0.13.
+func scatteredParent(t *testing.T, up float64) *Search {
+	t.Helper()
+	m := Model{Good: goodLevel, Bad: badLevel, BootSpread: 0.05, Spread: 0.2, BadBoots: 0.05, SpikesGood: 0.05, SpikesBad: 0.05, Nu: 4}
+	s, err := New(Chain(100), m, Options{Confidence: 0.99})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []float64{-0.2, 0.2, -0.1, 0.1} {
+		s.ObserveAt(GoodEndpoint, boot8(goodLevel+e))
+		s.ObserveAt(99, boot8(badLevel+e))
+	}
+	for _, e := range []float64{0.2, -0.2, 0.1, -0.1} {
+		s.Observe(Step{Kind: Measure, Commit: 49, Confirming: true}, boot8(goodLevel+up+e))
+	}
+	return s
+}
+
+// TestAParentHalfAShareUpIsNotRuledOutByItsScatter: the parent's four
+// boots put it 0.1 (log, 11 %) above the good endpoint's four, which is
+// more than half a step's share of 7 → 15 µs (0.076) but, as the boots
+// scatter, under a standard error from it. Too few boots to tell a step
+// from none: the confirmation must boot them again, not rule the step
+// out. Before, a parent under a standard error from the good endpoint was
+// ruled out whatever its distance, and a first step to 8.5 µs whose
+// parent's first boots scattered so was passed over: 3 runs of 100
+// (`kbisect simulate --seed 13 --first-step 8.5us`) named the later step
+// at 1.0000 after 35–39 boots. A parent 0.03 up, as scattered, is ruled
+// out at once.
+func TestAParentHalfAShareUpIsNotRuledOutByItsScatter(t *testing.T) {
+	s := scatteredParent(t, 0.1)
+	d, tt, short, sharp := s.stepFrom(kernel{commit: 49}, kernel{commit: GoodEndpoint})
+	if sharp || tt >= stepMaybe || short <= 0 || math.Abs(d-0.1) > 0.01 {
+		t.Fatalf("the case is not the one meant: d %.3f, %.2f standard errors, %.2f short of a share, sharp %v", d, tt, short, sharp)
+	}
+	why, parent, tv := s.earlierStep(50)
+	if why == "" || parent != 49 || tv != stepMaybe {
+		t.Fatalf("earlierStep(50) = %q, %d, %.2f: want fresh boots of parent 49 asked for (t %v)", why, parent, tv, stepMaybe)
+	}
+	near := scatteredParent(t, 0.03)
+	if why, _, _ := near.earlierStep(50); why != "" {
+		t.Fatalf("a parent 0.03 above the good endpoint: %q, want no earlier step", why)
+	}
+}
