@@ -57,7 +57,8 @@ const stepClear = 2
 // as many, it is ruled out as before: a good parent in the noisy row (5 %
 // of a good kernel's boots measure bad), 0.11 up at 0.73 standard errors
 // on 17 boots, booted again, had five of its twenty boots on the wrong
-// side and ended the run inconclusive at 3.1.
+// side, and its run ended inconclusive (3.1 standard errors after ten
+// rounds).
 const stepKnown = 12
 
 // stepLeast is the least samples of a confirmation's boot of a parent
@@ -214,11 +215,11 @@ func (s *Search) earlierStep(c int) (string, int, float64) {
 	for _, p := range s.d.parents[c] {
 		parent := kernel{commit: int(p)}
 		d, t, short, sharp := s.stepFrom(parent, kernel{commit: goodEndpoint})
-		few := len(s.levels(parent))+len(s.levels(kernel{commit: goodEndpoint})) < stepKnown
+		a, e := s.levels(parent), s.levels(kernel{commit: goodEndpoint})
+		few := len(a)+len(e) < stepKnown
 		if d*toBad <= 0 || (sharp && short > stepClear) || (!sharp && (short > 1 || (t < stepMaybe && (!few || d*toBad < stepShare*span/2)))) {
 			continue
 		}
-		a, e := s.levels(parent), s.levels(kernel{commit: goodEndpoint})
 		why := fmt.Sprintf("its parent measures %s the good endpoint (%d boots against %d, %.1f standard errors apart): an earlier commit made it worse first, and the candidate is the later of two steps; "+
 			"bisect the earlier one with the parent as the bad revision", pct(d), len(a), len(e), t)
 		if short > 0 {

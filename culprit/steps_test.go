@@ -41,9 +41,9 @@ func scatteredParent(t *testing.T, up float64) *Search {
 // TestAParentHalfAShareUpIsNotRuledOutByItsScatter: the parent's four
 // boots put it 0.1 (log, 11 %) above the good endpoint's four, which is
 // more than half a step's share of 7 → 15 µs (0.076) but, as the boots
-// scatter, under a standard error from it. Too few boots to tell a step
-// from none: the confirmation must boot them again, not rule the step
-// out. Before, a parent under a standard error from the good endpoint was
+// scatter, under a standard error from it. Eight boots between the two,
+// fewer than stepKnown: too few to tell a step from none, and the
+// confirmation must boot them again, not rule the step out. Before, a parent under a standard error from the good endpoint was
 // ruled out whatever its distance, and a first step to 8.5 µs whose
 // parent's first boots scattered so was passed over: 3 runs of 100
 // (`kbisect simulate --seed 13 --first-step 8.5us`) named the later step
