@@ -216,8 +216,7 @@ func (s *Search) earlierStep(c int) (string, int, float64) {
 		parent := kernel{commit: int(p)}
 		d, t, short, sharp := s.stepFrom(parent, kernel{commit: goodEndpoint})
 		a, e := s.levels(parent), s.levels(kernel{commit: goodEndpoint})
-		few := len(a)+len(e) < stepKnown
-		if d*toBad <= 0 || (sharp && short > stepClear) || (!sharp && (short > 1 || (t < stepMaybe && (!few || d*toBad < stepShare*span/2)))) {
+		if noEarlierStep(d*toBad, t, short, sharp, len(a)+len(e), span) {
 			continue
 		}
 		why := fmt.Sprintf("its parent measures %s the good endpoint (%d boots against %d, %.1f standard errors apart): an earlier commit made it worse first, and the candidate is the later of two steps; "+
@@ -228,6 +227,27 @@ func (s *Search) earlierStep(c int) (string, int, float64) {
 		return why, int(p), t
 	}
 	return "", -1, 0
+}
+
+// noEarlierStep says whether a parent up (log) above the good endpoint,
+// t standard errors from it and short of a step's share of span by
+// short, is ruled out as an earlier step on boots of the two together
+// (earlierStep says why each rule).
+func noEarlierStep(up, t, short float64, sharp bool, boots int, span float64) bool {
+	switch {
+	case up <= 0:
+		return true
+	case sharp:
+		return short > stepClear
+	case short > 1:
+		return true
+	case t >= stepMaybe:
+		return false
+	}
+	// Under a standard error away: level with the good endpoint, unless
+	// the boots are too few to know their own spread and it sits half a
+	// share up.
+	return boots >= stepKnown || up < stepShare*span/2
 }
 
 // twoSteps says whether the confirmation of c failed for the reason one

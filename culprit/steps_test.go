@@ -64,3 +64,29 @@ func TestAParentHalfAShareUpIsNotRuledOutByItsScatter(t *testing.T) {
 		t.Fatalf("a parent 0.03 above the good endpoint: %q, want no earlier step", why)
 	}
 }
+
+// TestNoEarlierStepRules: each rule of noEarlierStep, on 7 → 15 µs
+// (span 0.76: a share 0.15, half a share 0.076).
+func TestNoEarlierStepRules(t *testing.T) {
+	span := badLevel - goodLevel
+	for _, c := range []struct {
+		what         string
+		up, t, short float64
+		sharp        bool
+		boots        int
+		out          bool
+	}{
+		{"below the good endpoint", -0.05, 2, 3, true, 20, true},
+		{"sharp, two standard errors short of a share", 0.02, 0.5, 2.5, true, 8, true},
+		{"sharp, under two short", 0.1, 3, 1.5, true, 20, false},
+		{"not sharp, more than one short", 0.05, 0.5, 1.2, false, 8, true},
+		{"not sharp, a standard error away", 0.1, 1.2, 0.5, false, 8, false},
+		{"not sharp, under one away, few boots, half a share up", 0.1, 0.8, 0.4, false, 8, false},
+		{"not sharp, under one away, few boots, under half a share", 0.05, 0.8, 0.9, false, 8, true},
+		{"not sharp, under one away, enough boots", 0.1, 0.8, 0.4, false, stepKnown, true},
+	} {
+		if got := noEarlierStep(c.up, c.t, c.short, c.sharp, c.boots, span); got != c.out {
+			t.Errorf("%s: ruled out %v, want %v", c.what, got, c.out)
+		}
+	}
+}
