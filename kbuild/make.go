@@ -33,11 +33,17 @@ type maker struct {
 	timeout time.Duration // 0: none but ctx's
 	log     *tailBuffer
 	logTo   io.Writer
+	// slot is where make runs (nil: make is not run, only its command
+	// line asked).
+	slot *slot
 }
 
 func (o Options) maker(s *slot) *maker {
 	m := &maker{src: s.src, out: s.out, cacheDir: o.CacheDir, jobs: o.Jobs, vars: o.MakeVars, timeout: o.Timeout,
 		log: &tailBuffer{max: 256 << 10}, logTo: o.Log, wrapper: o.CompilerWrapper}
+	if s.out != "" {
+		m.slot = s
+	}
 	if o.CCache {
 		if _, err := exec.LookPath("ccache"); err == nil {
 			m.ccache, m.remote = true, o.CCacheRemote
@@ -126,9 +132,12 @@ func (m *maker) ccCommand() string {
 	return m.vars["CROSS_COMPILE"] + "gcc"
 }
 
-// run runs make, its output to the log, its process group killed when ctx
-// ends or the build's timeout passes (a lab fault: a hung compiler or a
-// machine too slow for the timeout, never the commit's).
+// run runs make, its output to the log, stopped when ctx ends or the
+// build's timeout passes (a lab fault: a hung compiler or a machine too
+// slow for the timeout, never the commit's). make runs in a process group
+// of its own, so that a Ctrl-C on kbisect's terminal does not cut a build
+// short behind kbisect's back, and is told to stop (SIGTERM) if kbisect
+// dies: a killed kbisect leaves no make writing into the slot.
 func (m *maker) run(ctx context.Context, targets ...string) error {
 	argv := m.argv(targets...)
 	shell.Trace(ctx, "", shell.Join(argv...))
@@ -139,9 +148,12 @@ func (m *maker) run(ctx context.Context, targets ...string) error {
 		w = io.MultiWriter(m.log, m.logTo)
 	}
 	c.Stdout, c.Stderr = w, w
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	if err := c.Start(); err != nil {
 		return &SetupError{Msg: fmt.Sprintf("cannot run make: %v (Debian: apt-get install build-essential)", err)}
+	}
+	if m.slot != nil {
+		m.slot.noteMake(c.Process.Pid)
 	}
 	oom := oomKills()
 	done := make(chan error, 1)
@@ -166,15 +178,50 @@ func (m *maker) run(ctx context.Context, targets ...string) error {
 		}
 		return me
 	case <-ctx.Done():
-		_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
-		<-done
+		m.stop(c.Process.Pid, done)
 		return ctx.Err()
 	case <-expired:
-		_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
-		<-done
+		m.stop(c.Process.Pid, done)
 		return &SetupError{Fault: FaultTimeout, Msg: fmt.Sprintf(hintTimeout, strings.Join(targets, " "), durationText(m.timeout)),
 			Evidence: outputEvidence(m.log.String())}
 	}
+}
+
+// stop ends the make of process group pgid as Ctrl-C on a terminal does:
+// SIGINT to the whole group, so every compiler stops and make deletes the
+// targets it was writing, then waits for it. A make that does not end
+// within settleWait, or a group that does not empty, is killed, and the
+// slot is suspect: the next build there removes what this one wrote.
+func (m *maker) stop(pgid int, done <-chan error) {
+	_ = syscall.Kill(-pgid, syscall.SIGINT)
+	clean := true
+	select {
+	case <-done:
+	case <-time.After(settleWait):
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-done
+		clean = false
+	}
+	if !groupGone(pgid, settleWait) {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		clean = false
+	}
+	if !clean && m.slot != nil {
+		m.slot.suspect = true
+	}
+}
+
+// groupGone waits, at most wait, for process group pgid to have no
+// process left, and says whether it has none.
+func groupGone(pgid int, wait time.Duration) bool {
+	deadline := time.Now().Add(wait)
+	for syscall.Kill(-pgid, 0) == nil {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return true
 }
 
 // durationText writes a duration as a job file does: 3h, 1h30m, 10s.

@@ -27,6 +27,9 @@ import (
 type slot struct {
 	src, out string
 	lock     *os.File
+	// suspect: a make here was cut short and did not end cleanly; the
+	// slot's mark stays for the next build to settle.
+	suspect bool
 }
 
 // openSlot prepares slot n of the tree under the cache directory: a
@@ -61,6 +64,11 @@ func openSlot(ctx context.Context, o Options, n int, commit string) (*slot, erro
 	}
 	if n != asked {
 		o.logf("build slot %d is another kbisect's: building in slot %d", asked, n)
+	}
+	if err := s.claim(o.logf); err != nil {
+		s.suspect = true // the mark stays: settled on the next try
+		s.unlock()
+		return nil, err
 	}
 	base := filepath.Dir(s.src)
 	// The slot is ours: a temporary file in it is a killed kbisect's.
@@ -146,6 +154,7 @@ func waitLock(ctx context.Context, f *os.File, wait time.Duration) error {
 
 func (s *slot) unlock() {
 	if s.lock != nil {
+		s.release()
 		_ = syscall.Flock(int(s.lock.Fd()), syscall.LOCK_UN)
 		s.lock.Close()
 	}
