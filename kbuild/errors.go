@@ -83,7 +83,7 @@ const (
 	hintMemory = "the compiler ran out of memory: lower build.jobs or free memory"
 	hintCache  = "the compiler cache failed: check ccache's directory (ccache -s), or set build.ccache: false"
 	// hintTimeout takes make's targets and the timeout.
-	hintTimeout = "make %s did not finish within build.timeout (%s) and was killed: raise build.timeout in the job file, " +
+	hintTimeout = "make %s did not finish within build.timeout (%s) and was stopped: raise build.timeout in the job file, " +
 		"or find what slows the build machine down (a hung compiler, swapping, a slow disk)"
 )
 

@@ -201,6 +201,23 @@ func within(dir string, pid int) bool {
 	return slices.ContainsFunc(strings.Split(string(b), "\x00"), in)
 }
 
+// groupLive says whether process group pgid has a process that is not a
+// zombie.
+func groupLive(pgid int) bool {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			if p, ok := readProc(pid); ok && p.pgrp == pgid && p.state != 'Z' {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // proc is what /proc/PID/stat says of a process.
 type proc struct {
 	comm       string

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -71,7 +72,14 @@ func alive(t *testing.T, path string) bool {
 	for _, c := range strings.TrimSpace(string(b)) {
 		pid = pid*10 + int(c-'0')
 	}
-	return syscall.Kill(pid, 0) == nil
+	// A zombie is dead: this machine's init may be slow to reap it.
+	p, ok := readProc(pid)
+	if !ok || p.state == 'Z' {
+		return false
+	}
+	cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	t.Logf("process %d runs: %+v %q", pid, p, cmd)
+	return true
 }
 
 // reference builds commit in a cache of its own with the plain compiler:

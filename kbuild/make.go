@@ -212,10 +212,11 @@ func (m *maker) stop(pgid int, done <-chan error) {
 }
 
 // groupGone waits, at most wait, for process group pgid to have no
-// process left, and says whether it has none.
+// process left but zombies (an init may be slow to reap the orphans),
+// and says whether it has none.
 func groupGone(pgid int, wait time.Duration) bool {
 	deadline := time.Now().Add(wait)
-	for syscall.Kill(-pgid, 0) == nil {
+	for syscall.Kill(-pgid, 0) == nil && groupLive(pgid) {
 		if time.Now().After(deadline) {
 			return false
 		}
