@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -68,9 +69,9 @@ func alive(t *testing.T, path string) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var pid int
-	for _, c := range strings.TrimSpace(string(b)) {
-		pid = pid*10 + int(c-'0')
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
 	// A zombie is dead: this machine's init may be slow to reap it.
 	p, ok := readProc(pid)
