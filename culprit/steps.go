@@ -216,38 +216,58 @@ func (s *Search) earlierStep(c int) (string, int, float64) {
 		parent := kernel{commit: int(p)}
 		d, t, short, sharp := s.stepFrom(parent, kernel{commit: goodEndpoint})
 		a, e := s.levels(parent), s.levels(kernel{commit: goodEndpoint})
-		if noEarlierStep(d*toBad, t, short, sharp, len(a)+len(e), span) {
+		med, _ := s.way(parent)
+		if noEarlierStep(d*toBad, med, t, short, sharp, len(a)+len(e), span) {
 			continue
 		}
 		why := fmt.Sprintf("its parent measures %s the good endpoint (%d boots against %d, %.1f standard errors apart): an earlier commit made it worse first, and the candidate is the later of two steps; "+
 			"bisect the earlier one with the parent as the bad revision", pct(d), len(a), len(e), t)
-		if short > 0 {
-			t = stepMaybe // fresh boots more, but no decision yet
+		// Short of a share, a parent asks for fresh boots but no decision
+		// yet — unless the boots tell a share and put it beyond doubt
+		// above the good endpoint, half a share up or more: that is no
+		// good kernel, and the second search below it tells whether a
+		// first step is there (7 → 8 → 15 µs: the parent sits at a share
+		// of the model's way, and fell two standard errors short of it).
+		if short > 0 && !(sharp && t >= stepT && d*toBad >= stepShare*span/2) {
+			t = stepMaybe
 		}
 		return why, int(p), t
 	}
 	return "", -1, 0
 }
 
-// noEarlierStep says whether a parent up (log) above the good endpoint,
-// t standard errors from it and short of a step's share of span by
-// short, is ruled out as an earlier step on boots of the two together
-// (earlierStep says why each rule).
-func noEarlierStep(up, t, short float64, sharp bool, boots int, span float64) bool {
+// noEarlierStep says whether a parent up (log) above the good endpoint
+// by its boots' weighed mean, med by their median (way), t standard
+// errors from it and short of a step's share of span by short, is ruled
+// out as an earlier step on boots of the two together (earlierStep says
+// why each rule).
+//
+// The median speaks where one far-off boot moves the mean: a boot that
+// kept two samples of three, 0.49 below the parent's others, pulled its
+// mean below the good endpoint's at four boots each, and under a
+// standard error from it at twelve, while the median sat a step's share
+// up (run 126 of `kbisect simulate --seed 1 --first-step 9us`, which
+// named the later step at 1.0000). And a parent stepDoubt standard
+// errors or more above the good endpoint, half a share up or more, is no
+// good kernel however far short of a share it falls.
+func noEarlierStep(up, med, t, short float64, sharp bool, boots int, span float64) bool {
+	half := stepShare * span / 2
 	switch {
 	case up <= 0:
-		return true
+		// Below it by the mean: level with it, unless the boots are few
+		// and their median sits half a share up.
+		return boots >= stepKnown || med < half
 	case sharp:
-		return short > stepClear
+		return short > stepClear && (t < stepDoubt || up < half)
 	case short > 1:
 		return true
 	case t >= stepMaybe:
 		return false
 	}
 	// Under a standard error away: level with the good endpoint, unless
-	// the boots are too few to know their own spread and it sits half a
-	// share up.
-	return boots >= stepKnown || up < stepShare*span/2
+	// it sits half a share up and the boots are too few to know their own
+	// spread, or their median sits a whole share up.
+	return up < half || (boots >= stepKnown && med < 2*half)
 }
 
 // twoSteps says whether the confirmation of c failed for the reason one

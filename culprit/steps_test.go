@@ -84,9 +84,72 @@ func TestNoEarlierStepRules(t *testing.T) {
 		{"not sharp, under one away, few boots, half a share up", 0.1, 0.8, 0.4, false, 8, false},
 		{"not sharp, under one away, few boots, under half a share", 0.05, 0.8, 0.9, false, 8, true},
 		{"not sharp, under one away, enough boots", 0.1, 0.8, 0.4, false, stepKnown, true},
+		{"sharp, two short of a share but three away and half a share up", 0.12, 3.2, 2.2, true, 40, false},
+		{"sharp, two short of a share, three away, under half a share up", 0.07, 3.2, 2.2, true, 40, true},
 	} {
-		if got := noEarlierStep(c.up, c.t, c.short, c.sharp, c.boots, span); got != c.out {
+		if got := noEarlierStep(c.up, c.up, c.t, c.short, c.sharp, c.boots, span); got != c.out {
 			t.Errorf("%s: ruled out %v, want %v", c.what, got, c.out)
 		}
+	}
+}
+
+// TestAParentAShareUpByItsMedianIsNotRuledOutByItsMean: one far-off boot
+// (two samples kept of three, 0.49 below the parent's others) made the
+// boots' levels scatter as if the machine's boots wandered and pulled
+// the parent's weighed mean to under a standard error from the good
+// endpoint, while the median of its boots sat a step's share up: from
+// stepKnown boots such a parent was ruled out, and run 126 of `kbisect
+// simulate --seed 1 --first-step 9us` named the later step at 1.0000
+// (at its first review the mean sat below the good endpoint). A parent
+// whose median sits a share up is booted again; under a share (with
+// enough boots), or under half a share (with few), it is ruled out as
+// before.
+func TestAParentAShareUpByItsMedianIsNotRuledOutByItsMean(t *testing.T) {
+	span := badLevel - goodLevel // a share 0.15
+	for _, c := range []struct {
+		what       string
+		up, med, t float64
+		short      float64
+		boots      int
+		out        bool
+	}{
+		{"enough boots, the mean under one away, the median a share up", 0.09, 0.16, 0.95, 0.3, 12, false},
+		{"enough boots, the mean under one away, the median under a share", 0.09, 0.12, 0.95, 0.3, 12, true},
+		{"few boots, the mean below, the median half a share up", -0.01, 0.1, 0.1, 1.5, 8, false},
+		{"few boots, the mean below, the median under half a share", -0.01, 0.05, 0.1, 1.5, 8, true},
+		{"enough boots, the mean below", -0.01, 0.16, 0.1, 1.5, stepKnown, true},
+	} {
+		if got := noEarlierStep(c.up, c.med, c.t, c.short, false, c.boots, span); got != c.out {
+			t.Errorf("%s: ruled out %v, want %v", c.what, got, c.out)
+		}
+	}
+}
+
+// TestAParentFarAboveButShortOfAShareIsAStep: a parent beyond doubt
+// above the good endpoint (4.5 standard errors or more) and half a
+// step's share up or more is an earlier step even while it is short of a
+// whole share — the second search below it tells whether one is there —
+// and is not ruled out for falling two standard errors short of a share
+// (7 → 8 → 15 µs: the parent 0.134 up, a share 0.13–0.15 of the
+// model's way; ruled out so, 9 runs of 100 named the later step).
+func TestAParentFarAboveButShortOfAShareIsAStep(t *testing.T) {
+	m := Model{Good: goodLevel, Bad: badLevel, BootSpread: 0.02, Spread: 0.2, Nu: 4}
+	s, err := New(Chain(100), m, Options{Confidence: 0.99})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 32; i++ {
+		e := 0.01 * float64(i%5-2)
+		s.ObserveAt(GoodEndpoint, boot8(goodLevel+e))
+		s.ObserveAt(99, boot8(badLevel+e))
+		s.Observe(Step{Kind: Measure, Commit: 49, Confirming: true}, boot8(goodLevel+0.1+e))
+	}
+	d, tt, short, sharp := s.stepFrom(kernel{commit: 49}, kernel{commit: GoodEndpoint})
+	if !sharp || tt < stepT || short <= stepClear || math.Abs(d-0.1) > 0.01 {
+		t.Fatalf("the case is not the one meant: d %.3f, %.2f standard errors, %.2f short of a share, sharp %v", d, tt, short, sharp)
+	}
+	why, parent, tv := s.earlierStep(50)
+	if why == "" || parent != 49 || tv < stepT {
+		t.Fatalf("earlierStep(50) = %q, %d, %.2f: want parent 49 an earlier step beyond doubt (t ≥ %v)", why, parent, tv, stepT)
 	}
 }
