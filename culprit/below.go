@@ -51,7 +51,7 @@ func (s *Search) descend(c, parent int, lead float64) bool {
 	// The parent is a step above the good endpoint (earlierStep said so,
 	// beyond doubt): it must not be the bad side's level too.
 	up, span := s.way(kernel{commit: parent})
-	if up < stepShare*span/2 || up > (1-stepShare)*span {
+	if up < halfShare(span) || up > (1-stepShare)*span {
 		return false
 	}
 	m := s.m

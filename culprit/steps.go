@@ -27,6 +27,11 @@ const minStepSpan = 0.25
 // below it, what the levels' drift and scatter leave is no step.
 const stepShare = 0.2
 
+// halfShare is half a step's share of the way span: a parent that far
+// up or more is not shown level with the good endpoint by few boots, and
+// one beyond doubt that far up is no good kernel.
+func halfShare(span float64) float64 { return stepShare * span / 2 }
+
 // stepT is the least distance, in standard errors, between two kernels'
 // boot levels that shows a step; stepMaybe the least that suggests one
 // (fresh boots more then tell); stepDoubt the least that, once the rounds
@@ -188,7 +193,7 @@ func (s *Search) stepFrom(k, endpoint kernel) (d, t, short float64, sharp bool) 
 		return d, 0, 0, false
 	}
 	se := math.Sqrt(va + ve)
-	return d, math.Abs(d) / se, (stepShare*span - math.Abs(d)) / se, tau <= sq(stepShare*span/2)
+	return d, math.Abs(d) / se, (stepShare*span - math.Abs(d)) / se, tau <= sq(halfShare(span))
 }
 
 // earlierStep says, when a parent of candidate c may measure worse than
@@ -228,7 +233,7 @@ func (s *Search) earlierStep(c int) (string, int, float64) {
 		// good kernel, and the second search below it tells whether a
 		// first step is there (7 → 8 → 15 µs: the parent sits at a share
 		// of the model's way, and fell two standard errors short of it).
-		if short > 0 && !(sharp && t >= stepT && d*toBad >= stepShare*span/2) {
+		if short > 0 && !(sharp && t >= stepT && d*toBad >= halfShare(span)) {
 			t = stepMaybe
 		}
 		return why, int(p), t
@@ -251,7 +256,7 @@ func (s *Search) earlierStep(c int) (string, int, float64) {
 // errors or more above the good endpoint, half a share up or more, is no
 // good kernel however far short of a share it falls.
 func noEarlierStep(up, med, t, short float64, sharp bool, boots int, span float64) bool {
-	half := stepShare * span / 2
+	half := halfShare(span)
 	switch {
 	case up <= 0:
 		// Below it by the mean: level with it, unless the boots are few
@@ -342,7 +347,7 @@ func (s *Search) stepUntold(parent int) string {
 	}
 	d, t, _, sharp := s.stepFrom(kernel{commit: parent}, kernel{commit: goodEndpoint})
 	span := math.Abs(s.m.Bad - s.m.Good)
-	if !sharp || t < stepDoubt || d*math.Copysign(1, s.m.Bad-s.m.Good) < stepShare*span/2 {
+	if !sharp || t < stepDoubt || d*math.Copysign(1, s.m.Bad-s.m.Good) < halfShare(span) {
 		return ""
 	}
 	return fmt.Sprintf("its parent measures %s the good endpoint (%d boots against %d, %.1f standard errors apart) after %d rounds of fresh boots: "+
