@@ -257,6 +257,9 @@ func (s *Search) earlierStep(c int) (string, int, float64) {
 // good kernel however far short of a share it falls.
 func noEarlierStep(up, med, t, short float64, sharp bool, boots int, span float64) bool {
 	half := halfShare(span)
+	if span < minStepSpan {
+		med = 0 // no steps are told: the median rules below do not act
+	}
 	switch {
 	case up <= 0:
 		// Below it by the mean: level with it, unless the boots are few
