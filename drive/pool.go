@@ -26,6 +26,13 @@ type Pool interface {
 	Wait(ctx context.Context) (int, Boot, error)
 }
 
+// Builds is what a Pool may also say: whether the kernel of machine i's
+// boot under way is built now (in the cache), so that another machine
+// would boot it without waiting for its build.
+type Builds interface {
+	KernelBuilt(i int) bool
+}
+
 // PoolScale is how one machine's forecast of the rest of a search
 // (culprit.Search.Forecast) reads on k machines, as kbisect simulate
 // --machines measured them (docs/bisection.md, "Several machines, one
@@ -57,9 +64,11 @@ var ErrMachineLost = errors.New("the machine is lost for this run")
 // first, and its samples are taken at the level its own endpoints put it
 // (on the log scale, the midpoint of its good and bad boots against the
 // machines' mean). While other machines measure, a free machine boots
-// the commit that best splits the culprits beside the commits under way
-// (culprit's Beside), or what the search itself asks when that adds
-// little or is an endpoint, a revert or a confirmation. Boots still
+// the commit whose boot tells the most per second beside the boots under
+// way, each weighed as the model says boots err (culprit's Beside: a
+// commit under way again, or a new split), or what the search itself
+// asks when none tells enough or it is an endpoint, a revert or a
+// confirmation. Boots still
 // under way when the search ends are left to the caller to stop.
 //
 // opt.History (each record with its Machine) is taken in first, in the
@@ -450,7 +459,7 @@ func (r *pooled) lateEndpoint(i, commit int, b Boot) error {
 // choose is the next boot for a free machine, false when the search
 // says it is done (its last step). While other machines boot, a step of
 // the search proper (not an endpoint, a revert or a confirmation) is
-// traded for the commit that best splits the culprits beside theirs
+// traded for the commit that tells the most per second beside theirs
 // (culprit's Beside).
 func (r *pooled) choose() (culprit.Step, bool) {
 	step := r.s.Next()
@@ -458,9 +467,13 @@ func (r *pooled) choose() (culprit.Step, bool) {
 		return step, false
 	}
 	var pending []culprit.Step
-	for _, b := range r.busy {
+	bs, says := r.p.(Builds)
+	for i, b := range r.busy {
 		if b != nil && b.step != nil {
 			pending = append(pending, *b.step)
+			if says && !b.step.Reverted && bs.KernelBuilt(i) {
+				r.s.Built(b.step.Commit)
+			}
 		}
 	}
 	endpoint := step.Commit == culprit.GoodEndpoint || step.Commit == r.d.Len()-1

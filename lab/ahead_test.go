@@ -20,16 +20,7 @@ import (
 // the pipeline skips it on that knowledge instead of building it again.
 func TestAKernelThatFailedToBuildAheadIsNotBuiltAgain(t *testing.T) {
 	r := newSimRun(t, simlab.Options{Seed: 9, Commits: 120, BrokenBuilds: 8})
-	broken := ""
-	for _, c := range r.lab.Tree.Broken {
-		if !r.lab.Tree.Builds(c) {
-			broken = c
-			break
-		}
-	}
-	if broken == "" {
-		t.Fatal("the tree has no commit that does not build")
-	}
+	broken := r.brokenCommit(t)
 	var mu sync.Mutex
 	checkouts := 0
 	ctx := shell.WithTracer(context.Background(), func(where, command string) {
@@ -63,6 +54,18 @@ func TestAKernelThatFailedToBuildAheadIsNotBuiltAgain(t *testing.T) {
 	if ev.Verdict != "skip" || !strings.HasPrefix(ev.Reason, "does not build: ") || checkouts != 1 {
 		t.Errorf("%s: %s (%s) after %d builds", broken[:12], ev.Verdict, ev.Reason, checkouts)
 	}
+}
+
+// brokenCommit is a commit of the run's tree that does not build.
+func (r *simRun) brokenCommit(t *testing.T) string {
+	t.Helper()
+	for _, c := range r.lab.Tree.Broken {
+		if !r.lab.Tree.Builds(c) {
+			return c
+		}
+	}
+	t.Fatal("the tree has no commit that does not build")
+	return ""
 }
 
 // TestABuildServersSlotsBuildAheadAtOnce: with a build server of two

@@ -69,6 +69,12 @@ type Pipeline struct {
 	// Ahead builds the next commits while this one is measured (nil:
 	// none).
 	Ahead *Ahead
+	// UnderWay, shared by the pipelines of several machines, makes one
+	// that needs a kernel another is building wait for it (nil: none).
+	UnderWay *UnderWay
+	// Built, when set, hears that the kernel of a commit about to boot
+	// is in the cache: another machine would boot it without a build.
+	Built func(commit string)
 	// BaseFile is where the base command line of the machine's test
 	// kernels is recorded at the first boot, and read again by a resumed
 	// run ("": found at this pipeline's first boot, recorded nowhere).
@@ -224,6 +230,9 @@ func (p *Pipeline) built(ctx context.Context, ev *Evidence) (*remote.Artifact, e
 	case err != nil:
 		return nil, fmt.Errorf("build %s: %w", commitid.Short(commit), err)
 	}
+	if p.Built != nil {
+		p.Built(commit)
+	}
 	ev.Release, ev.Signature = a.Release, a.Signature
 	ev.Build = &BuildInfo{Artifact: a.Dir, Cached: a.Cached, Seconds: a.Took.Seconds()}
 	if a.Cached {
@@ -237,10 +246,21 @@ func (p *Pipeline) built(ctx context.Context, ev *Evidence) (*remote.Artifact, e
 }
 
 // kernel builds commit's kernel in the pipeline's slot (the cache
-// first), making way for the builds ahead and letting them go on after.
-func (p *Pipeline) kernel(ctx context.Context, commit string) (*kbuild.Artifact, error) {
+// first), making way for the builds ahead and letting them go on after;
+// on several machines, after any other pipeline's build of it (UnderWay).
+func (p *Pipeline) kernel(ctx context.Context, commit string) (_ *kbuild.Artifact, err error) {
 	if be := p.aheadFailed(ctx, commit); be != nil {
 		return nil, be // built ahead, and it does not build: not again
+	}
+	if p.UnderWay != nil {
+		release, be, cerr := p.UnderWay.claim(ctx, commit)
+		switch {
+		case cerr != nil:
+			return nil, cerr
+		case be != nil:
+			return nil, be // another machine's pipeline found it does not build
+		}
+		defer func() { release(err) }()
 	}
 	a, err := kbuild.Build(ctx, p.Build, p.Slot, commit)
 	if p.Ahead != nil {

@@ -226,8 +226,10 @@ func (r *jobRun) prepare(ctx context.Context) error {
 	}
 	if len(r.jobs) > 1 {
 		// Several machines: one pipeline each, named, building in its
-		// own slot of the shared cache.
-		r.pipe.Name, r.pipe.BaseFile = job.Machine.Name, baseFile(r.stateDir, job.Machine.Name)
+		// own slot of the shared cache, a kernel another is building
+		// waited for rather than built beside it.
+		under := &lab.UnderWay{}
+		r.pipe.Name, r.pipe.BaseFile, r.pipe.UnderWay = job.Machine.Name, baseFile(r.stateDir, job.Machine.Name), under
 		r.machines = []*lab.Pipeline{r.pipe}
 		for i, j := range r.jobs[1:] {
 			f, err := os.OpenFile(filepath.Join(r.stateDir, "build-"+FileSafe(j.Machine.Name)+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -238,7 +240,7 @@ func (r *jobRun) prepare(ctx context.Context) error {
 			b := bo
 			b.Log = f
 			r.machines = append(r.machines, &lab.Pipeline{Job: j, Build: b, StateDir: r.stateDir, Slot: i + 1,
-				Name: j.Machine.Name, Progress: r.ev, BaseFile: baseFile(r.stateDir, j.Machine.Name)})
+				Name: j.Machine.Name, Progress: r.ev, BaseFile: baseFile(r.stateDir, j.Machine.Name), UnderWay: under})
 		}
 		if r.down == nil {
 			r.down = make([]error, len(r.jobs)) // answered: no preflight

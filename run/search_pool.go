@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"kbisect/culprit"
@@ -33,6 +34,9 @@ type machinePool struct {
 	// why each machine was lost ("" for one that was not).
 	seq int
 	why []string
+	// built says, per machine, that the kernel of its boot under way is
+	// in the cache (drive.Builds).
+	built []atomic.Bool
 }
 
 // machineEnd is a boot that ended on machine i, or its error.
@@ -52,7 +56,11 @@ type machineEnd struct {
 }
 
 func newMachinePool(ctx context.Context, p *posteriorRun, pipes []*lab.Pipeline, down []error) *machinePool {
-	m := &machinePool{p: p, pipes: pipes, down: down, ends: make(chan machineEnd, len(pipes)), seq: len(p.journal.Records()), why: make([]string, len(pipes))}
+	m := &machinePool{p: p, pipes: pipes, down: down, ends: make(chan machineEnd, len(pipes)), seq: len(p.journal.Records()), why: make([]string, len(pipes)),
+		built: make([]atomic.Bool, len(pipes))}
+	for i, pipe := range pipes {
+		pipe.Built = func(string) { m.built[i].Store(true) }
+	}
 	for i, err := range down {
 		if err != nil {
 			m.why[i] = "left out at the preflight: " + err.Error()
@@ -71,9 +79,13 @@ func (m *machinePool) close() {
 
 func (m *machinePool) Machines() int { return len(m.pipes) }
 
+// KernelBuilt says whether machine i's kernel under way is in the cache.
+func (m *machinePool) KernelBuilt(i int) bool { return m.built[i].Load() }
+
 // Start begins machine i's boot of k.
 func (m *machinePool) Start(i int, k drive.Kernel, more func([]float64) bool) {
 	p, pipe := m.p, m.pipes[i]
+	m.built[i].Store(false)
 	m.seq++
 	e := machineEnd{i: i, k: k, began: time.Now()}
 	switch {
