@@ -36,14 +36,16 @@ type Builds interface {
 // PoolScale is how one machine's forecast of the rest of a search
 // (culprit.Search.Forecast) reads on k machines, as kbisect simulate
 // --machines measured them (docs/bisection.md, "Several machines, one
-// posterior"): the seconds times Seconds (0.25 + 0.75/k: 0.61 of one
-// machine's wall time on 2, 0.43 on 4, on the easy and the noisy rows
-// alike — calibration and confirmation divide by the machines, the
-// search less), the low end of their range times SecondsLow (1/k: k
-// machines divide one's boots by k at best, and late in a run the rest
-// is mostly confirmation, which divides that well), and the boots (and
-// the high end of their range) times Boots (1 + 0.2 (k − 1): a pool
-// boots more than one machine, 41.5 against 37.3 boots on 2, 60.9 on 4).
+// posterior"): the seconds times Seconds (0.25 + 0.75/k; measured 0.60
+// to 0.61 of one machine's wall time on 2, 0.41 to 0.45 on 4, on the
+// easy and the noisy rows — calibration and confirmation divide by the
+// machines, the search less), the low end of their range times
+// SecondsLow (1/k: k machines divide one's boots by k at best, and late
+// in a run the rest is mostly confirmation, which divides that well),
+// and the boots (and the high end of their range) times Boots (1 + 0.2
+// (k − 1): a pool boots more than one machine, 46.3 against 38.3 boots
+// on 2 and 66.4 on 4 on the easy row, 59.7 against 52.0 and 79.6 on the
+// noisy one).
 type PoolScale struct{ Seconds, SecondsLow, Boots float64 }
 
 // PoolShare is the PoolScale of k machines.
