@@ -34,6 +34,7 @@ func (s *Search) Beside(pending []Step) (Step, bool) {
 	for i := range near {
 		near[i] = -1
 	}
+	unsure := h2(unsureAt)
 	seen := map[int]bool{}
 	var cands []int
 	add := func(x int) {
@@ -46,7 +47,7 @@ func (s *Search) Beside(pending []Step) (Step, bool) {
 		if s.skip[x] || x == n-1 {
 			continue
 		}
-		if (s.built[x] || underWay[x]) && h2(v) > h2(unsureAt) {
+		if (s.built[x] || underWay[x]) && h2(v) > unsure {
 			add(x)
 		}
 		b := int(math.Round(v * parts))
